@@ -1,0 +1,29 @@
+// SpeedMonitor: throughput over a window of batches, and train/eval wall time.
+#pragma once
+
+#include "composer/core/callback.h"
+
+#include <deque>
+#include <string>
+
+namespace composer {
+
+/// At BATCH_END, once window_size batches have passed: throughput/{batches,samples,tokens}_per_sec,
+/// throughput/device/* (divided by the world size), throughput/flops_per_sec when the model reports
+/// flops_per_batch; always time/train, time/val, time/total in `time_unit` (seconds, minutes, hours, days).
+class SpeedMonitor : public Callback {
+ public:
+  explicit SpeedMonitor(int64_t window_size = 100, const std::string& time_unit = "hours");
+  void batch_end(State& state, Logger& logger) override;
+  void eval_end(State& state, Logger& logger) override;
+  c10::IValue state_dict() const override;
+  void load_state_dict(const c10::IValue& state) override;
+
+ private:
+  int64_t window_size_;
+  double divider_;
+  std::deque<double> samples_, tokens_, wct_, flops_;
+  double total_eval_wct_ = 0.0;
+};
+
+}  // namespace composer

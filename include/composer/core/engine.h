@@ -1,0 +1,54 @@
+// Engine: runs algorithms and callbacks at each event, in Composer's order.
+#pragma once
+
+#include "composer/core/event.h"
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace composer {
+
+struct State;
+class Logger;
+class Algorithm;
+
+/// Reorders the algorithms that matched an event.
+using AlgorithmPass = std::function<void(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event event)>;
+
+/// Built-in passes, applied in this order before user passes.
+void sort_selective_backprop_first(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event event);
+void sort_low_precision_layernorm_last(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event event);
+/// Reverses the order for events whose name starts with AFTER_ (first in, last out).
+void set_filo_order(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event event);
+
+/// Contract: INIT runs logger destinations, then other callbacks, then algorithms; every other event runs
+/// algorithms (after the passes), then non-logger callbacks, then logger destinations. A closed engine rejects
+/// events.
+class Engine {
+ public:
+  Engine(State& state, Logger& logger);
+  ~Engine();
+
+  void run_event(Event event);
+  /// Appends a user pass, or inserts it at `index` among the passes.
+  void register_pass(AlgorithmPass pass, int index = -1);
+  /// Log `algorithm_traces/<Cls>/<event>: 1` for every algorithm run.
+  void set_log_traces(bool on) { log_traces_ = on; }
+  /// Calls close() on every callback, then post_close() on those whose close() did not throw. Idempotent.
+  void close();
+  bool closed() const { return closed_; }
+
+ private:
+  void run_algorithms(Event event);
+  void run_callbacks(Event event, bool loggers_first);
+  void check_state(Event event) const;
+
+  State& state_;
+  Logger& logger_;
+  std::vector<AlgorithmPass> passes_;
+  bool log_traces_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace composer

@@ -1,0 +1,101 @@
+// State: everything a run is made of. Data plus serialization; behaviour lives in the loops, the Engine,
+// algorithms and callbacks.
+#pragma once
+
+#include "composer/core/evaluator.h"
+#include "composer/core/precision.h"
+#include "composer/core/time.h"
+#include "composer/data/batch.h"
+#include "composer/data/data_loader.h"
+
+#include <c10/core/Device.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torch::optim {
+class Optimizer;
+}
+namespace c10 {
+struct IValue;
+}
+
+namespace composer {
+
+class Algorithm;
+class Callback;
+class ComposerModel;
+class ComposerScheduler;
+class GradScaler;
+class Metric;
+
+using MetricMap = std::map<std::string, std::shared_ptr<Metric>>;
+
+struct State {
+  std::string run_name;
+  std::shared_ptr<ComposerModel> model;
+  /// Composer keeps a list of one optimizer; so does this.
+  std::shared_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<std::shared_ptr<ComposerScheduler>> schedulers;
+  /// Set for amp_fp16.
+  std::shared_ptr<GradScaler> scaler;
+  std::vector<std::shared_ptr<Algorithm>> algorithms;
+  /// Logger destinations first, then other callbacks.
+  std::vector<std::shared_ptr<Callback>> callbacks;
+
+  /// The whole batch from AFTER_DATALOADER to BEFORE_TRAIN_BATCH and at AFTER_TRAIN_BATCH; the microbatch from
+  /// BEFORE_FORWARD to AFTER_BACKWARD.
+  Batch batch;
+  at::Tensor outputs;
+  at::Tensor loss;
+
+  Timestamp timestamp;
+  /// Unset before the first batch.
+  std::optional<Timestamp> previous_timestamp;
+  Timestamp eval_timestamp;
+  Timestamp predict_timestamp;
+  std::optional<Time> max_duration;
+
+  /// The loader being iterated (train, an evaluator's, or predict) and its label.
+  DataLoader* dataloader = nullptr;
+  std::string dataloader_label;
+  std::optional<int64_t> dataloader_len;
+  std::shared_ptr<DataLoader> train_dataloader;
+  std::vector<Evaluator> evaluators;
+
+  Precision precision = Precision::FP32;
+  c10::Device device = c10::Device(c10::kCPU);
+  /// Samples per microbatch; 0 = the whole batch.
+  int64_t device_train_microbatch_size = 0;
+  /// Set when device_train_microbatch_size is "auto" (searched on CUDA out-of-memory).
+  bool auto_microbatching = false;
+
+  MetricMap train_metrics;
+  /// label -> metrics of that evaluator.
+  std::map<std::string, MetricMap> eval_metrics;
+  std::map<std::string, double> train_metric_values;
+  std::map<std::string, double> eval_metric_values;
+  /// loss/train/<key> of the last batch.
+  std::map<std::string, double> total_loss_dict;
+
+  uint64_t rank_zero_seed = 0;
+  uint64_t seed = 0;
+
+  /// timestamp.get(max_duration.unit) / max_duration; unset without a max_duration.
+  std::optional<double> get_elapsed_duration() const;
+  /// Ends training after the current batch: max_duration becomes the current count (in batches if it was epochs).
+  void stop_training();
+  /// Points the loops at `loader`; `len` = -1 uses loader->length(), larger values are clamped to it.
+  void set_dataloader(DataLoader* loader, const std::string& label, int64_t len = -1);
+
+  /// The serialisable part as a string-keyed dict of tensors and primitives (Composer's state_dict keys:
+  /// model, optimizers, algorithms, callbacks, scaler, timestamp, rank_zero_seed, run_name).
+  c10::IValue state_dict() const;
+  /// Restores what state_dict() wrote. The model loads first; unknown entries are errors naming them.
+  void load_state_dict(const c10::IValue& state, bool strict_model = true);
+};
+
+}  // namespace composer

@@ -1,0 +1,48 @@
+// FileLogger: one JSON object per line (hyperparameters, metrics, traces) in a file per rank.
+// Composer's FileLogger writes "[metric][batch=N]: k: v" text; JSON lines are easier to read back, so this
+// deliberately differs (see docs/loggers.md).
+#pragma once
+
+#include "composer/core/logger.h"
+
+#include <torch/arg.h>
+
+#include <fstream>
+
+namespace composer {
+
+struct FileLoggerOptions {
+  /// Path; {run_name} and {rank} are filled in. Parent folders are created.
+  TORCH_ARG(std::string, filename) = "{run_name}/logs-rank{rank}.jsonl";
+  /// Flush every this many batches (and at EPOCH_END, EVAL_END, FIT_END, close).
+  TORCH_ARG(int64_t, flush_interval) = 100;
+  TORCH_ARG(bool, log_traces) = true;
+  /// Replace an existing file instead of failing.
+  TORCH_ARG(bool, overwrite) = false;
+};
+
+/// Lines: {"type":"hparams","data":{...}}, {"type":"metrics","step":N,"data":{...}}, {"type":"traces","data":{...}}.
+class FileLogger : public LoggerDestination {
+ public:
+  explicit FileLogger(FileLoggerOptions options = FileLoggerOptions());
+  void init(State& state, Logger& logger) override;
+  void log_hyperparameters(const nlohmann::json& hparams) override;
+  void log_metrics(const std::map<std::string, double>& metrics, int64_t step) override;
+  void log_traces(const std::map<std::string, double>& traces) override;
+  void batch_end(State& state, Logger& logger) override;
+  void epoch_end(State& state, Logger& logger) override;
+  void eval_end(State& state, Logger& logger) override;
+  void fit_end(State& state, Logger& logger) override;
+  void close(State& state, Logger& logger) override;
+  /// The resolved path (after INIT).
+  const std::string& path() const { return path_; }
+
+ private:
+  void write(const nlohmann::json& line);
+  FileLoggerOptions options_;
+  std::string path_;
+  std::ofstream out_;
+  std::vector<nlohmann::json> pending_;  // lines logged before INIT opened the file
+};
+
+}  // namespace composer

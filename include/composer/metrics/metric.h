@@ -1,0 +1,41 @@
+// Metric: a running statistic whose state is a vector of sums, so ranks combine it with one all-reduce (SUM).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+
+namespace composer {
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  /// The key part of metrics/<label>/<name>.
+  virtual std::string name() const = 0;
+  /// Adds a batch. `preds` are model outputs (logits), `target` the labels.
+  virtual void update(const at::Tensor& preds, const at::Tensor& target) = 0;
+  /// The value from the accumulated state (NaN before any update).
+  virtual double compute() const = 0;
+  /// A fresh metric of the same kind and settings.
+  virtual std::shared_ptr<Metric> clone_empty() const = 0;
+
+  void reset();
+  /// The summed state (float64, on the device of the last update). Adding two ranks' states combines them.
+  const at::Tensor& state() const { return state_; }
+  /// Replaces the state (after an all-reduce, or on checkpoint load). Requires the same number of entries.
+  void set_state(const at::Tensor& state);
+
+ protected:
+  explicit Metric(int64_t num_states);
+  /// Adds `values` (a 1-D tensor of num_states entries) to the state, on the values' device.
+  void accumulate(const at::Tensor& values);
+  /// The state as doubles on the CPU.
+  std::vector<double> state_values() const;
+
+ private:
+  int64_t num_states_;
+  at::Tensor state_;
+};
+
+}  // namespace composer

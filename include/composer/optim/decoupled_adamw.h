@@ -1,0 +1,53 @@
+// DecoupledAdamW: AdamW whose weight decay follows the learning-rate schedule (Composer's optim.DecoupledAdamW).
+#pragma once
+
+#include <torch/arg.h>
+#include <torch/optim/optimizer.h>
+
+#include <tuple>
+#include <unordered_map>
+
+namespace composer::optim {
+
+struct DecoupledAdamWOptions : torch::optim::OptimizerCloneableOptions<DecoupledAdamWOptions> {
+  explicit DecoupledAdamWOptions(double lr = 1e-3) : lr_(lr) {}
+  TORCH_ARG(double, lr);
+  TORCH_ARG(double, beta1) = 0.9;
+  /// Composer's default is 0.95 (torch's is 0.999).
+  TORCH_ARG(double, beta2) = 0.95;
+  TORCH_ARG(double, eps) = 1e-8;
+  /// Decay is p *= 1 - (lr / initial_lr) * weight_decay.
+  TORCH_ARG(double, weight_decay) = 1e-5;
+  TORCH_ARG(bool, amsgrad) = false;
+  TORCH_ARG(double, initial_lr) = -1.0;
+
+ public:
+  double get_lr() const override { return lr_; }
+  void set_lr(const double lr) override { lr_ = lr; }
+  void validate() const;
+};
+
+/// Step t: p *= 1 - (lr/initial_lr)*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
+/// p -= (lr / (1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps) (max of v with amsgrad).
+/// CUDA with LibTorch >= 2.4: one `_fused_adamw_` kernel per device/dtype group; elsewhere `_foreach_` kernels.
+class DecoupledAdamW : public torch::optim::Optimizer {
+ public:
+  explicit DecoupledAdamW(std::vector<at::Tensor> params, DecoupledAdamWOptions options = DecoupledAdamWOptions());
+  DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledAdamWOptions options);
+
+  at::Tensor step(LossClosure closure = nullptr) override;
+  c10::IValue state_dict() const;
+  void load_state_dict(const c10::IValue& state);
+
+ private:
+  struct ParamState {
+    int64_t step = 0;
+    at::Tensor step_tensor;  // float32 scalar on the param's device (fused kernel)
+    at::Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+  };
+  void init_groups();
+  bool step_fused(torch::optim::OptimizerParamGroup& group, std::vector<at::Tensor>& params);
+  std::unordered_map<const void*, ParamState> state_by_param_;
+};
+
+}  // namespace composer::optim

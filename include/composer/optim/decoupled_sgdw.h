@@ -1,0 +1,48 @@
+// DecoupledSGDW: SGD whose weight decay follows the learning-rate schedule (Composer's optim.DecoupledSGDW).
+#pragma once
+
+#include <torch/arg.h>
+#include <torch/optim/optimizer.h>
+
+#include <unordered_map>
+
+namespace composer::optim {
+
+struct DecoupledSGDWOptions : torch::optim::OptimizerCloneableOptions<DecoupledSGDWOptions> {
+  explicit DecoupledSGDWOptions(double lr = 0.1) : lr_(lr) {}
+  /// Learning rate (schedulers change it; initial_lr keeps the first value).
+  TORCH_ARG(double, lr);
+  TORCH_ARG(double, momentum) = 0.0;
+  TORCH_ARG(double, dampening) = 0.0;
+  /// Decay is p *= 1 - (lr / initial_lr) * weight_decay: it follows the schedule, not the raw lr.
+  TORCH_ARG(double, weight_decay) = 0.0;
+  TORCH_ARG(bool, nesterov) = false;
+  /// The lr when the group was created (set by the optimizer; <= 0 means "use lr").
+  TORCH_ARG(double, initial_lr) = -1.0;
+
+ public:
+  double get_lr() const override { return lr_; }
+  void set_lr(const double lr) override { lr_ = lr; }
+  /// Throws std::invalid_argument naming the bad field.
+  void validate() const;
+};
+
+/// Step (per parameter with a gradient g): buf = g on the first step, then momentum*buf + (1-dampening)*g;
+/// d = g + momentum*buf (nesterov) or buf (or g without momentum); p *= 1 - (lr/initial_lr)*wd; p -= lr*d.
+/// Uses the multi-tensor `_foreach_` kernels (one launch per op on CUDA).
+class DecoupledSGDW : public torch::optim::Optimizer {
+ public:
+  explicit DecoupledSGDW(std::vector<at::Tensor> params, DecoupledSGDWOptions options = DecoupledSGDWOptions());
+  DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledSGDWOptions options);
+
+  at::Tensor step(LossClosure closure = nullptr) override;
+  /// Python-style {"state": {index: {"momentum_buffer": t}}, "param_groups": [...]}.
+  c10::IValue state_dict() const;
+  void load_state_dict(const c10::IValue& state);
+
+ private:
+  void init_groups();
+  std::unordered_map<const void*, at::Tensor> momentum_buffers_;
+};
+
+}  // namespace composer::optim

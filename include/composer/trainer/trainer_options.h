@@ -1,0 +1,108 @@
+// TrainerOptions: everything the Trainer is built from. Defaults are Composer's.
+#pragma once
+
+#include "composer/core/engine.h"
+#include "composer/core/evaluator.h"
+#include "composer/core/precision.h"
+#include "composer/core/time.h"
+#include "composer/data/data_loader.h"
+
+#include <torch/arg.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace composer {
+
+class Algorithm;
+class Callback;
+class ComposerModel;
+class ComposerScheduler;
+class LoggerDestination;
+
+/// Samples per microbatch: a number, the whole batch (unset), or "auto" (searched on CUDA out-of-memory).
+struct MicrobatchSize {
+  MicrobatchSize() = default;
+  MicrobatchSize(int64_t samples) : value(samples) {}  // NOLINT: implicit like Composer's int argument
+  static MicrobatchSize automatic() {
+    MicrobatchSize m;
+    m.is_auto = true;
+    return m;
+  }
+  /// Parses "auto" or a positive integer; throws std::invalid_argument naming the input.
+  static MicrobatchSize parse(const std::string& text);
+  int64_t value = 0;  // 0 = the whole batch
+  bool is_auto = false;
+};
+
+struct TrainerOptions {
+  explicit TrainerOptions(std::shared_ptr<ComposerModel> model) : model_(std::move(model)) {}
+
+  /// The model to train (required).
+  TORCH_ARG(std::shared_ptr<ComposerModel>, model);
+  /// Training data; may instead be given to fit().
+  TORCH_ARG(std::shared_ptr<DataLoader>, train_dataloader);
+  TORCH_ARG(std::string, train_dataloader_label) = "train";
+  /// Batches per training epoch; -1 = the whole loader.
+  TORCH_ARG(int64_t, train_subset_num_batches) = -1;
+  /// How long to train (ep, ba, sp, tok, iter; not dur or sec).
+  TORCH_ARG(std::optional<Time>, max_duration);
+  TORCH_ARG(std::vector<std::shared_ptr<Algorithm>>, algorithms);
+  /// Extra passes that reorder the algorithms matched at an event (run after the built-in ones).
+  TORCH_ARG(std::vector<AlgorithmPass>, algorithm_passes);
+  /// Defaults to DecoupledSGDW(lr=0.1) over the model's parameters, built after INIT.
+  TORCH_ARG(std::shared_ptr<torch::optim::Optimizer>, optimizer);
+  TORCH_ARG(std::vector<std::shared_ptr<ComposerScheduler>>, schedulers);
+  /// Scales max_duration and the schedules (Composer's scale_schedule_ratio).
+  TORCH_ARG(double, scale_schedule_ratio) = 1.0;
+  /// Step schedulers after every batch (true) or every epoch (false).
+  TORCH_ARG(bool, step_schedulers_every_batch) = true;
+  /// Evaluation sets. A plain loader given with eval_dataloader() becomes Evaluator{label "eval"}.
+  TORCH_ARG(std::vector<Evaluator>, evaluators);
+  /// When evaluators without their own interval run during fit (an int is epochs).
+  TORCH_ARG(Time, eval_interval) = Time::from_epoch(1);
+  /// Batches per evaluation; -1 = the whole loader.
+  TORCH_ARG(int64_t, eval_subset_num_batches) = -1;
+  /// Callbacks, run after algorithms and before logger destinations.
+  TORCH_ARG(std::vector<std::shared_ptr<Callback>>, callbacks);
+  /// Logger destinations (they are callbacks too).
+  TORCH_ARG(std::vector<std::shared_ptr<LoggerDestination>>, loggers);
+  /// Unset: $COMPOSER_RUN_NAME, $RUN_NAME, else "<unix time>-<adjective>-<noun>".
+  TORCH_ARG(std::string, run_name);
+  /// A progress bar on a TTY; plain periodic lines otherwise.
+  TORCH_ARG(bool, progress_bar) = true;
+  /// Add a ConsoleLogger.
+  TORCH_ARG(bool, log_to_console) = false;
+  TORCH_ARG(Time, console_log_interval) = Time::from_batch(1);
+  /// Log algorithm_traces/<Cls>/<event> for every algorithm run.
+  TORCH_ARG(bool, log_traces) = false;
+  /// "cpu", "cuda", "cuda:N"; empty = cuda:<local rank> when CUDA is available, else cpu.
+  TORCH_ARG(std::string, device);
+  /// Unset: amp_fp16 on CUDA, fp32 on CPU.
+  TORCH_ARG(std::optional<Precision>, precision);
+  TORCH_ARG(MicrobatchSize, device_train_microbatch_size);
+  /// Unset: random in [0, 2^32-1]. Each rank seeds with seed + rank.
+  TORCH_ARG(std::optional<uint64_t>, seed);
+  /// torch deterministic algorithms on.
+  TORCH_ARG(bool, deterministic_mode) = false;
+  /// Intra-op threads; 0 = $OMP_NUM_THREADS, else all cores.
+  TORCH_ARG(int, num_threads) = 0;
+
+ public:
+  TrainerOptions& max_duration(const std::string& text);
+  TrainerOptions& max_duration(const char* text) { return max_duration(std::string(text)); }
+  TrainerOptions& eval_interval(const std::string& text);
+  TrainerOptions& eval_interval(const char* text) { return eval_interval(std::string(text)); }
+  /// Adds Evaluator{label "eval", loader}.
+  TrainerOptions& eval_dataloader(std::shared_ptr<DataLoader> loader);
+  /// Throws std::invalid_argument naming the first bad field.
+  void validate() const;
+};
+
+}  // namespace composer

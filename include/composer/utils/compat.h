@@ -1,0 +1,87 @@
+// Every difference between Debian's LibTorch 1.13 and LibTorch 2.4+ lives in this header.
+// Contract: code elsewhere in the library never tests TORCH_VERSION_* itself; it calls what is declared here.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#define COMPOSER_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+// at::_fused_adamw_ / at::_fused_sgd_ (CUDA kernels the Python optimizers use with fused=True).
+#define COMPOSER_HAS_FUSED_OPTIM COMPOSER_TORCH_AT_LEAST(2, 4)
+// at::scaled_dot_product_attention (1.13 only has the private _scaled_dot_product_attention).
+#define COMPOSER_HAS_SDPA COMPOSER_TORCH_AT_LEAST(2, 0)
+
+namespace composer::compat {
+
+/// Whether autocast is on for `device` (kCPU or kCUDA).
+inline bool autocast_enabled(c10::DeviceType device) {
+#if COMPOSER_TORCH_AT_LEAST(2, 4)
+  return at::autocast::is_autocast_enabled(device);
+#else
+  return device == c10::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+#endif
+}
+
+inline void set_autocast_enabled(c10::DeviceType device, bool on) {
+#if COMPOSER_TORCH_AT_LEAST(2, 4)
+  at::autocast::set_autocast_enabled(device, on);
+#else
+  if (device == c10::kCPU) {
+    at::autocast::set_cpu_enabled(on);
+  } else {
+    at::autocast::set_enabled(on);
+  }
+#endif
+}
+
+inline at::ScalarType autocast_dtype(c10::DeviceType device) {
+#if COMPOSER_TORCH_AT_LEAST(2, 4)
+  return at::autocast::get_autocast_dtype(device);
+#else
+  return device == c10::kCPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
+#endif
+}
+
+inline void set_autocast_dtype(c10::DeviceType device, at::ScalarType dtype) {
+#if COMPOSER_TORCH_AT_LEAST(2, 4)
+  at::autocast::set_autocast_dtype(device, dtype);
+#else
+  if (device == c10::kCPU) {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  }
+#endif
+}
+
+/// RAII equivalent of `with torch.autocast(device, dtype)`. On exit the outermost guard clears the autocast
+/// weight cache: cached low-precision copies of the weights would otherwise go stale after an optimizer step.
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, at::ScalarType dtype)
+      : device_(device), was_enabled_(autocast_enabled(device)), previous_dtype_(autocast_dtype(device)) {
+    set_autocast_enabled(device, true);
+    set_autocast_dtype(device, dtype);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    set_autocast_enabled(device_, was_enabled_);
+    set_autocast_dtype(device_, previous_dtype_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool was_enabled_;
+  at::ScalarType previous_dtype_;
+};
+
+/// The LibTorch version as "MAJOR.MINOR.PATCH" (recorded in checkpoint metadata and hparams).
+inline std::string torch_version() { return TORCH_VERSION; }
+
+}  // namespace composer::compat

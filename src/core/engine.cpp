@@ -1,0 +1,123 @@
+#include "composer/core/engine.h"
+
+#include "composer/core/algorithm.h"
+#include "composer/core/callback.h"
+#include "composer/core/logger.h"
+#include "composer/core/state.h"
+
+#include <algorithm>
+#include <iostream>
+#include <stdexcept>
+
+namespace composer {
+namespace {
+
+void stable_move(std::vector<std::shared_ptr<Algorithm>>& algorithms, const std::string& name, bool to_front) {
+  std::stable_sort(algorithms.begin(), algorithms.end(), [&](const auto& a, const auto& b) {
+    const bool ka = a->name() == name, kb = b->name() == name;
+    return to_front ? (ka && !kb) : (!ka && kb);
+  });
+}
+
+bool is_load_or_init(Event e) { return e == Event::INIT || e == Event::BEFORE_LOAD || e == Event::AFTER_LOAD; }
+
+}  // namespace
+
+void sort_selective_backprop_first(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event) {
+  stable_move(algorithms, "SelectiveBackprop", /*to_front=*/true);
+}
+
+void sort_low_precision_layernorm_last(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event) {
+  stable_move(algorithms, "LowPrecisionLayerNorm", /*to_front=*/false);
+}
+
+void set_filo_order(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event event) {
+  if (std::string(event_name(event)).rfind("AFTER_", 0) == 0) std::reverse(algorithms.begin(), algorithms.end());
+}
+
+Engine::Engine(State& state, Logger& logger) : state_(state), logger_(logger) {}
+Engine::~Engine() = default;
+
+void Engine::register_pass(AlgorithmPass pass, int index) {
+  if (index < 0 || static_cast<size_t>(index) >= passes_.size()) {
+    passes_.push_back(std::move(pass));
+  } else {
+    passes_.insert(passes_.begin() + index, std::move(pass));
+  }
+}
+
+void Engine::check_state(Event event) const {
+  if (!is_load_or_init(event) && event != Event::EVAL_STANDALONE_START && event != Event::EVAL_STANDALONE_END &&
+      state_.dataloader == nullptr) {
+    throw std::logic_error(std::string("Engine: the dataloader must be set before event ") + event_name(event));
+  }
+  if (!is_load_or_init(event) && !is_eval_event(event) && !is_predict_event(event) && !state_.max_duration) {
+    throw std::logic_error(std::string("Engine: max_duration must be set before event ") + event_name(event));
+  }
+}
+
+void Engine::run_event(Event event) {
+  if (closed_) {
+    throw std::logic_error(std::string("Engine: event ") + event_name(event) +
+                           " after close(); the trainer was closed and cannot run again");
+  }
+  check_state(event);
+  if (event == Event::INIT) {
+    run_callbacks(event, /*loggers_first=*/true);
+    run_algorithms(event);
+  } else {
+    run_algorithms(event);
+    run_callbacks(event, /*loggers_first=*/false);
+  }
+}
+
+void Engine::run_algorithms(Event event) {
+  std::vector<std::shared_ptr<Algorithm>> matched;
+  for (auto& a : state_.algorithms)
+    if (a->match(event, state_)) matched.push_back(a);
+  if (matched.empty()) return;
+  sort_selective_backprop_first(matched, event);
+  sort_low_precision_layernorm_last(matched, event);
+  set_filo_order(matched, event);
+  for (auto& pass : passes_) pass(matched, event);
+  std::map<std::string, double> traces;
+  for (auto& a : matched) {
+    a->apply(event, state_, logger_);
+    traces["algorithm_traces/" + a->name() + "/" + event_name(event)] = 1.0;
+  }
+  if (log_traces_) logger_.log_traces(traces);
+}
+
+void Engine::run_callbacks(Event event, bool loggers_first) {
+  auto is_logger = [](const std::shared_ptr<Callback>& c) {
+    return dynamic_cast<LoggerDestination*>(c.get()) != nullptr;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool want_loggers = (pass == 0) == loggers_first;
+    for (auto& cb : state_.callbacks)
+      if (is_logger(cb) == want_loggers) cb->run_event(event, state_, logger_);
+  }
+}
+
+void Engine::close() {
+  if (closed_) return;
+  closed_ = true;
+  std::vector<Callback*> closed_ok;
+  for (auto& cb : state_.callbacks) {
+    try {
+      cb->close(state_, logger_);
+      closed_ok.push_back(cb.get());
+    } catch (const std::exception& e) {
+      std::cerr << "composer: error closing callback " << cb->name() << ": " << e.what() << "\n";
+    }
+  }
+  for (auto* cb : closed_ok) {
+    try {
+      cb->post_close();
+    } catch (const std::exception& e) {
+      std::cerr << "composer: error in post_close of " << cb->name() << ": " << e.what() << "\n";
+    }
+  }
+}
+
+}  // namespace composer

@@ -1,0 +1,225 @@
+#include "composer/core/state.h"
+
+#include "composer/core/algorithm.h"
+#include "composer/core/callback.h"
+#include "composer/core/serialization.h"
+#include "composer/models/composer_model.h"
+#include "composer/optim/decoupled_adamw.h"
+#include "composer/optim/decoupled_sgdw.h"
+#include "composer/optim/grad_scaler.h"
+#include "composer/utils/type_name.h"
+
+#include <torch/torch.h>
+
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace composer {
+namespace {
+
+Dict timestamp_to_dict(const Timestamp& t) {
+  Dict d = new_dict();
+  d.insert("iteration", t.iteration);
+  d.insert("epoch", t.epoch);
+  d.insert("batch", t.batch);
+  d.insert("sample", t.sample);
+  d.insert("token", t.token);
+  d.insert("epoch_in_iteration", t.epoch_in_iteration);
+  d.insert("token_in_iteration", t.token_in_iteration);
+  d.insert("batch_in_epoch", t.batch_in_epoch);
+  d.insert("sample_in_epoch", t.sample_in_epoch);
+  d.insert("token_in_epoch", t.token_in_epoch);
+  d.insert("total_wct", t.total_wct.count());
+  d.insert("iteration_wct", t.iteration_wct.count());
+  d.insert("epoch_wct", t.epoch_wct.count());
+  d.insert("batch_wct", t.batch_wct.count());
+  return d;
+}
+
+Timestamp timestamp_from_dict(const Dict& d) {
+  const std::string what = "state_dict timestamp";
+  Timestamp t;
+  t.iteration = dict_get(d, "iteration", what).toInt();
+  t.epoch = dict_get(d, "epoch", what).toInt();
+  t.batch = dict_get(d, "batch", what).toInt();
+  t.sample = dict_get(d, "sample", what).toInt();
+  t.token = dict_get(d, "token", what).toInt();
+  t.epoch_in_iteration = dict_get(d, "epoch_in_iteration", what).toInt();
+  t.token_in_iteration = dict_get(d, "token_in_iteration", what).toInt();
+  t.batch_in_epoch = dict_get(d, "batch_in_epoch", what).toInt();
+  t.sample_in_epoch = dict_get(d, "sample_in_epoch", what).toInt();
+  t.token_in_epoch = dict_get(d, "token_in_epoch", what).toInt();
+  t.total_wct = Seconds(dict_get(d, "total_wct", what).toDouble());
+  t.iteration_wct = Seconds(dict_get(d, "iteration_wct", what).toDouble());
+  t.epoch_wct = Seconds(dict_get(d, "epoch_wct", what).toDouble());
+  t.batch_wct = Seconds(dict_get(d, "batch_wct", what).toDouble());
+  return t;
+}
+
+Dict model_state_dict(torch::nn::Module& model) {
+  Dict d(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& p : model.named_parameters()) d.insert(p.key(), p.value().detach());
+  for (const auto& b : model.named_buffers()) d.insert(b.key(), b.value().detach());
+  return d;
+}
+
+void load_model_state(torch::nn::Module& model, const Dict& saved, bool strict) {
+  at::NoGradGuard no_grad;
+  std::set<std::string> used;
+  std::vector<std::string> missing;
+  auto load_one = [&](const std::string& name, at::Tensor& target) {
+    auto it = saved.find(name);
+    if (it == saved.end()) {
+      missing.push_back(name);
+      return;
+    }
+    const at::Tensor src = it->value().toTensor();
+    if (src.sizes() != target.sizes()) {
+      std::ostringstream os;
+      os << "model state '" << name << "' has shape " << src.sizes() << " but the model expects " << target.sizes();
+      throw std::invalid_argument(os.str());
+    }
+    target.copy_(src);
+    used.insert(name);
+  };
+  for (auto& p : model.named_parameters()) load_one(p.key(), p.value());
+  for (auto& b : model.named_buffers()) load_one(b.key(), b.value());
+  if (!strict) return;
+  std::vector<std::string> unexpected;
+  for (const auto& e : saved)
+    if (!used.count(e.key().toStringRef())) unexpected.push_back(e.key().toStringRef());
+  if (!missing.empty() || !unexpected.empty()) {
+    std::ostringstream os;
+    os << "model state does not match the model (strict):";
+    if (!missing.empty()) {
+      os << " missing keys:";
+      for (const auto& k : missing) os << " " << k;
+    }
+    if (!unexpected.empty()) {
+      os << (missing.empty() ? "" : ";") << " unexpected keys:";
+      for (const auto& k : unexpected) os << " " << k;
+    }
+    throw std::invalid_argument(os.str());
+  }
+}
+
+c10::IValue optimizer_state(const torch::optim::Optimizer& opt) {
+  if (auto* s = dynamic_cast<const optim::DecoupledSGDW*>(&opt)) return s->state_dict();
+  if (auto* a = dynamic_cast<const optim::DecoupledAdamW*>(&opt)) return a->state_dict();
+  // Any other torch optimizer: its own archive, kept as bytes in a uint8 tensor.
+  torch::serialize::OutputArchive archive;
+  opt.save(archive);
+  std::ostringstream os;
+  archive.save_to(os);
+  const std::string bytes = os.str();
+  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  Dict d = new_dict();
+  d.insert("torch_archive", t);
+  return d;
+}
+
+void load_optimizer_state(torch::optim::Optimizer& opt, const c10::IValue& state) {
+  if (auto* s = dynamic_cast<optim::DecoupledSGDW*>(&opt)) return s->load_state_dict(state);
+  if (auto* a = dynamic_cast<optim::DecoupledAdamW*>(&opt)) return a->load_state_dict(state);
+  const at::Tensor t = dict_get(state.toGenericDict(), "torch_archive", "optimizer state").toTensor().contiguous();
+  std::istringstream is(std::string(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel())));
+  torch::serialize::InputArchive archive;
+  archive.load_from(is);
+  opt.load(archive);
+}
+
+}  // namespace
+
+std::optional<double> State::get_elapsed_duration() const {
+  if (!max_duration) return std::nullopt;
+  return (timestamp.get(max_duration->unit()) / *max_duration).value();
+}
+
+void State::stop_training() {
+  if (!max_duration) throw std::logic_error("stop_training: max_duration is not set");
+  if (max_duration->unit() == TimeUnit::EPOCH) {
+    max_duration = Time(timestamp.batch, TimeUnit::BATCH);
+  } else {
+    max_duration = timestamp.get(max_duration->unit());
+  }
+}
+
+void State::set_dataloader(DataLoader* loader, const std::string& label, int64_t len) {
+  dataloader = loader;
+  dataloader_label = label;
+  if (!loader) {
+    dataloader_len.reset();
+    return;
+  }
+  const auto full = loader->length();
+  if (len < 0) {
+    dataloader_len = full;
+  } else {
+    dataloader_len = full ? std::min(len, *full) : len;
+  }
+}
+
+c10::IValue State::state_dict() const {
+  Dict d = new_dict();
+  if (model) d.insert("model", model_state_dict(*model));
+  if (optimizer) {
+    Dict opts = new_dict();
+    opts.insert(class_name_of(*optimizer), optimizer_state(*optimizer));
+    d.insert("optimizers", opts);
+  }
+  c10::impl::GenericList algos(c10::AnyType::get());
+  for (const auto& a : algorithms) algos.push_back(c10::ivalue::Tuple::create({a->name(), a->state_dict()}));
+  d.insert("algorithms", algos);
+  Dict cbs = new_dict();
+  for (const auto& c : callbacks) cbs.insert(c->name(), c->state_dict());
+  d.insert("callbacks", cbs);
+  if (scaler) {
+    Dict sc = new_dict();
+    sc.insert("GradScaler", scaler->state_dict());
+    d.insert("scaler", sc);
+  }
+  Dict ts = new_dict();
+  ts.insert("Timestamp", timestamp_to_dict(timestamp));
+  d.insert("timestamp", ts);
+  d.insert("rank_zero_seed", static_cast<int64_t>(rank_zero_seed));
+  d.insert("run_name", run_name);
+  return d;
+}
+
+void State::load_state_dict(const c10::IValue& state, bool strict_model) {
+  if (!state.isGenericDict()) throw std::invalid_argument("State.load_state_dict: the state must be a dict");
+  const Dict d = state.toGenericDict();
+  if (model && d.contains("model")) load_model_state(*model, d.at("model").toGenericDict(), strict_model);
+  if (d.contains("optimizers") && optimizer) {
+    const Dict opts = d.at("optimizers").toGenericDict();
+    const std::string key = class_name_of(*optimizer);
+    if (!opts.contains(key)) {
+      throw std::invalid_argument("State.load_state_dict: no state for optimizer " + key + " in the checkpoint");
+    }
+    load_optimizer_state(*optimizer, opts.at(key));
+  }
+  if (d.contains("algorithms")) {
+    const auto saved = d.at("algorithms").toList();
+    for (const auto& entry : saved) {
+      const auto tuple = entry.get().toTuple();
+      const std::string name = tuple->elements().at(0).toStringRef();
+      for (auto& a : algorithms)
+        if (a->name() == name) a->load_state_dict(tuple->elements().at(1));
+    }
+  }
+  if (d.contains("callbacks")) {
+    const Dict cbs = d.at("callbacks").toGenericDict();
+    for (auto& c : callbacks)
+      if (cbs.contains(c->name())) c->load_state_dict(cbs.at(c->name()));
+  }
+  if (d.contains("scaler") && scaler) scaler->load_state_dict(dict_get(d.at("scaler").toGenericDict(), "GradScaler", "scaler"));
+  if (d.contains("timestamp")) {
+    timestamp = timestamp_from_dict(dict_get(d.at("timestamp").toGenericDict(), "Timestamp", "timestamp").toGenericDict());
+  }
+  if (d.contains("rank_zero_seed")) rank_zero_seed = static_cast<uint64_t>(d.at("rank_zero_seed").toInt());
+  if (d.contains("run_name")) run_name = d.at("run_name").toStringRef();
+}
+
+}  // namespace composer

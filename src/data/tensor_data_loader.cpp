@@ -1,0 +1,67 @@
+#include "composer/data/tensor_data_loader.h"
+
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+namespace composer {
+
+void TensorDataLoaderOptions::validate() const {
+  if (batch_size_ <= 0) throw std::invalid_argument("TensorDataLoaderOptions.batch_size must be > 0, got " + std::to_string(batch_size_));
+  if (num_replicas_ <= 0) throw std::invalid_argument("TensorDataLoaderOptions.num_replicas must be > 0, got " + std::to_string(num_replicas_));
+  if (rank_ < 0 || rank_ >= num_replicas_) {
+    throw std::invalid_argument("TensorDataLoaderOptions.rank must be in [0, " + std::to_string(num_replicas_) + "), got " + std::to_string(rank_));
+  }
+}
+
+TensorDataLoader::TensorDataLoader(Batch data, TensorDataLoaderOptions options)
+    : data_(std::move(data)), options_(options) {
+  options_.validate();
+  if (data_.num_samples() == 0) throw std::invalid_argument("TensorDataLoader: the data set is empty");
+  reset();
+}
+
+int64_t TensorDataLoader::num_samples() const {
+  const int64_t n = data_.num_samples();
+  const int64_t r = options_.num_replicas();
+  return (n + r - 1) / r;  // padded by wrapping, as DistributedSampler(drop_last=False)
+}
+
+std::optional<int64_t> TensorDataLoader::length() const {
+  const int64_t n = num_samples(), b = options_.batch_size();
+  return options_.drop_last() ? n / b : (n + b - 1) / b;
+}
+
+void TensorDataLoader::reset() {
+  const int64_t n = data_.num_samples();
+  at::Tensor order;
+  if (options_.shuffle()) {
+    auto gen = at::detail::createCPUGenerator(options_.seed() + static_cast<uint64_t>(epoch_));
+    order = at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
+  } else {
+    order = at::arange(n, at::TensorOptions().dtype(at::kLong));
+  }
+  const int64_t r = options_.num_replicas();
+  if (r > 1) {
+    const int64_t total = num_samples() * r;
+    if (total > n) order = at::cat({order, order.narrow(0, 0, total - n)});
+    order = order.slice(0, options_.rank(), total, r);
+  }
+  indices_ = order;
+  cursor_ = 0;
+}
+
+std::optional<Batch> TensorDataLoader::next() {
+  const int64_t n = indices_.size(0), b = options_.batch_size();
+  if (cursor_ >= n || (options_.drop_last() && cursor_ + b > n)) return std::nullopt;
+  const int64_t len = std::min(b, n - cursor_);
+  const at::Tensor idx = indices_.narrow(0, cursor_, len);
+  cursor_ += len;
+  std::vector<std::pair<std::string, at::Tensor>> fields;
+  for (const auto& [k, t] : data_.fields()) fields.emplace_back(k, t.index_select(0, idx));
+  return Batch(std::move(fields));
+}
+
+void TensorDataLoader::skip(int64_t n) { cursor_ = std::min(indices_.size(0), cursor_ + n * options_.batch_size()); }
+
+}  // namespace composer

@@ -1,0 +1,67 @@
+#include "composer/loggers/file_logger.h"
+
+#include "composer/core/state.h"
+#include "composer/dist/env.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace composer {
+namespace {
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+FileLogger::FileLogger(FileLoggerOptions options) : options_(std::move(options)) {
+  if (options_.filename().empty()) throw std::invalid_argument("FileLogger.filename must not be empty");
+  if (options_.flush_interval() <= 0) throw std::invalid_argument("FileLogger.flush_interval must be > 0");
+}
+
+void FileLogger::init(State& state, Logger&) {
+  path_ = options_.filename();
+  replace_all(path_, "{run_name}", state.run_name);
+  replace_all(path_, "{rank}", std::to_string(dist::get_global_rank()));
+  const std::filesystem::path p(path_);
+  if (std::filesystem::exists(p) && !options_.overwrite()) {
+    throw std::invalid_argument("FileLogger: '" + path_ + "' already exists; set overwrite or choose another filename");
+  }
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  out_.open(path_, std::ios::out | std::ios::trunc);
+  if (!out_) throw std::runtime_error("FileLogger: cannot open '" + path_ + "' for writing");
+  for (const auto& line : pending_) write(line);
+  pending_.clear();
+}
+
+void FileLogger::write(const nlohmann::json& line) {
+  if (!out_.is_open()) {
+    pending_.push_back(line);
+    return;
+  }
+  out_ << line.dump() << '\n';
+  if (!out_) throw std::runtime_error("FileLogger: write to '" + path_ + "' failed (disk full?)");
+}
+
+void FileLogger::log_hyperparameters(const nlohmann::json& hparams) { write({{"type", "hparams"}, {"data", hparams}}); }
+
+void FileLogger::log_metrics(const std::map<std::string, double>& metrics, int64_t step) {
+  write({{"type", "metrics"}, {"step", step}, {"data", metrics}});
+}
+
+void FileLogger::log_traces(const std::map<std::string, double>& traces) {
+  if (options_.log_traces()) write({{"type", "traces"}, {"data", traces}});
+}
+
+void FileLogger::batch_end(State& state, Logger&) {
+  if (state.timestamp.batch % options_.flush_interval() == 0) out_.flush();
+}
+void FileLogger::epoch_end(State&, Logger&) { out_.flush(); }
+void FileLogger::eval_end(State&, Logger&) { out_.flush(); }
+void FileLogger::fit_end(State&, Logger&) { out_.flush(); }
+void FileLogger::close(State&, Logger&) {
+  if (out_.is_open()) out_.close();
+}
+
+}  // namespace composer

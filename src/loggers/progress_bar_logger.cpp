@@ -1,0 +1,88 @@
+#include "composer/loggers/progress_bar_logger.h"
+
+#include "composer/core/state.h"
+#include "composer/dist/env.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace composer {
+
+ProgressBarLogger::ProgressBarLogger(std::FILE* stream, int force_tty)
+    : stream_(stream),
+      tty_(force_tty < 0 ? ::isatty(::fileno(stream)) != 0 : force_tty == 1),
+      enabled_(dist::get_local_rank() == 0) {}
+
+void ProgressBarLogger::log_metrics(const std::map<std::string, double>& metrics, int64_t) {
+  for (const auto& [k, v] : metrics)
+    if (k.rfind("loss/", 0) == 0 || k.rfind("metrics/", 0) == 0) latest_[k] = v;
+}
+
+void ProgressBarLogger::epoch_start(State&, Logger&) {
+  epoch_start_ = last_draw_ = std::chrono::steady_clock::now();
+}
+
+void ProgressBarLogger::draw(const State& state, bool final_line) {
+  const int64_t done = state.timestamp.batch_in_epoch;
+  const int64_t total = state.dataloader_len.value_or(0);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
+  const double rate = secs > 0 ? static_cast<double>(done) / secs : 0.0;
+  std::string line = "[epoch " + std::to_string(state.timestamp.epoch + (final_line ? 0 : 1)) + "] ";
+  if (total > 0) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(kWidth * std::min<int64_t>(done, total) / total);
+    line += std::to_string(done) + "/" + std::to_string(total) + " [" + std::string(filled, '=') +
+            std::string(kWidth - filled, ' ') + "]";
+  } else {
+    line += std::to_string(done) + " batches";
+  }
+  char extra[64];
+  std::snprintf(extra, sizeof(extra), " %.1f ba/s", rate);
+  line += extra;
+  auto it = latest_.find("loss/train/total");
+  if (it != latest_.end()) {
+    std::snprintf(extra, sizeof(extra), " loss/train/total=%.4f", it->second);
+    line += extra;
+  }
+  if (tty_) {
+    std::fprintf(stream_, "\r%s\033[K%s", line.c_str(), final_line ? "\n" : "");
+  } else {
+    std::fprintf(stream_, "%s\n", line.c_str());
+  }
+  std::fflush(stream_);
+}
+
+void ProgressBarLogger::batch_end(State& state, Logger&) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double since = std::chrono::duration<double>(now - last_draw_).count();
+  // A TTY redraws at most 10 times a second; a log file gets a line every 10 seconds.
+  if (since < (tty_ ? 0.1 : 10.0)) return;
+  last_draw_ = now;
+  draw(state, false);
+}
+
+void ProgressBarLogger::epoch_end(State& state, Logger&) {
+  if (enabled_) draw(state, true);
+}
+
+void ProgressBarLogger::eval_end(State& state, Logger&) {
+  if (!enabled_) return;
+  std::string line = "[eval " + state.dataloader_label + "]";
+  const std::string prefix = "metrics/" + state.dataloader_label + "/";
+  for (const auto& [k, v] : latest_) {
+    if (k.rfind(prefix, 0) != 0) continue;
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), " %s=%.4f", k.c_str(), v);
+    line += buf;
+  }
+  std::fprintf(stream_, "%s\n", line.c_str());
+  std::fflush(stream_);
+}
+
+void ProgressBarLogger::fit_end(State& state, Logger&) {
+  if (enabled_ && state.timestamp.batch_in_epoch > 0) draw(state, true);  // stopped mid-epoch
+}
+
+}  // namespace composer

@@ -1,0 +1,70 @@
+#include "composer/metrics/classification.h"
+
+#include <ATen/ATen.h>
+
+#include <limits>
+#include <stdexcept>
+
+namespace composer {
+namespace {
+
+at::Tensor class_indices(const at::Tensor& target) {
+  return target.dim() > 1 && target.is_floating_point() ? target.argmax(-1) : target;
+}
+}  // namespace
+
+Accuracy::Accuracy(int64_t top_k) : Metric(2), top_k_(top_k) {
+  if (top_k <= 0) throw std::invalid_argument("Accuracy.top_k must be > 0, got " + std::to_string(top_k));
+}
+
+void Accuracy::update(const at::Tensor& preds, const at::Tensor& target) {
+  const at::Tensor t = class_indices(target).reshape({-1});
+  at::Tensor correct;
+  if (preds.dim() == 1 || !preds.is_floating_point()) {
+    correct = preds.reshape({-1}).eq(t);
+  } else {
+    const at::Tensor logits = preds.reshape({-1, preds.size(-1)});
+    const int64_t k = std::min<int64_t>(top_k_, logits.size(1));
+    correct = std::get<1>(logits.topk(k, 1)).eq(t.unsqueeze(1)).any(1);
+  }
+  accumulate(at::stack({correct.sum().to(at::kDouble), at::scalar_tensor(double(t.numel()), correct.options().dtype(at::kDouble))}));
+}
+
+double Accuracy::compute() const {
+  const auto s = state_values();
+  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
+}
+
+CrossEntropy::CrossEntropy(int64_t ignore_index) : Metric(2), ignore_index_(ignore_index) {}
+
+void CrossEntropy::update(const at::Tensor& preds, const at::Tensor& target) {
+  at::Tensor loss;
+  if (target.is_floating_point() && target.sizes() == preds.sizes()) {
+    loss = -(target * preds.log_softmax(-1)).sum(-1).mean();
+  } else {
+    loss = at::cross_entropy_loss(preds.to(at::kFloat), target, {}, at::Reduction::Mean, ignore_index_);
+  }
+  accumulate(at::stack({loss.detach().to(at::kDouble), at::ones({}, loss.options().dtype(at::kDouble))}));
+}
+
+double CrossEntropy::compute() const {
+  const auto s = state_values();
+  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
+}
+
+LossMetric::LossMetric(LossFunction loss_function, std::string name)
+    : Metric(2), fn_(std::move(loss_function)), name_(std::move(name)) {
+  if (!fn_) throw std::invalid_argument("LossMetric: loss_function must be set");
+}
+
+void LossMetric::update(const at::Tensor& preds, const at::Tensor& target) {
+  const at::Tensor loss = fn_(preds, target).detach();
+  accumulate(at::stack({loss.mean().to(at::kDouble), at::ones({}, loss.options().dtype(at::kDouble))}));
+}
+
+double LossMetric::compute() const {
+  const auto s = state_values();
+  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace composer

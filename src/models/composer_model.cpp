@@ -1,0 +1,54 @@
+#include "composer/models/composer_model.h"
+
+#include "composer/metrics/classification.h"
+
+#include <torch/torch.h>
+
+namespace composer {
+
+at::Tensor ComposerModel::eval_forward(const Batch& batch, const at::Tensor& outputs) {
+  return outputs.defined() ? outputs : forward(batch);
+}
+
+void ComposerModel::update_metric(const Batch& batch, const at::Tensor& outputs, Metric& metric) {
+  metric.update(outputs, batch.target());
+}
+
+MetricMap ComposerModel::get_metrics(bool) { return {}; }
+
+std::optional<double> ComposerModel::flops_per_batch(const Batch&) { return std::nullopt; }
+
+at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& target, int64_t ignore_index) {
+  if (target.is_floating_point() && target.sizes() == logits.sizes()) {
+    const auto n = static_cast<double>(logits.size(0));
+    return -(target * at::log_softmax(logits, -1)).sum(-1).mean() * (n / target.sum());
+  }
+  return at::cross_entropy_loss(logits, target, {}, at::Reduction::Mean, ignore_index);
+}
+
+ComposerClassifier::ComposerClassifier(std::shared_ptr<torch::nn::Module> module,
+                                       std::function<at::Tensor(const at::Tensor&)> forward_fn, LossFunction loss_fn)
+    : module_(std::move(module)), forward_fn_(std::move(forward_fn)), loss_fn_(std::move(loss_fn)) {
+  if (!module_ || !forward_fn_) throw std::invalid_argument("ComposerClassifier: module and forward function must be set");
+  register_module("module", module_);
+  if (!loss_fn_) loss_fn_ = [](const at::Tensor& l, const at::Tensor& t) { return soft_cross_entropy(l, t); };
+}
+
+at::Tensor ComposerClassifier::forward(const Batch& batch) { return forward_fn_(batch.input()); }
+
+at::Tensor ComposerClassifier::loss(const at::Tensor& outputs, const Batch& batch) {
+  return loss_fn_(outputs, batch.target());
+}
+
+MetricMap ComposerClassifier::get_metrics(bool is_train) {
+  MetricMap m;
+  auto acc = std::make_shared<Accuracy>();
+  m[acc->name()] = acc;
+  if (!is_train) {
+    auto ce = std::make_shared<CrossEntropy>();
+    m[ce->name()] = ce;
+  }
+  return m;
+}
+
+}  // namespace composer

@@ -1,0 +1,175 @@
+#include "composer/optim/decoupled_adamw.h"
+
+#include "composer/utils/compat.h"
+#include "optim/detail/optimizer_state.h"
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <iostream>
+#include <stdexcept>
+
+namespace composer::optim {
+
+void DecoupledAdamWOptions::validate() const {
+  if (lr_ < 0) throw std::invalid_argument("DecoupledAdamW.lr must be >= 0, got " + std::to_string(lr_));
+  if (eps_ < 0) throw std::invalid_argument("DecoupledAdamW.eps must be >= 0, got " + std::to_string(eps_));
+  if (beta1_ < 0 || beta1_ >= 1) throw std::invalid_argument("DecoupledAdamW.beta1 must be in [0, 1), got " + std::to_string(beta1_));
+  if (beta2_ < 0 || beta2_ >= 1) throw std::invalid_argument("DecoupledAdamW.beta2 must be in [0, 1), got " + std::to_string(beta2_));
+  if (weight_decay_ < 0) throw std::invalid_argument("DecoupledAdamW.weight_decay must be >= 0, got " + std::to_string(weight_decay_));
+}
+
+DecoupledAdamW::DecoupledAdamW(std::vector<at::Tensor> params, DecoupledAdamWOptions options)
+    : DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(std::move(params))},
+                     options) {}
+
+DecoupledAdamW::DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledAdamWOptions options)
+    : torch::optim::Optimizer(std::move(groups), std::make_unique<DecoupledAdamWOptions>(options)) {
+  init_groups();
+}
+
+void DecoupledAdamW::init_groups() {
+  for (auto& g : param_groups_) {
+    auto& o = static_cast<DecoupledAdamWOptions&>(g.options());
+    o.validate();
+    if (o.initial_lr() <= 0) o.initial_lr(o.lr());
+    if (o.weight_decay() >= 1e-3) {
+      std::cerr << "composer: DecoupledAdamW weight_decay=" << o.weight_decay()
+                << " is large; decoupled decay is not multiplied by the lr (1e-5..1e-4 is typical)\n";
+    }
+  }
+}
+
+bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::vector<at::Tensor>& params) {
+#if COMPOSER_HAS_FUSED_OPTIM
+  if (!params.front().is_cuda()) return false;
+  for (const auto& p : params)
+    if (p.device() != params.front().device() || p.scalar_type() != params.front().scalar_type()) return false;
+  const auto& o = static_cast<const DecoupledAdamWOptions&>(group.options());
+  std::vector<at::Tensor> grads, m, v, vmax, steps;
+  for (auto& p : params) {
+    auto& s = state_by_param_.at(p.unsafeGetTensorImpl());
+    if (!s.step_tensor.defined()) {
+      s.step_tensor = at::full({}, static_cast<double>(s.step - 1), p.options().dtype(at::kFloat));
+    }
+    grads.push_back(p.grad());
+    m.push_back(s.exp_avg);
+    v.push_back(s.exp_avg_sq);
+    if (o.amsgrad()) vmax.push_back(s.max_exp_avg_sq);
+    steps.push_back(s.step_tensor);
+  }
+  // The kernel decays p *= 1 - lr*wd; Composer's decoupled decay is 1 - (lr/initial_lr)*wd.
+  at::_fused_adamw_(params, grads, m, v, vmax, steps, o.lr(), o.beta1(), o.beta2(), o.weight_decay() / o.initial_lr(),
+                    o.eps(), o.amsgrad(), /*maximize=*/false);
+  return true;
+#else
+  (void)group;
+  (void)params;
+  return false;
+#endif
+}
+
+at::Tensor DecoupledAdamW::step(LossClosure closure) {
+  at::NoGradGuard no_grad;
+  at::Tensor loss;
+  if (closure) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const DecoupledAdamWOptions&>(group.options());
+    std::vector<at::Tensor> params, grads, m, v;
+    std::vector<at::Scalar> step_sizes, bias2_sqrt;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& s = state_by_param_[p.unsafeGetTensorImpl()];
+      if (!s.exp_avg.defined()) {
+        s.exp_avg = at::zeros_like(p, at::MemoryFormat::Preserve);
+        s.exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Preserve);
+        if (o.amsgrad()) s.max_exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Preserve);
+      }
+      s.step += 1;
+      params.push_back(p);
+      grads.push_back(p.grad());
+      m.push_back(s.exp_avg);
+      v.push_back(s.exp_avg_sq);
+      step_sizes.emplace_back(-o.lr() / (1.0 - std::pow(o.beta1(), static_cast<double>(s.step))));
+      bias2_sqrt.emplace_back(std::sqrt(1.0 - std::pow(o.beta2(), static_cast<double>(s.step))));
+    }
+    if (params.empty() || step_fused(group, params)) continue;
+    if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - (o.lr() / o.initial_lr()) * o.weight_decay());
+    at::_foreach_mul_(m, o.beta1());
+    at::_foreach_add_(m, grads, 1.0 - o.beta1());
+    at::_foreach_mul_(v, o.beta2());
+    at::_foreach_addcmul_(v, grads, grads, 1.0 - o.beta2());
+    std::vector<at::Tensor> second = v;
+    if (o.amsgrad()) {
+      second.clear();
+      for (auto& p : params) {
+        auto& s = state_by_param_[p.unsafeGetTensorImpl()];
+        at::maximum_out(s.max_exp_avg_sq, s.max_exp_avg_sq, s.exp_avg_sq);
+        second.push_back(s.max_exp_avg_sq);
+      }
+    }
+    std::vector<at::Tensor> denom = at::_foreach_sqrt(second);
+    at::_foreach_div_(denom, bias2_sqrt);
+    at::_foreach_add_(denom, o.eps());
+    at::_foreach_addcdiv_(params, m, denom, step_sizes);
+  }
+  return loss;
+}
+
+c10::IValue DecoupledAdamW::state_dict() const {
+  return detail::make_state_dict(
+      param_groups_,
+      [&](const at::Tensor& p) -> c10::optional<Dict> {
+        auto it = state_by_param_.find(p.unsafeGetTensorImpl());
+        if (it == state_by_param_.end() || !it->second.exp_avg.defined()) return c10::nullopt;
+        Dict d = new_dict();
+        d.insert("step", it->second.step);
+        d.insert("exp_avg", it->second.exp_avg);
+        d.insert("exp_avg_sq", it->second.exp_avg_sq);
+        if (it->second.max_exp_avg_sq.defined()) d.insert("max_exp_avg_sq", it->second.max_exp_avg_sq);
+        return d;
+      },
+      [](const torch::optim::OptimizerOptions& opts) {
+        const auto& o = static_cast<const DecoupledAdamWOptions&>(opts);
+        Dict d = new_dict();
+        d.insert("lr", o.lr());
+        d.insert("betas", c10::ivalue::Tuple::create({o.beta1(), o.beta2()}));
+        d.insert("eps", o.eps());
+        d.insert("weight_decay", o.weight_decay());
+        d.insert("amsgrad", o.amsgrad());
+        d.insert("initial_lr", o.initial_lr());
+        return d;
+      });
+}
+
+void DecoupledAdamW::load_state_dict(const c10::IValue& state) {
+  state_by_param_.clear();
+  detail::load_state_dict(
+      "DecoupledAdamW", param_groups_, state,
+      [&](const at::Tensor& p, const Dict& d) {
+        const std::string what = "DecoupledAdamW state";
+        auto& s = state_by_param_[p.unsafeGetTensorImpl()];
+        s.step = dict_get(d, "step", what).toInt();
+        s.exp_avg = dict_get(d, "exp_avg", what).toTensor().to(p.device()).clone();
+        s.exp_avg_sq = dict_get(d, "exp_avg_sq", what).toTensor().to(p.device()).clone();
+        if (d.contains("max_exp_avg_sq")) s.max_exp_avg_sq = d.at("max_exp_avg_sq").toTensor().to(p.device()).clone();
+      },
+      [](torch::optim::OptimizerOptions& opts, const Dict& d) {
+        auto& o = static_cast<DecoupledAdamWOptions&>(opts);
+        const std::string what = "DecoupledAdamW param group";
+        o.lr(dict_get(d, "lr", what).toDouble());
+        const auto betas = dict_get(d, "betas", what).toTuple();
+        o.beta1(betas->elements().at(0).toDouble());
+        o.beta2(betas->elements().at(1).toDouble());
+        o.eps(dict_get(d, "eps", what).toDouble());
+        o.weight_decay(dict_get(d, "weight_decay", what).toDouble());
+        o.amsgrad(dict_get(d, "amsgrad", what).toBool());
+        o.initial_lr(dict_get(d, "initial_lr", what).toDouble());
+      });
+}
+
+}  // namespace composer::optim

@@ -1,0 +1,127 @@
+#include "composer/optim/decoupled_sgdw.h"
+
+#include "optim/detail/optimizer_state.h"
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <iostream>
+#include <stdexcept>
+
+namespace composer::optim {
+
+void DecoupledSGDWOptions::validate() const {
+  if (lr_ < 0) throw std::invalid_argument("DecoupledSGDW.lr must be >= 0, got " + std::to_string(lr_));
+  if (momentum_ < 0) throw std::invalid_argument("DecoupledSGDW.momentum must be >= 0, got " + std::to_string(momentum_));
+  if (weight_decay_ < 0) throw std::invalid_argument("DecoupledSGDW.weight_decay must be >= 0, got " + std::to_string(weight_decay_));
+  if (nesterov_ && (momentum_ <= 0 || dampening_ != 0)) {
+    throw std::invalid_argument("DecoupledSGDW.nesterov requires momentum > 0 and dampening = 0");
+  }
+}
+
+DecoupledSGDW::DecoupledSGDW(std::vector<at::Tensor> params, DecoupledSGDWOptions options)
+    : DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(std::move(params))},
+                    options) {}
+
+DecoupledSGDW::DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledSGDWOptions options)
+    : torch::optim::Optimizer(std::move(groups), std::make_unique<DecoupledSGDWOptions>(options)) {
+  init_groups();
+}
+
+void DecoupledSGDW::init_groups() {
+  for (auto& g : param_groups_) {
+    auto& o = static_cast<DecoupledSGDWOptions&>(g.options());
+    o.validate();
+    if (o.initial_lr() <= 0) o.initial_lr(o.lr());
+    if (o.weight_decay() >= 1e-3) {
+      std::cerr << "composer: DecoupledSGDW weight_decay=" << o.weight_decay()
+                << " is large; decoupled decay is not multiplied by the lr (1e-5..1e-4 is typical)\n";
+    }
+  }
+}
+
+at::Tensor DecoupledSGDW::step(LossClosure closure) {
+  at::NoGradGuard no_grad;
+  at::Tensor loss;
+  if (closure) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const DecoupledSGDWOptions&>(group.options());
+    std::vector<at::Tensor> params, grads;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      params.push_back(p);
+      grads.push_back(p.grad());
+    }
+    if (params.empty()) continue;
+    std::vector<at::Tensor> directions = grads;
+    if (o.momentum() != 0) {
+      std::vector<at::Tensor> bufs, old_bufs, old_grads;
+      for (size_t i = 0; i < params.size(); ++i) {
+        auto [it, fresh] = momentum_buffers_.try_emplace(params[i].unsafeGetTensorImpl());
+        if (fresh) {
+          it->second = grads[i].clone().detach();
+        } else {
+          old_bufs.push_back(it->second);
+          old_grads.push_back(grads[i]);
+        }
+        bufs.push_back(it->second);
+      }
+      if (!old_bufs.empty()) {
+        at::_foreach_mul_(old_bufs, o.momentum());
+        at::_foreach_add_(old_bufs, old_grads, 1.0 - o.dampening());
+      }
+      directions = o.nesterov() ? at::_foreach_add(grads, bufs, o.momentum()) : bufs;
+    }
+    if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - (o.lr() / o.initial_lr()) * o.weight_decay());
+    at::_foreach_add_(params, directions, -o.lr());
+  }
+  return loss;
+}
+
+c10::IValue DecoupledSGDW::state_dict() const {
+  return detail::make_state_dict(
+      param_groups_,
+      [&](const at::Tensor& p) -> c10::optional<Dict> {
+        auto it = momentum_buffers_.find(p.unsafeGetTensorImpl());
+        if (it == momentum_buffers_.end()) return c10::nullopt;
+        Dict d = new_dict();
+        d.insert("momentum_buffer", it->second);
+        return d;
+      },
+      [](const torch::optim::OptimizerOptions& opts) {
+        const auto& o = static_cast<const DecoupledSGDWOptions&>(opts);
+        Dict d = new_dict();
+        d.insert("lr", o.lr());
+        d.insert("momentum", o.momentum());
+        d.insert("dampening", o.dampening());
+        d.insert("weight_decay", o.weight_decay());
+        d.insert("nesterov", o.nesterov());
+        d.insert("initial_lr", o.initial_lr());
+        return d;
+      });
+}
+
+void DecoupledSGDW::load_state_dict(const c10::IValue& state) {
+  momentum_buffers_.clear();
+  detail::load_state_dict(
+      "DecoupledSGDW", param_groups_, state,
+      [&](const at::Tensor& p, const Dict& d) {
+        momentum_buffers_[p.unsafeGetTensorImpl()] =
+            dict_get(d, "momentum_buffer", "DecoupledSGDW state").toTensor().to(p.device(), p.scalar_type()).clone();
+      },
+      [](torch::optim::OptimizerOptions& opts, const Dict& d) {
+        auto& o = static_cast<DecoupledSGDWOptions&>(opts);
+        const std::string what = "DecoupledSGDW param group";
+        o.lr(dict_get(d, "lr", what).toDouble());
+        o.momentum(dict_get(d, "momentum", what).toDouble());
+        o.dampening(dict_get(d, "dampening", what).toDouble());
+        o.weight_decay(dict_get(d, "weight_decay", what).toDouble());
+        o.nesterov(dict_get(d, "nesterov", what).toBool());
+        o.initial_lr(dict_get(d, "initial_lr", what).toDouble());
+      });
+}
+
+}  // namespace composer::optim

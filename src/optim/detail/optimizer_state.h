@@ -1,0 +1,29 @@
+// Shared pieces of the decoupled optimizers: parameter indexing and Python-style state dicts.
+#pragma once
+
+#include "composer/core/serialization.h"
+
+#include <torch/optim/optimizer.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace composer::optim::detail {
+
+/// Visits every parameter with its global index (Python's state_dict numbering across groups).
+void for_each_param(const std::vector<torch::optim::OptimizerParamGroup>& groups,
+                    const std::function<void(size_t index, const at::Tensor& param)>& fn);
+
+/// {"state": {index: per_param(index, param) for params with state}, "param_groups": [group_fields + "params"]}.
+c10::IValue make_state_dict(const std::vector<torch::optim::OptimizerParamGroup>& groups,
+                            const std::function<c10::optional<Dict>(const at::Tensor& param)>& per_param,
+                            const std::function<Dict(const torch::optim::OptimizerOptions& options)>& group_fields);
+
+/// Checks the group count and sizes against `state` and calls `load(param, entry)` for each param with state
+/// and `load_group(options, fields)` for each group. Errors name `optimizer` and what differs.
+void load_state_dict(const std::string& optimizer, std::vector<torch::optim::OptimizerParamGroup>& groups,
+                     const c10::IValue& state, const std::function<void(const at::Tensor&, const Dict&)>& load,
+                     const std::function<void(torch::optim::OptimizerOptions&, const Dict&)>& load_group);
+
+}  // namespace composer::optim::detail

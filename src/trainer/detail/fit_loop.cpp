@@ -1,0 +1,129 @@
+#include "trainer/detail/fit_loop.h"
+
+#include "composer/core/algorithm.h"
+#include "composer/metrics/metric.h"
+#include "composer/models/composer_model.h"
+#include "composer/optim/scheduler.h"
+#include "trainer/detail/eval_loop.h"
+#include "trainer/detail/train_step.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+
+namespace composer::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void log_train_metrics(TrainerImpl& t) {
+  std::map<std::string, double> values;
+  for (auto& [name, m] : t.state.train_metrics) {
+    const double v = m->compute();
+    values["metrics/train/" + name] = v;
+    t.state.train_metric_values[name] = v;
+  }
+  if (!values.empty()) t.logger.log_metrics(values);
+}
+
+void log_batch_time(TrainerImpl& t) {
+  const Timestamp& ts = t.state.timestamp;
+  std::map<std::string, double> m{{"time/batch", double(ts.batch)},
+                                  {"time/sample", double(ts.sample)},
+                                  {"time/batch_in_epoch", double(ts.batch_in_epoch)},
+                                  {"time/sample_in_epoch", double(ts.sample_in_epoch)}};
+  if (ts.token > 0) {
+    m["time/token"] = double(ts.token);
+    m["time/token_in_epoch"] = double(ts.token_in_epoch);
+  }
+  t.logger.log_metrics(m);
+}
+
+// One batch: events, the optimisation step, loss and metric logging, schedulers, timestamp.
+void run_batch(TrainerImpl& t, Batch batch, Clock::time_point& last_batch_end) {
+  State& s = t.state;
+  s.batch = batch.to(s.device);
+  t.engine.run_event(Event::AFTER_DATALOADER);
+  t.engine.run_event(Event::BATCH_START);
+  log_batch_time(t);
+  const int64_t samples = s.batch.num_samples();
+  const int64_t tokens = s.batch.num_tokens();
+  const at::Tensor loss = run_train_step(t, s.device_train_microbatch_size);
+  const double loss_value = loss.defined() ? loss.item<double>() : 0.0;
+  s.total_loss_dict["loss/train/total"] = loss_value;
+  t.logger.log_metrics({{"loss/train/total", loss_value}});
+  if (t.options.step_schedulers_every_batch()) apply_schedulers(s, t.base_lrs, t.options.scale_schedule_ratio());
+  log_train_metrics(t);
+  const auto now = Clock::now();
+  const Seconds batch_time = std::chrono::duration_cast<Seconds>(now - last_batch_end);
+  last_batch_end = now;
+  s.previous_timestamp = s.timestamp;
+  s.timestamp = s.timestamp.to_next_batch(samples, tokens, batch_time);
+  t.engine.run_event(Event::BATCH_END);
+  const auto eval_start = Clock::now();
+  run_due_evaluators(t, Event::BATCH_END);
+  last_batch_end += Clock::now() - eval_start;  // evaluation time is not training time
+  t.engine.run_event(Event::BATCH_CHECKPOINT);
+}
+
+// One pass over the training data (or the rest of it, after a mid-epoch resume).
+void run_epoch(TrainerImpl& t) {
+  State& s = t.state;
+  if (s.timestamp.epoch_in_iteration == 0 && s.timestamp.batch_in_epoch == 0) t.engine.run_event(Event::ITERATION_START);
+  if (s.timestamp.batch_in_epoch == 0) {
+    t.engine.run_event(Event::EPOCH_START);
+    t.logger.log_metrics({{"time/epoch", double(s.timestamp.epoch)}});
+    for (auto& [name, m] : s.train_metrics) m->reset();
+  }
+  DataLoader& loader = *s.train_dataloader;
+  loader.set_epoch(s.timestamp.epoch);
+  loader.reset();
+  if (s.timestamp.batch_in_epoch > 0) loader.skip(s.timestamp.batch_in_epoch);
+  bool finished_early = false;
+  auto last_batch_end = Clock::now();
+  while (!s.dataloader_len || s.timestamp.batch_in_epoch < *s.dataloader_len) {
+    t.engine.run_event(Event::BEFORE_DATALOADER);
+    auto batch = loader.next();
+    if (!batch) break;
+    run_batch(t, std::move(*batch), last_batch_end);
+    if (s.timestamp >= *s.max_duration) {
+      finished_early = true;
+      break;
+    }
+  }
+  if (s.timestamp.batch_in_epoch == 0) {
+    throw std::runtime_error("the training dataloader yielded no batch in epoch " + std::to_string(s.timestamp.epoch));
+  }
+  if (finished_early && s.dataloader_len != s.timestamp.batch_in_epoch) return;
+  log_train_metrics(t);
+  if (!t.options.step_schedulers_every_batch()) apply_schedulers(s, t.base_lrs, t.options.scale_schedule_ratio());
+  s.previous_timestamp = s.timestamp;
+  s.timestamp = s.timestamp.to_next_epoch();
+  t.engine.run_event(Event::EPOCH_END);
+  run_due_evaluators(t, Event::EPOCH_END);
+  t.engine.run_event(Event::EPOCH_CHECKPOINT);
+}
+
+}  // namespace
+
+void run_fit_loop(TrainerImpl& t) {
+  State& s = t.state;
+  nlohmann::json enabled;
+  for (const auto& a : s.algorithms) enabled["enabled_algorithms/" + a->name()] = true;
+  if (!enabled.empty()) t.logger.log_hyperparameters(enabled);
+  s.set_dataloader(s.train_dataloader.get(), t.options.train_dataloader_label(), t.options.train_subset_num_batches());
+  t.engine.run_event(Event::FIT_START);
+  s.model->train();
+  if (s.timestamp.batch == 0) apply_schedulers(s, t.base_lrs, t.options.scale_schedule_ratio());
+  while (s.timestamp < *s.max_duration) run_epoch(t);
+  t.logger.log_metrics({{"time/epoch", double(s.timestamp.epoch)},
+                        {"time/batch", double(s.timestamp.batch)},
+                        {"time/sample", double(s.timestamp.sample)}});
+  t.engine.run_event(Event::FIT_END);
+  run_due_evaluators(t, Event::FIT_END);
+  for (auto& group : s.optimizer->param_groups())
+    for (auto& p : group.params())
+      if (p.grad().defined()) p.mutable_grad().reset();
+}
+
+}  // namespace composer::detail

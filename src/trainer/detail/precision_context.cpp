@@ -1,0 +1,23 @@
+#include "trainer/detail/precision_context.h"
+
+#include <stdexcept>
+
+namespace composer::detail {
+
+PrecisionContext::PrecisionContext(Precision precision, c10::Device device) : precision_(precision), device_(device) {
+  if (precision == Precision::AMP_FP16 && !device.is_cuda()) {
+    throw std::invalid_argument("precision 'amp_fp16' needs a CUDA device (got device '" + device.str() +
+                                "'); use 'amp_bf16' or 'fp32' on the CPU");
+  }
+}
+
+std::unique_ptr<compat::AutocastGuard> PrecisionContext::enter() const {
+  switch (precision_) {
+    case Precision::FP32: return nullptr;
+    case Precision::AMP_BF16: return std::make_unique<compat::AutocastGuard>(device_.type(), at::kBFloat16);
+    case Precision::AMP_FP16: return std::make_unique<compat::AutocastGuard>(device_.type(), at::kHalf);
+  }
+  return nullptr;
+}
+
+}  // namespace composer::detail

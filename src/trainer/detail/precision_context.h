@@ -1,0 +1,24 @@
+// PrecisionContext: the autocast region for forward and loss, per the run's Precision.
+#pragma once
+
+#include "composer/core/precision.h"
+#include "composer/utils/compat.h"
+
+#include <memory>
+
+namespace composer::detail {
+
+class PrecisionContext {
+ public:
+  /// Throws std::invalid_argument for amp_fp16 on a non-CUDA device.
+  PrecisionContext(Precision precision, c10::Device device);
+  /// An active autocast guard for amp_*; nullptr for fp32. Keep it alive for the region.
+  std::unique_ptr<compat::AutocastGuard> enter() const;
+  bool uses_grad_scaling() const { return precision_ == Precision::AMP_FP16; }
+
+ private:
+  Precision precision_;
+  c10::Device device_;
+};
+
+}  // namespace composer::detail

@@ -1,0 +1,32 @@
+// TrainerImpl: what the Trainer facade owns, shared by the loop units.
+#pragma once
+
+#include "composer/core/engine.h"
+#include "composer/core/logger.h"
+#include "composer/core/state.h"
+#include "composer/trainer/trainer_options.h"
+#include "composer/utils/interval.h"
+#include "trainer/detail/precision_context.h"
+
+#include <memory>
+#include <vector>
+
+namespace composer::detail {
+
+struct TrainerImpl {
+  explicit TrainerImpl(TrainerOptions opts);
+
+  TrainerOptions options;
+  State state;
+  Logger logger;
+  Engine engine;
+  std::unique_ptr<PrecisionContext> precision;
+  /// Each parameter group's lr before any schedule (schedulers multiply it).
+  std::vector<double> base_lrs;
+  /// One interval scheduler per evaluator (state.evaluators order).
+  std::vector<IntervalScheduler> eval_due;
+  /// backward(create_graph=true) when an algorithm asks for it.
+  bool backwards_create_graph = false;
+};
+
+}  // namespace composer::detail

@@ -1,0 +1,228 @@
+#include "composer/trainer/trainer.h"
+
+#include "composer/core/algorithm.h"
+#include "composer/dist/env.h"
+#include "composer/loggers/console_logger.h"
+#include "composer/loggers/progress_bar_logger.h"
+#include "composer/metrics/metric.h"
+#include "composer/models/composer_model.h"
+#include "composer/optim/decoupled_adamw.h"
+#include "composer/optim/decoupled_sgdw.h"
+#include "composer/optim/grad_scaler.h"
+#include "composer/optim/scheduler.h"
+#include "composer/utils/compat.h"
+#include "composer/utils/run_name.h"
+#include "composer/utils/threads.h"
+#include "trainer/detail/eval_loop.h"
+#include "trainer/detail/fit_loop.h"
+
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <random>
+#include <regex>
+
+namespace composer {
+namespace detail {
+namespace {
+
+c10::Device resolve_device(const std::string& name) {
+  if (name.empty()) {
+    return torch::cuda::is_available() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dist::get_local_rank()))
+                                       : c10::Device(c10::kCPU);
+  }
+  c10::Device d(c10::kCPU);
+  try {
+    d = c10::Device(name == "gpu" ? "cuda" : name);
+  } catch (const c10::Error&) {
+    throw std::invalid_argument("TrainerOptions.device '" + name + "' is not a device: expected cpu, cuda or cuda:N");
+  }
+  if (d.is_cuda() && !torch::cuda::is_available()) {
+    throw std::invalid_argument("TrainerOptions.device '" + name + "' needs CUDA, which this LibTorch build or machine lacks");
+  }
+  return d;
+}
+
+MetricMap filter_metrics(MetricMap all, const std::vector<std::string>& patterns) {
+  if (patterns.empty()) return all;
+  MetricMap kept;
+  for (auto& [name, m] : all)
+    for (const auto& p : patterns)
+      if (std::regex_search(name, std::regex(p), std::regex_constants::match_continuous)) kept[name] = m;
+  return kept;
+}
+
+std::vector<double> base_lrs_of(torch::optim::Optimizer& opt) {
+  std::vector<double> lrs;
+  for (auto& g : opt.param_groups()) {
+    if (auto* o = dynamic_cast<optim::DecoupledSGDWOptions*>(&g.options())) {
+      lrs.push_back(o->initial_lr());
+    } else if (auto* a = dynamic_cast<optim::DecoupledAdamWOptions*>(&g.options())) {
+      lrs.push_back(a->initial_lr());
+    } else {
+      lrs.push_back(g.options().get_lr());
+    }
+  }
+  return lrs;
+}
+
+void seed_all(uint64_t seed) { torch::manual_seed(seed); }
+
+}  // namespace
+
+TrainerImpl::TrainerImpl(TrainerOptions opts) : options(std::move(opts)), logger(state), engine(state, logger) {}
+
+// Callbacks in Composer's order: user loggers, the progress bar / console logger, then user callbacks.
+void install_callbacks(TrainerImpl& t) {
+  const auto& o = t.options;
+  std::vector<std::shared_ptr<LoggerDestination>> destinations = o.loggers();
+  if (o.progress_bar()) destinations.push_back(std::make_shared<ProgressBarLogger>());
+  if (o.log_to_console()) {
+    destinations.push_back(std::make_shared<ConsoleLogger>(ConsoleLoggerOptions().log_interval(o.console_log_interval())));
+  }
+  for (auto& d : destinations) {
+    t.state.callbacks.push_back(d);
+    t.logger.add_destination(d);
+  }
+  for (auto& c : o.callbacks()) t.state.callbacks.push_back(c);
+}
+
+void setup_evaluation(TrainerImpl& t) {
+  State& s = t.state;
+  s.train_metrics = s.model->get_metrics(true);
+  s.evaluators = t.options.evaluators();
+  for (auto& e : s.evaluators) {
+    if (s.eval_metrics.count(e.label)) throw std::invalid_argument("two evaluators share the label '" + e.label + "'");
+    s.eval_metrics[e.label] = filter_metrics(s.model->get_metrics(false), e.metric_names);
+    t.eval_due.push_back(create_interval_scheduler(e.eval_interval.value_or(t.options.eval_interval()), true, false,
+                                                   std::set<Event>{Event::FIT_END}));
+  }
+}
+
+void setup_optimization(TrainerImpl& t) {
+  State& s = t.state;
+  s.optimizer = t.options.optimizer();
+  if (!s.optimizer) s.optimizer = std::make_shared<optim::DecoupledSGDW>(s.model->parameters(), optim::DecoupledSGDWOptions(0.1));
+  t.base_lrs = base_lrs_of(*s.optimizer);
+  s.schedulers = t.options.schedulers();
+  if (s.precision == Precision::AMP_FP16) s.scaler = std::make_shared<GradScaler>();
+  for (const auto& a : s.algorithms) t.backwards_create_graph = t.backwards_create_graph || a->backwards_create_graph();
+}
+
+void log_run_hparams(TrainerImpl& t) {
+  const State& s = t.state;
+  t.logger.log_hyperparameters({{"composer_version", COMPOSER_VERSION_STRING},
+                                {"torch_version", compat::torch_version()},
+                                {"run_name", s.run_name},
+                                {"rank_zero_seed", s.rank_zero_seed},
+                                {"num_nodes", dist::get_world_size() / std::max<int64_t>(1, dist::get_local_world_size())},
+                                {std::string("num_") + (s.device.is_cuda() ? "gpus" : "cpus") + "_per_node",
+                                 dist::get_local_world_size()},
+                                {"device", s.device.str()},
+                                {"precision", to_string(s.precision)},
+                                {"num_threads", at::get_num_threads()}});
+}
+
+}  // namespace detail
+
+Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::TrainerImpl>(std::move(options))) {
+  auto& t = *impl_;
+  const TrainerOptions& o = t.options;
+  o.validate();
+  State& s = t.state;
+  configure_threads(o.num_threads());
+  s.device = detail::resolve_device(o.device());
+  s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
+  t.precision = std::make_unique<detail::PrecisionContext>(s.precision, s.device);
+  if (o.device_train_microbatch_size().is_auto) {
+    throw std::invalid_argument(
+        "device_train_microbatch_size='auto' is not available yet: automatic microbatching (CUDA out-of-memory search) "
+        "has its own issue; pass a number of samples");
+  }
+  s.device_train_microbatch_size = o.device_train_microbatch_size().value;
+  s.rank_zero_seed = o.seed().value_or(std::random_device{}() & 0xffffffffu);
+  s.seed = s.rank_zero_seed + static_cast<uint64_t>(dist::get_global_rank());
+  detail::seed_all(s.seed);
+  if (o.deterministic_mode()) at::globalContext().setDeterministicAlgorithms(true, false);
+  s.run_name = resolve_run_name(o.run_name());
+  s.model = o.model();
+  s.model->to(s.device);
+  s.algorithms = o.algorithms();
+  detail::install_callbacks(t);
+  for (const auto& pass : o.algorithm_passes()) t.engine.register_pass(pass);
+  t.engine.set_log_traces(o.log_traces());
+
+  t.engine.run_event(Event::INIT);
+
+  detail::setup_evaluation(t);
+  s.train_dataloader = o.train_dataloader();
+  if (s.train_dataloader) s.set_dataloader(s.train_dataloader.get(), o.train_dataloader_label(), o.train_subset_num_batches());
+  if (o.max_duration()) s.max_duration = *o.max_duration() * o.scale_schedule_ratio();
+  if (s.max_duration && s.max_duration->value() <= 0) {
+    throw std::invalid_argument("max_duration " + o.max_duration()->to_string() + " scaled by scale_schedule_ratio " +
+                                std::to_string(o.scale_schedule_ratio()) + " is 0");
+  }
+  detail::setup_optimization(t);
+  detail::log_run_hparams(t);
+  t.engine.run_event(Event::BEFORE_LOAD);
+  t.engine.run_event(Event::AFTER_LOAD);
+  detail::seed_all(s.seed);
+}
+
+Trainer::~Trainer() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    std::cerr << "composer: error while closing the trainer: " << e.what() << "\n";
+  }
+}
+
+void Trainer::fit() {
+  auto& t = *impl_;
+  State& s = t.state;
+  if (!s.train_dataloader) throw std::invalid_argument("fit: no training data; set TrainerOptions.train_dataloader");
+  if (!s.max_duration) throw std::invalid_argument("fit: max_duration is not set");
+  if (s.max_duration->unit() == TimeUnit::EPOCH && !s.train_dataloader->length()) {
+    throw std::invalid_argument("fit: max_duration in epochs needs a dataloader with a length");
+  }
+  if (s.timestamp >= *s.max_duration) {
+    throw std::invalid_argument("fit: max_duration " + s.max_duration->to_string() +
+                                " is already reached; pass a duration to fit() to train longer");
+  }
+  detail::run_fit_loop(t);
+}
+
+void Trainer::fit(const Time& duration, bool reset_time) {
+  State& s = impl_->state;
+  if (duration.unit() == TimeUnit::DURATION || duration.unit() == TimeUnit::SECOND) {
+    throw std::invalid_argument("fit: duration '" + duration.to_string() + "' must be in ep, ba, sp, tok or iter");
+  }
+  if (reset_time) {
+    s.timestamp = Timestamp();
+    s.previous_timestamp.reset();
+  }
+  s.max_duration = duration + s.timestamp.get(duration.unit());
+  fit();
+}
+
+void Trainer::eval() {
+  auto& t = *impl_;
+  if (t.state.evaluators.empty()) throw std::invalid_argument("eval: no evaluators; set TrainerOptions.evaluators");
+  t.engine.run_event(Event::EVAL_STANDALONE_START);
+  for (auto& e : t.state.evaluators) detail::run_eval_loop(t, e);
+  t.engine.run_event(Event::EVAL_STANDALONE_END);
+}
+
+std::vector<at::Tensor> Trainer::predict(DataLoader& loader, int64_t subset_num_batches) {
+  return detail::run_predict_loop(*impl_, loader, subset_num_batches);
+}
+
+void Trainer::close() {
+  if (impl_) impl_->engine.close();
+}
+
+State& Trainer::state() { return impl_->state; }
+Logger& Trainer::logger() { return impl_->logger; }
+Engine& Trainer::engine() { return impl_->engine; }
+
+}  // namespace composer

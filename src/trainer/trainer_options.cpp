@@ -1,0 +1,65 @@
+#include "composer/trainer/trainer_options.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace composer {
+
+MicrobatchSize MicrobatchSize::parse(const std::string& text) {
+  if (text == "auto") return automatic();
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v <= 0) {
+    throw std::invalid_argument("device_train_microbatch_size '" + text + "' must be a positive integer or 'auto'");
+  }
+  return MicrobatchSize(static_cast<int64_t>(v));
+}
+
+TrainerOptions& TrainerOptions::max_duration(const std::string& text) {
+  max_duration_ = Time::from_input(text, TimeUnit::EPOCH);
+  return *this;
+}
+
+TrainerOptions& TrainerOptions::eval_interval(const std::string& text) {
+  eval_interval_ = Time::from_input(text, TimeUnit::EPOCH);
+  return *this;
+}
+
+TrainerOptions& TrainerOptions::eval_dataloader(std::shared_ptr<DataLoader> loader) {
+  Evaluator e;
+  e.label = "eval";
+  e.dataloader = std::move(loader);
+  evaluators_.push_back(std::move(e));
+  return *this;
+}
+
+void TrainerOptions::validate() const {
+  if (!model_) throw std::invalid_argument("TrainerOptions.model must be set");
+  if (max_duration_) {
+    const TimeUnit u = max_duration_->unit();
+    if (u == TimeUnit::DURATION || u == TimeUnit::SECOND) {
+      throw std::invalid_argument("TrainerOptions.max_duration '" + max_duration_->to_string() +
+                                  "' must be in ep, ba, sp, tok or iter (not dur or sec)");
+    }
+    if (max_duration_->value() <= 0) {
+      throw std::invalid_argument("TrainerOptions.max_duration must be positive, got '" + max_duration_->to_string() + "'");
+    }
+  }
+  if (scale_schedule_ratio_ <= 0) {
+    throw std::invalid_argument("TrainerOptions.scale_schedule_ratio must be > 0, got " + std::to_string(scale_schedule_ratio_));
+  }
+  if (device_train_microbatch_size_.value < 0) {
+    throw std::invalid_argument("TrainerOptions.device_train_microbatch_size must be positive, got " +
+                                std::to_string(device_train_microbatch_size_.value));
+  }
+  for (const auto& e : evaluators_) {
+    if (!e.dataloader) throw std::invalid_argument("Evaluator '" + e.label + "' has no dataloader");
+    if (e.label.empty()) throw std::invalid_argument("every Evaluator needs a non-empty label");
+  }
+  if (console_log_interval_.unit() != TimeUnit::BATCH && console_log_interval_.unit() != TimeUnit::EPOCH) {
+    throw std::invalid_argument("TrainerOptions.console_log_interval '" + console_log_interval_.to_string() +
+                                "' must be in ba or ep");
+  }
+}
+
+}  // namespace composer
