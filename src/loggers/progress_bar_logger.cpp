@@ -24,11 +24,14 @@ void ProgressBarLogger::epoch_start(State&, Logger&) {
 }
 
 void ProgressBarLogger::draw(const State& state, bool final_line) {
-  const int64_t done = state.timestamp.batch_in_epoch;
+  // At EPOCH_END the timestamp has already moved to the next epoch; the finished one is the previous timestamp.
+  const Timestamp& ts =
+      final_line && state.timestamp.batch_in_epoch == 0 && state.previous_timestamp ? *state.previous_timestamp : state.timestamp;
+  const int64_t done = ts.batch_in_epoch;
   const int64_t total = state.dataloader_len.value_or(0);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
   const double rate = secs > 0 ? static_cast<double>(done) / secs : 0.0;
-  std::string line = "[epoch " + std::to_string(state.timestamp.epoch + (final_line ? 0 : 1)) + "] ";
+  std::string line = "[epoch " + std::to_string(ts.epoch + 1) + "] ";
   if (total > 0) {
     constexpr int kWidth = 24;
     const int filled = static_cast<int>(kWidth * std::min<int64_t>(done, total) / total);

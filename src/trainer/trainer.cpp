@@ -13,6 +13,7 @@
 #include "composer/utils/compat.h"
 #include "composer/utils/run_name.h"
 #include "composer/utils/threads.h"
+#include "composer/version.h"
 #include "trainer/detail/eval_loop.h"
 #include "trainer/detail/fit_loop.h"
 

@@ -81,7 +81,11 @@ void run_epoch(TrainerImpl& t) {
   if (s.timestamp.batch_in_epoch > 0) loader.skip(s.timestamp.batch_in_epoch);
   bool finished_early = false;
   auto last_batch_end = Clock::now();
-  while (!s.dataloader_len || s.timestamp.batch_in_epoch < *s.dataloader_len) {
+  // BEFORE_DATALOADER fires before every next(), including the one that finds the loader exhausted; a subset
+  // (train_subset_num_batches) stops before asking for more.
+  const auto full_len = loader.length();
+  const bool subset = s.dataloader_len && (!full_len || *s.dataloader_len < *full_len);
+  while (!subset || s.timestamp.batch_in_epoch < *s.dataloader_len) {
     t.engine.run_event(Event::BEFORE_DATALOADER);
     auto batch = loader.next();
     if (!batch) break;

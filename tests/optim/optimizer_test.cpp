@@ -1,0 +1,140 @@
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace composer {
+namespace {
+
+// Three steps with fixed gradients; the lr drops to half of initial_lr before the third step.
+const std::vector<std::array<double, 2>> kGrads{{0.5, 0.1}, {-0.3, 0.2}, {0.1, -0.4}};
+
+template <class Opt>
+std::vector<double> run(Opt& opt, at::Tensor& p) {
+  for (size_t s = 0; s < kGrads.size(); ++s) {
+    if (s == 2) opt.param_groups()[0].options().set_lr(opt.param_groups()[0].options().get_lr() / 2);
+    p.mutable_grad() = torch::tensor({kGrads[s][0], kGrads[s][1]}, at::kDouble);
+    opt.step();
+  }
+  return {p[0].item<double>(), p[1].item<double>()};
+}
+
+TEST(DecoupledSGDWTest, MatchesHandComputedSteps) {
+  for (bool nesterov : {false, true}) {
+    at::Tensor p = torch::tensor({1.0, -2.0}, at::kDouble).requires_grad_();
+    optim::DecoupledSGDW opt({p}, optim::DecoupledSGDWOptions(0.1).momentum(0.9).weight_decay(1e-4).nesterov(nesterov));
+    const auto got = run(opt, p);
+    // Hand computation of Composer's DecoupledSGDW.
+    double x[2] = {1.0, -2.0}, buf[2] = {0, 0};
+    const double initial_lr = 0.1, mu = 0.9, wd = 1e-4;
+    for (size_t s = 0; s < kGrads.size(); ++s) {
+      const double lr = s == 2 ? 0.05 : 0.1;
+      for (int i = 0; i < 2; ++i) {
+        const double g = kGrads[s][i];
+        buf[i] = s == 0 ? g : mu * buf[i] + g;
+        const double d = nesterov ? g + mu * buf[i] : buf[i];
+        x[i] *= 1 - (lr / initial_lr) * wd;
+        x[i] -= lr * d;
+      }
+    }
+    EXPECT_NEAR(got[0], x[0], 1e-15) << "nesterov=" << nesterov;
+    EXPECT_NEAR(got[1], x[1], 1e-15) << "nesterov=" << nesterov;
+  }
+}
+
+TEST(DecoupledSGDWTest, PlainSgdWithoutMomentum) {
+  at::Tensor p = torch::tensor({1.0, -2.0}, at::kDouble).requires_grad_();
+  optim::DecoupledSGDW opt({p}, optim::DecoupledSGDWOptions(0.1));
+  const auto got = run(opt, p);
+  EXPECT_NEAR(got[0], 1.0 - 0.1 * 0.5 - 0.1 * -0.3 - 0.05 * 0.1, 1e-15);
+  EXPECT_NEAR(got[1], -2.0 - 0.1 * 0.1 - 0.1 * 0.2 - 0.05 * -0.4, 1e-15);
+}
+
+TEST(DecoupledSGDWTest, RejectsBadOptions) {
+  at::Tensor p = at::zeros({2}, at::kDouble).requires_grad_();
+  EXPECT_THROW(optim::DecoupledSGDW({p}, optim::DecoupledSGDWOptions(-1)), std::invalid_argument);
+  EXPECT_THROW(optim::DecoupledSGDW({p}, optim::DecoupledSGDWOptions(0.1).nesterov(true)), std::invalid_argument);
+}
+
+TEST(DecoupledAdamWTest, MatchesHandComputedSteps) {
+  for (bool amsgrad : {false, true}) {
+    at::Tensor p = torch::tensor({1.0, -2.0}, at::kDouble).requires_grad_();
+    optim::DecoupledAdamW opt({p}, optim::DecoupledAdamWOptions(1e-2).weight_decay(1e-4).amsgrad(amsgrad));
+    const auto got = run(opt, p);
+    double x[2] = {1.0, -2.0}, m[2] = {0, 0}, v[2] = {0, 0}, vmax[2] = {0, 0};
+    const double b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 1e-4, initial_lr = 1e-2;
+    for (size_t s = 0; s < kGrads.size(); ++s) {
+      const double lr = s == 2 ? 5e-3 : 1e-2;
+      const double t = static_cast<double>(s + 1);
+      for (int i = 0; i < 2; ++i) {
+        const double g = kGrads[s][i];
+        x[i] *= 1 - (lr / initial_lr) * wd;
+        m[i] = b1 * m[i] + (1 - b1) * g;
+        v[i] = b2 * v[i] + (1 - b2) * g * g;
+        vmax[i] = std::max(vmax[i], v[i]);
+        const double second = amsgrad ? vmax[i] : v[i];
+        x[i] -= (lr / (1 - std::pow(b1, t))) * m[i] / (std::sqrt(second) / std::sqrt(1 - std::pow(b2, t)) + eps);
+      }
+    }
+    EXPECT_NEAR(got[0], x[0], 1e-14) << "amsgrad=" << amsgrad;
+    EXPECT_NEAR(got[1], x[1], 1e-14) << "amsgrad=" << amsgrad;
+  }
+}
+
+TEST(DecoupledAdamWTest, DefaultsAreComposers) {
+  optim::DecoupledAdamWOptions o;
+  EXPECT_DOUBLE_EQ(o.lr(), 1e-3);
+  EXPECT_DOUBLE_EQ(o.beta1(), 0.9);
+  EXPECT_DOUBLE_EQ(o.beta2(), 0.95);
+  EXPECT_DOUBLE_EQ(o.eps(), 1e-8);
+  EXPECT_DOUBLE_EQ(o.weight_decay(), 1e-5);
+  EXPECT_FALSE(o.amsgrad());
+}
+
+TEST(DecoupledAdamWTest, StateDictRoundTripContinuesIdentically) {
+  at::Tensor a = torch::tensor({1.0, -2.0}, at::kDouble).requires_grad_();
+  at::Tensor b = a.detach().clone().requires_grad_();
+  optim::DecoupledAdamW oa({a}, optim::DecoupledAdamWOptions(1e-2));
+  optim::DecoupledAdamW ob({b}, optim::DecoupledAdamWOptions(3.0));
+  a.mutable_grad() = torch::tensor({0.5, 0.1}, at::kDouble);
+  oa.step();
+  {
+    at::NoGradGuard g;
+    b.copy_(a);
+  }
+  ob.load_state_dict(torch::pickle_load(torch::pickle_save(oa.state_dict())));
+  for (auto* p : {&a, &b}) p->mutable_grad() = torch::tensor({-0.2, 0.3}, at::kDouble);
+  oa.step();
+  ob.step();
+  EXPECT_TRUE(torch::equal(a, b));
+}
+
+TEST(DecoupledAdamWTest, LoadRejectsMismatchedGroups) {
+  at::Tensor a = at::zeros({2}, at::kDouble).requires_grad_();
+  at::Tensor b = at::zeros({2}, at::kDouble).requires_grad_();
+  optim::DecoupledAdamW one({a});
+  optim::DecoupledAdamW two({a, b});
+  try {
+    two.load_state_dict(one.state_dict());
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("DecoupledAdamW"), std::string::npos);
+  }
+}
+
+TEST(DecoupledSGDWTest, StateDictIsPythonShaped) {
+  at::Tensor p = torch::tensor({1.0}, at::kDouble).requires_grad_();
+  optim::DecoupledSGDW opt({p}, optim::DecoupledSGDWOptions(0.1).momentum(0.5));
+  p.mutable_grad() = torch::tensor({1.0}, at::kDouble);
+  opt.step();
+  const auto d = opt.state_dict().toGenericDict();
+  const auto groups = d.at("param_groups").toList();
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_DOUBLE_EQ(groups.get(0).toGenericDict().at("initial_lr").toDouble(), 0.1);
+  const auto state = d.at("state").toGenericDict();
+  EXPECT_TRUE(state.contains(int64_t{0}));
+}
+
+}  // namespace
+}  // namespace composer

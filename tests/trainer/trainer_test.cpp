@@ -1,0 +1,254 @@
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+namespace composer {
+namespace {
+
+// A Trainer with no algorithms gives bitwise the same weights as a hand-written LibTorch loop.
+TEST(TrainerParityTest, BitwiseEqualToHandWrittenLoop) {
+  const Batch data = testing::make_blobs(96);
+  // Hand-written loop.
+  auto net = testing::make_mlp(8, 32, 4, /*seed=*/5);
+  torch::optim::SGD hand_opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  auto hand_loader = testing::make_loader(data, 16);
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    hand_loader->set_epoch(epoch);
+    hand_loader->reset();
+    while (auto b = hand_loader->next()) {
+      hand_opt.zero_grad();
+      at::Tensor loss = at::cross_entropy_loss(net->forward(b->input()), b->target());
+      loss.backward();
+      hand_opt.step();
+    }
+  }
+  // The same through the Trainer.
+  auto model = testing::make_classifier(8, 32, 4, /*seed=*/5);
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  Trainer trainer(testing::quiet_options(model).train_dataloader(testing::make_loader(data, 16)).optimizer(opt).max_duration("2ep"));
+  trainer.fit();
+  const auto hand = net->named_parameters();
+  for (const auto& kv : model->named_parameters()) {
+    const std::string key = kv.key().substr(std::string("module.").size());
+    EXPECT_TRUE(torch::equal(kv.value(), hand[key])) << key;
+  }
+}
+
+std::vector<at::Tensor> train_with_microbatch(int64_t microbatch) {
+  const Batch data = testing::make_blobs(96, 8, 4, 1, at::kDouble);
+  auto model = testing::make_classifier(8, 16, 4, 3, at::kDouble);
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1));
+  Trainer trainer(testing::quiet_options(model)
+                      .train_dataloader(testing::make_loader(data, 32))
+                      .optimizer(opt)
+                      .max_duration("3ba")
+                      .device_train_microbatch_size(microbatch));
+  trainer.fit();
+  std::vector<at::Tensor> out;
+  for (auto& p : model->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+TEST(TrainerMicrobatchTest, FourMicrobatchesOfEightEqualOneBatchOfThirtyTwo) {
+  const auto whole = train_with_microbatch(0);
+  const auto split = train_with_microbatch(8);
+  ASSERT_EQ(whole.size(), split.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_LT((whole[i] - split[i]).abs().max().item<double>(), 1e-10) << "parameter " << i;
+  }
+  const auto uneven = train_with_microbatch(12);  // 12 + 12 + 8: weights still equal
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_LT((whole[i] - uneven[i]).abs().max().item<double>(), 1e-10);
+}
+
+class DtypeProbe : public Callback {
+ public:
+  void after_forward(State& s, Logger&) override { dtype = s.outputs.scalar_type(); }
+  at::ScalarType dtype = at::kFloat;
+};
+
+TEST(TrainerPrecisionTest, Bf16AutocastOnCpuTrains) {
+  auto probe = std::make_shared<DtypeProbe>();
+  auto mem = std::make_shared<InMemoryLogger>();
+  auto model = testing::make_classifier(8, 32, 4);
+  Trainer trainer(testing::quiet_options(model)
+                      .train_dataloader(testing::make_loader(testing::make_blobs(256), 32))
+                      .max_duration("6ep")
+                      .precision(Precision::AMP_BF16)
+                      .callbacks({probe})
+                      .loggers({mem}));
+  trainer.fit();
+  EXPECT_EQ(probe->dtype, at::kBFloat16);
+  for (auto& p : model->parameters()) EXPECT_EQ(p.scalar_type(), at::kFloat);  // fp32 master weights
+  const auto losses = mem->values("loss/train/total");
+  ASSERT_EQ(losses.size(), 48u);
+  const double first = (losses[0] + losses[1] + losses[2]) / 3, last = (losses[45] + losses[46] + losses[47]) / 3;
+  EXPECT_LT(last, 0.7 * first);
+}
+
+TEST(TrainerPrecisionTest, Fp16NeedsCuda) {
+  EXPECT_THROW(Trainer(testing::quiet_options(testing::make_classifier()).precision(Precision::AMP_FP16)), std::invalid_argument);
+}
+
+class StopAfter : public Callback {
+ public:
+  explicit StopAfter(int64_t batches) : batches_(batches) {}
+  void batch_end(State& s, Logger&) override {
+    if (s.timestamp.batch == batches_) s.stop_training();
+  }
+
+ private:
+  int64_t batches_;
+};
+
+TEST(TrainerTest, CallbackCanStopTraining) {
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                      .max_duration("10ep")
+                      .callbacks({std::make_shared<StopAfter>(5)}));
+  trainer.fit();
+  EXPECT_EQ(trainer.state().timestamp.batch, 5);
+  EXPECT_EQ(*trainer.state().max_duration, Time(5, TimeUnit::BATCH));
+}
+
+TEST(TrainerTest, DurationInSamplesAndFitExtension) {
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                      .max_duration(Time(40, TimeUnit::SAMPLE)));
+  trainer.fit();
+  EXPECT_EQ(trainer.state().timestamp.sample, 40);
+  EXPECT_THROW(trainer.fit(), std::invalid_argument);  // already reached
+  trainer.fit(Time(3, TimeUnit::BATCH));
+  EXPECT_EQ(trainer.state().timestamp.batch, 8);
+  trainer.fit(Time(1, TimeUnit::BATCH), /*reset_time=*/true);
+  EXPECT_EQ(trainer.state().timestamp.batch, 1);
+}
+
+TEST(TrainerTest, SeveralEvaluatorsWithLabelsIntervalsAndSubsets) {
+  auto mem = std::make_shared<InMemoryLogger>();
+  Evaluator a;
+  a.label = "val_a";
+  a.dataloader = testing::make_loader(testing::make_blobs(40, 8, 4, 3), 10, false);
+  a.eval_interval = Time(2, TimeUnit::BATCH);
+  a.subset_num_batches = 2;
+  Evaluator b;
+  b.label = "val_b";
+  b.dataloader = testing::make_loader(testing::make_blobs(20, 8, 4, 4), 10, false);
+  b.metric_names = {"Acc"};
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(48), 8))  // 6 batches/epoch
+                      .evaluators({a, b})
+                      .max_duration("2ep")
+                      .loggers({mem}));
+  trainer.fit();
+  EXPECT_EQ(mem->values("metrics/val_a/Accuracy").size(), 6u);  // every 2 batches of 12
+  EXPECT_EQ(mem->values("metrics/val_a/CrossEntropy").size(), 6u);
+  EXPECT_EQ(mem->values("metrics/val_b/Accuracy").size(), 2u);  // every epoch (the trainer's eval_interval)
+  EXPECT_TRUE(mem->values("metrics/val_b/CrossEntropy").empty());  // filtered by metric_names
+  const auto& state = trainer.state();
+  EXPECT_EQ(state.eval_timestamp.batch, 2);  // the last evaluation (val_b) ran 2 batches
+}
+
+TEST(TrainerTest, LogsComposerMetricKeys) {
+  auto mem = std::make_shared<InMemoryLogger>();
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                      .eval_dataloader(testing::make_loader(testing::make_blobs(16), 8, false))
+                      .max_duration("2ep")
+                      .loggers({mem})
+                      .callbacks({std::make_shared<SpeedMonitor>(4), std::make_shared<LRMonitor>()}));
+  trainer.fit();
+  for (const char* key : {"loss/train/total", "metrics/train/Accuracy", "metrics/eval/Accuracy", "metrics/eval/CrossEntropy",
+                          "lr-DecoupledSGDW/group0", "throughput/samples_per_sec", "throughput/batches_per_sec",
+                          "time/epoch", "time/batch", "time/sample", "time/train"}) {
+    EXPECT_FALSE(mem->values(key).empty()) << key;
+  }
+  EXPECT_DOUBLE_EQ(mem->most_recent_values.at("lr-DecoupledSGDW/group0"), 0.1);  // Composer's default optimizer
+  EXPECT_EQ(mem->hyperparameters.at("rank_zero_seed").get<uint64_t>(), 42u);
+  EXPECT_GT(mem->most_recent_values.at("throughput/samples_per_sec"), 0.0);
+}
+
+class LrAtBatchStart : public Callback {
+ public:
+  void batch_start(State& s, Logger&) override { lrs.push_back(s.optimizer->param_groups()[0].options().get_lr()); }
+  std::vector<double> lrs;
+};
+
+// Composer steps LambdaLR after each batch before the timestamp advances: batch k >= 1 uses f(k-1), batch 0 f(0).
+TEST(TrainerTest, SchedulerTimingMatchesComposer) {
+  auto probe = std::make_shared<LrAtBatchStart>();
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                      .max_duration("8ba")
+                      .schedulers({std::make_shared<LinearScheduler>(1.0, 0.0, Time(8, TimeUnit::BATCH))})
+                      .callbacks({probe}));
+  trainer.fit();
+  ASSERT_EQ(probe->lrs.size(), 8u);
+  EXPECT_NEAR(probe->lrs[0], 0.1, 1e-15);
+  for (int k = 1; k < 8; ++k) EXPECT_NEAR(probe->lrs[k], 0.1 * (1.0 - (k - 1) / 8.0), 1e-15) << "batch " << k;
+}
+
+TEST(TrainerTest, ScaleScheduleRatioShortensTraining) {
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                      .max_duration("10ba")
+                      .scale_schedule_ratio(0.5));
+  trainer.fit();
+  EXPECT_EQ(trainer.state().timestamp.batch, 5);
+}
+
+TEST(TrainerTest, TrainSubsetLimitsBatchesPerEpoch) {
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                      .train_subset_num_batches(3)
+                      .max_duration("2ep"));
+  trainer.fit();
+  EXPECT_EQ(trainer.state().timestamp.batch, 6);
+  EXPECT_EQ(trainer.state().timestamp.epoch, 2);
+}
+
+TEST(TrainerTest, BadOptionsAreClearErrors) {
+  auto model = testing::make_classifier();
+  auto expect_error = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      FAIL() << "expected an error mentioning " << needle;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { Trainer t(testing::quiet_options(model).max_duration("0.5dur")); }, "max_duration");
+  expect_error([&] { Trainer t(testing::quiet_options(model).device("tpu:9")); }, "device");
+  expect_error([&] { Trainer t(testing::quiet_options(model).device_train_microbatch_size(MicrobatchSize::automatic())); },
+               "auto");
+  expect_error([&] { Trainer t(testing::quiet_options(model).max_duration("2ep")); t.fit(); }, "training data");
+  expect_error([&] { Trainer t(testing::quiet_options(model).scale_schedule_ratio(0)); }, "scale_schedule_ratio");
+  expect_error([&] { MicrobatchSize::parse("-3"); }, "-3");
+  EXPECT_EQ(MicrobatchSize::parse("16").value, 16);
+  EXPECT_TRUE(MicrobatchSize::parse("auto").is_auto);
+}
+
+TEST(TrainerTest, ClosedTrainerRejectsWork) {
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(16), 8))
+                      .max_duration("1ba"));
+  trainer.close();
+  EXPECT_THROW(trainer.fit(), std::logic_error);
+}
+
+TEST(TrainerTest, DecoupledAdamWTrainsTheModel) {
+  auto mem = std::make_shared<InMemoryLogger>();
+  auto model = testing::make_classifier(8, 32, 4);
+  auto opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-2));
+  Trainer trainer(testing::quiet_options(model)
+                      .train_dataloader(testing::make_loader(testing::make_blobs(256), 32))
+                      .eval_dataloader(testing::make_loader(testing::make_blobs(256), 64, false))
+                      .optimizer(opt)
+                      .max_duration("8ep")
+                      .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time(4, TimeUnit::BATCH))})
+                      .loggers({mem}));
+  trainer.fit();
+  EXPECT_GT(mem->most_recent_values.at("metrics/eval/Accuracy"), 0.8);
+}
+
+}  // namespace
+}  // namespace composer
