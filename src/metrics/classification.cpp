@@ -21,13 +21,13 @@ void Accuracy::update(const at::Tensor& preds, const at::Tensor& target) {
   const at::Tensor t = class_indices(target).reshape({-1});
   at::Tensor correct;
   if (preds.dim() == 1 || !preds.is_floating_point()) {
-    correct = preds.reshape({-1}).eq(t);
+    correct = preds.reshape({-1}).eq(t).sum();
   } else {
     const at::Tensor logits = preds.reshape({-1, preds.size(-1)});
     const int64_t k = std::min<int64_t>(top_k_, logits.size(1));
-    correct = std::get<1>(logits.topk(k, 1)).eq(t.unsqueeze(1)).any(1);
+    correct = k == 1 ? logits.argmax(1).eq(t).sum() : std::get<1>(logits.topk(k, 1)).eq(t.unsqueeze(1)).any(1).sum();
   }
-  accumulate(at::stack({correct.sum().to(at::kDouble), at::scalar_tensor(double(t.numel()), correct.options().dtype(at::kDouble))}));
+  accumulate(correct, static_cast<double>(t.numel()));
 }
 
 double Accuracy::compute() const {

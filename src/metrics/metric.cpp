@@ -25,6 +25,12 @@ void Metric::accumulate(const at::Tensor& values) {
   state_.add_(v);
 }
 
+void Metric::accumulate(const at::Tensor& first, double second) {
+  if (state_.device() != first.device()) state_ = state_.to(first.device());
+  state_.select(0, 0).add_(first);
+  state_.select(0, 1).add_(second);
+}
+
 std::vector<double> Metric::state_values() const {
   const at::Tensor cpu = state_.to(at::kCPU).contiguous();
   return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + num_states_);

@@ -30,6 +30,8 @@ class Metric {
   explicit Metric(int64_t num_states);
   /// Adds `values` (a 1-D tensor of num_states entries) to the state, on the values' device.
   void accumulate(const at::Tensor& values);
+  /// For two-entry states: adds a tensor to entry 0 and a number to entry 1, without building a new tensor.
+  void accumulate(const at::Tensor& first, double second);
   /// The state as doubles on the CPU.
   std::vector<double> state_values() const;
 
