@@ -6,6 +6,10 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include <cmath>
+#include <limits>
+#include <string>
+
 #define COMPOSER_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
@@ -80,6 +84,22 @@ class AutocastGuard {
   bool was_enabled_;
   at::ScalarType previous_dtype_;
 };
+
+/// Multi-head attention over [B, H, L, D] tensors: softmax(q k^T / sqrt(D) [+ causal mask]) v.
+/// LibTorch >= 2.0: at::scaled_dot_product_attention (flash / memory-efficient kernels on CUDA); 1.13: plain ops.
+inline at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+#if COMPOSER_HAS_SDPA
+  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal);
+#else
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (causal) {
+    const int64_t l = q.size(-2), s = k.size(-2);
+    const at::Tensor mask = at::ones({l, s}, q.options().dtype(at::kBool)).triu(s - l + 1);
+    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  }
+  return at::matmul(at::softmax(scores, -1), v);
+#endif
+}
 
 /// The LibTorch version as "MAJOR.MINOR.PATCH" (recorded in checkpoint metadata and hparams).
 inline std::string torch_version() { return TORCH_VERSION; }

@@ -1,0 +1,76 @@
+// DatasetLoader: batches from a Dataset, made by worker threads ahead of use, in a deterministic order.
+#pragma once
+
+#include "composer/data/data_loader.h"
+#include "composer/data/dataset.h"
+#include "composer/data/sampler.h"
+
+#include <ATen/core/Generator.h>
+
+#include <functional>
+#include <memory>
+
+namespace composer {
+
+/// A batch transform run in a worker (normalize, crop, flip, ...). `gen` is seeded from (seed, epoch, batch index),
+/// so results do not depend on thread scheduling.
+using BatchTransform = std::function<Batch(Batch batch, at::Generator& gen)>;
+
+struct DatasetLoaderOptions {
+  explicit DatasetLoaderOptions(int64_t batch_size) : batch_size_(batch_size) {}
+  TORCH_ARG(int64_t, batch_size);
+  TORCH_ARG(bool, shuffle) = true;
+  TORCH_ARG(uint64_t, seed) = 0;
+  /// Drop the last incomplete batch.
+  TORCH_ARG(bool, drop_last) = false;
+  /// Worker threads; 0 makes batches on the calling thread.
+  TORCH_ARG(int64_t, num_workers) = 2;
+  /// Batches made ahead, per worker.
+  TORCH_ARG(int64_t, prefetch_factor) = 2;
+  /// Distributed mode: ranks sharing the data and this rank (each reads a disjoint shard).
+  TORCH_ARG(int64_t, num_replicas) = 1;
+  TORCH_ARG(int64_t, rank) = 0;
+  TORCH_ARG(BatchTransform, transform);
+  /// Pin batches in page-locked memory (CUDA builds) for asynchronous host-to-device copies.
+  TORCH_ARG(bool, pin_memory) = false;
+
+ public:
+  void validate() const;
+};
+
+/// Contract: set_epoch(e); reset(); then next() yields the batches of epoch e in order; skip(n) right after
+/// reset() resumes mid-epoch at batch n without making the skipped batches.
+class DatasetLoader : public DataLoader {
+ public:
+  DatasetLoader(std::shared_ptr<const Dataset> dataset, DatasetLoaderOptions options);
+  ~DatasetLoader() override;
+  DatasetLoader(const DatasetLoader&) = delete;
+  DatasetLoader& operator=(const DatasetLoader&) = delete;
+
+  std::optional<int64_t> length() const override;
+  int64_t batch_size() const override { return options_.batch_size(); }
+  void set_epoch(int64_t epoch) override;
+  void reset() override;
+  std::optional<Batch> next() override;
+  void skip(int64_t n) override;
+  bool is_distributed() const override { return options_.num_replicas() > 1; }
+
+  /// Position in the current pass: (epoch, batches consumed).
+  std::pair<int64_t, int64_t> position() const;
+  const Dataset& dataset() const { return *dataset_; }
+
+ private:
+  struct Pipeline;
+  Batch make_batch(int64_t index) const;
+  void stop_workers();
+
+  std::shared_ptr<const Dataset> dataset_;
+  DatasetLoaderOptions options_;
+  int64_t epoch_ = 0;
+  at::Tensor order_;       // this rank's indices for the epoch
+  int64_t num_batches_ = 0;
+  int64_t cursor_ = 0;     // next batch to hand out
+  std::unique_ptr<Pipeline> pipeline_;
+};
+
+}  // namespace composer

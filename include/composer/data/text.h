@@ -1,0 +1,60 @@
+// Text data: a character-level corpus, the GPT-2 byte-level BPE tokenizer, and language-modelling windows.
+#pragma once
+
+#include "composer/data/dataset.h"
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace composer {
+
+/// A Project Gutenberg text as plain text: the UTF-8 BOM removed, CRLF turned into LF, and only the body between
+/// the "*** START OF" and "*** END OF" lines kept (the whole text when there are no such lines).
+/// Throws std::runtime_error naming the file when it cannot be read or is empty.
+std::string load_gutenberg_text(const std::string& path);
+
+/// Maps each distinct byte of a text to an id (sorted by byte value).
+class CharTokenizer {
+ public:
+  explicit CharTokenizer(const std::string& text);
+  int64_t vocab_size() const { return static_cast<int64_t>(chars_.size()); }
+  /// Throws std::invalid_argument naming the first character outside the vocabulary.
+  std::vector<int64_t> encode(const std::string& text) const;
+  std::string decode(const std::vector<int64_t>& ids) const;
+
+ private:
+  std::string chars_;
+  std::array<int64_t, 256> ids_;
+};
+
+/// GPT-2's byte-level BPE: encoder.json (token -> id) and vocab.bpe (merges by rank).
+/// Pre-tokenization follows GPT-2's pattern; non-ASCII characters count as letters (the original uses Unicode
+/// letter classes), so ASCII text encodes exactly as GPT-2 does.
+class Gpt2Tokenizer {
+ public:
+  /// Throws std::runtime_error naming the file when one is missing or malformed.
+  static Gpt2Tokenizer from_files(const std::string& encoder_json, const std::string& vocab_bpe);
+  std::vector<int64_t> encode(const std::string& text) const;
+  std::string decode(const std::vector<int64_t>& ids) const;
+  int64_t vocab_size() const { return static_cast<int64_t>(encoder_.size()); }
+  /// "<|endoftext|>" = 50256.
+  int64_t eot_token() const;
+
+ private:
+  std::vector<std::string> bpe(const std::string& word) const;
+  std::unordered_map<std::string, int64_t> encoder_;
+  std::vector<std::string> decoder_;
+  std::map<std::pair<std::string, std::string>, int64_t> ranks_;
+  std::array<std::string, 256> byte_to_unicode_;
+  std::unordered_map<std::string, unsigned char> unicode_to_byte_;
+};
+
+/// Non-overlapping windows for next-token prediction: "input_ids" [N, L] = tokens[i*L, i*L+L) and "labels"
+/// [N, L] = the same window shifted by one. Requires at least seq_len + 1 tokens.
+std::shared_ptr<TensorDataset> make_lm_dataset(const at::Tensor& tokens, int64_t seq_len);
+
+}  // namespace composer

@@ -1,0 +1,77 @@
+// Transformer language models, surgery-ready: a GPT-2-style causal decoder and a BERT-style encoder for masked LM.
+#pragma once
+
+#include "composer/nn/layers.h"
+
+#include <torch/arg.h>
+
+#include <memory>
+
+namespace composer::models {
+
+struct TransformerConfig {
+  TORCH_ARG(int64_t, vocab_size) = 50257;
+  TORCH_ARG(int64_t, max_seq_len) = 1024;
+  TORCH_ARG(int64_t, n_layer) = 12;
+  TORCH_ARG(int64_t, n_head) = 12;
+  TORCH_ARG(int64_t, d_model) = 768;
+  /// Feed-forward width; 0 = 4 * d_model.
+  TORCH_ARG(int64_t, d_ff) = 0;
+  TORCH_ARG(double, dropout) = 0.0;
+
+ public:
+  /// Throws std::invalid_argument naming the bad field (d_model must divide by n_head, ...).
+  void validate() const;
+  int64_t ff() const { return d_ff_ > 0 ? d_ff_ : 4 * d_model_; }
+};
+
+/// Multi-head self-attention: c_attn (d -> 3d), attention, c_proj (d -> d).
+class SelfAttention : public nn::Composite {
+ public:
+  SelfAttention(int64_t d_model, int64_t n_head, bool causal, double dropout);
+  at::Tensor forward(const at::Tensor& x) override;
+
+ private:
+  int64_t n_head_;
+  bool causal_;
+  double dropout_;
+};
+
+/// Pre-LN block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+class GPTBlock : public nn::Composite {
+ public:
+  explicit GPTBlock(const TransformerConfig& c);
+  at::Tensor forward(const at::Tensor& x) override;
+};
+
+/// GPT-2: wte + wpe, blocks h.0..h.N-1, ln_f, and a head tied to wte. input ids [B, L] -> logits [B, L, V].
+class GPT : public nn::Composite {
+ public:
+  explicit GPT(TransformerConfig config);
+  at::Tensor forward(const at::Tensor& ids) override;
+  const TransformerConfig& config() const { return config_; }
+
+ private:
+  TransformerConfig config_;
+};
+
+/// Post-LN BERT layer: ln_1(x + attention(x)), then ln_2(x + ffn(x)).
+class BertLayer : public nn::Composite {
+ public:
+  explicit BertLayer(const TransformerConfig& c);
+  at::Tensor forward(const at::Tensor& x) override;
+};
+
+/// BERT encoder with a masked-LM head tied to the word embeddings. input ids [B, L] -> logits [B, L, V].
+class BertMLM : public nn::Composite {
+ public:
+  explicit BertMLM(TransformerConfig config);
+  at::Tensor forward(const at::Tensor& ids) override;
+  const TransformerConfig& config() const { return config_; }
+
+ private:
+  TransformerConfig config_;
+  at::Tensor decoder_bias_;
+};
+
+}  // namespace composer::models

@@ -1,0 +1,87 @@
+// Layers with PyTorch's parameter names and initialisation, so state_dicts load into the equivalent PyTorch
+// modules. Linear calls at::linear (fused bias epilogue on CUDA).
+#pragma once
+
+#include "composer/nn/layer.h"
+
+namespace composer::nn {
+
+class Linear : public Layer {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  at::Tensor forward(const at::Tensor& x) override;
+  int64_t in_features, out_features;
+  at::Tensor weight, bias;
+};
+
+class Conv2d : public Layer {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1, int64_t padding = 0,
+         bool bias = true, int64_t groups = 1);
+  at::Tensor forward(const at::Tensor& x) override;
+  int64_t in_channels, out_channels, kernel_size, stride, padding, groups;
+  at::Tensor weight, bias;
+};
+
+class BatchNorm2d : public Layer {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1);
+  at::Tensor forward(const at::Tensor& x) override;
+  int64_t num_features;
+  double eps, momentum;
+  at::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+};
+
+class LayerNorm : public Layer {
+ public:
+  explicit LayerNorm(int64_t dim, double eps = 1e-5);
+  at::Tensor forward(const at::Tensor& x) override;
+  int64_t dim;
+  double eps;
+  at::Tensor weight, bias;
+};
+
+class Embedding : public Layer {
+ public:
+  Embedding(int64_t num_embeddings, int64_t dim, double init_std = 1.0);
+  at::Tensor forward(const at::Tensor& ids) override;
+  at::Tensor weight;
+};
+
+class ReLU : public Layer {
+ public:
+  at::Tensor forward(const at::Tensor& x) override;
+};
+
+class GELU : public Layer {
+ public:
+  at::Tensor forward(const at::Tensor& x) override;
+};
+
+class MaxPool2d : public Layer {
+ public:
+  MaxPool2d(int64_t kernel_size, int64_t stride, int64_t padding = 0);
+  at::Tensor forward(const at::Tensor& x) override;
+  int64_t kernel_size, stride, padding;
+};
+
+/// Global average pooling to [N, C] (AdaptiveAvgPool2d(1) + flatten).
+class GlobalAvgPool : public Layer {
+ public:
+  at::Tensor forward(const at::Tensor& x) override;
+};
+
+/// [N, ...] -> [N, prod(...)].
+class Flatten : public Layer {
+ public:
+  at::Tensor forward(const at::Tensor& x) override;
+};
+
+class Dropout : public Layer {
+ public:
+  explicit Dropout(double p = 0.5);
+  at::Tensor forward(const at::Tensor& x) override;
+  double p;
+};
+
+}  // namespace composer::nn

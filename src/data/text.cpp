@@ -1,0 +1,76 @@
+#include "composer/data/text.h"
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace composer {
+
+std::string load_gutenberg_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("text file '" + path + "' cannot be opened (missing? run tools/fetch_data.sh)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string raw = ss.str();
+  if (raw.rfind("\xEF\xBB\xBF", 0) == 0) raw.erase(0, 3);
+  std::string text;
+  text.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i)
+    if (!(raw[i] == '\r' && i + 1 < raw.size() && raw[i + 1] == '\n')) text += raw[i];
+  const auto start = text.find("*** START OF");
+  if (start != std::string::npos) {
+    const auto body = text.find('\n', start);
+    const auto end = text.find("*** END OF", body);
+    text = text.substr(body + 1, end == std::string::npos ? std::string::npos : end - body - 1);
+  }
+  if (text.empty()) throw std::runtime_error("text file '" + path + "' has no text");
+  return text;
+}
+
+CharTokenizer::CharTokenizer(const std::string& text) {
+  ids_.fill(-1);
+  bool seen[256] = {};
+  for (unsigned char c : text) seen[c] = true;
+  for (int c = 0; c < 256; ++c) {
+    if (!seen[c]) continue;
+    ids_[c] = static_cast<int64_t>(chars_.size());
+    chars_ += static_cast<char>(c);
+  }
+  if (chars_.empty()) throw std::invalid_argument("CharTokenizer: empty text");
+}
+
+std::vector<int64_t> CharTokenizer::encode(const std::string& text) const {
+  std::vector<int64_t> out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (ids_[c] < 0) throw std::invalid_argument("CharTokenizer: character code " + std::to_string(int(c)) + " is not in the vocabulary");
+    out.push_back(ids_[c]);
+  }
+  return out;
+}
+
+std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string s;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocab_size()) throw std::invalid_argument("CharTokenizer: id " + std::to_string(id) + " out of range");
+    s += chars_[static_cast<size_t>(id)];
+  }
+  return s;
+}
+
+std::shared_ptr<TensorDataset> make_lm_dataset(const at::Tensor& tokens, int64_t seq_len) {
+  if (seq_len <= 0) throw std::invalid_argument("make_lm_dataset: seq_len must be > 0");
+  const int64_t n = (tokens.numel() - 1) / seq_len;
+  if (n <= 0) {
+    throw std::invalid_argument("make_lm_dataset: " + std::to_string(tokens.numel()) + " tokens are too few for one window of " +
+                                std::to_string(seq_len));
+  }
+  const at::Tensor t = tokens.reshape({-1}).to(at::kLong);
+  const at::Tensor inputs = t.narrow(0, 0, n * seq_len).reshape({n, seq_len}).contiguous();
+  const at::Tensor labels = t.narrow(0, 1, n * seq_len).reshape({n, seq_len}).contiguous();
+  return std::make_shared<TensorDataset>(Batch({{"input_ids", inputs}, {"labels", labels}}));
+}
+
+}  // namespace composer

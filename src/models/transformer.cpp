@@ -1,0 +1,146 @@
+#include "composer/models/transformer.h"
+
+#include "composer/utils/compat.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace composer::models {
+namespace {
+
+// GPT-2 initialisation: N(0, 0.02) weights, zero biases, residual projections scaled by 1/sqrt(2 * n_layer).
+void init_transformer(torch::nn::Module& m, int64_t n_layer) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : m.named_modules("", false)) {
+    if (auto* l = dynamic_cast<nn::Linear*>(item.value().get())) {
+      const bool residual = item.key().size() >= 6 && item.key().compare(item.key().size() - 6, 6, "c_proj") == 0;
+      l->weight.normal_(0.0, residual ? 0.02 / std::sqrt(2.0 * static_cast<double>(n_layer)) : 0.02);
+      if (l->bias.defined()) l->bias.zero_();
+    } else if (auto* e = dynamic_cast<nn::Embedding*>(item.value().get())) {
+      e->weight.normal_(0.0, 0.02);
+    }
+  }
+}
+
+at::Tensor positions(const at::Tensor& ids, int64_t max_len) {
+  const int64_t l = ids.size(1);
+  if (l > max_len) {
+    throw std::invalid_argument("sequence length " + std::to_string(l) + " exceeds max_seq_len " + std::to_string(max_len));
+  }
+  return at::arange(l, ids.options().dtype(at::kLong));
+}
+
+}  // namespace
+
+void TransformerConfig::validate() const {
+  auto positive = [](int64_t v, const char* n) {
+    if (v <= 0) throw std::invalid_argument(std::string("TransformerConfig.") + n + " must be > 0, got " + std::to_string(v));
+  };
+  positive(vocab_size_, "vocab_size");
+  positive(max_seq_len_, "max_seq_len");
+  positive(n_layer_, "n_layer");
+  positive(n_head_, "n_head");
+  positive(d_model_, "d_model");
+  if (d_model_ % n_head_ != 0) {
+    throw std::invalid_argument("TransformerConfig.d_model (" + std::to_string(d_model_) + ") must be divisible by n_head (" +
+                                std::to_string(n_head_) + ")");
+  }
+  if (dropout_ < 0 || dropout_ >= 1) throw std::invalid_argument("TransformerConfig.dropout must be in [0, 1)");
+}
+
+SelfAttention::SelfAttention(int64_t d, int64_t n_head, bool causal, double dropout)
+    : n_head_(n_head), causal_(causal), dropout_(dropout) {
+  add("c_attn", std::make_shared<nn::Linear>(d, 3 * d));
+  add("c_proj", std::make_shared<nn::Linear>(d, d));
+}
+
+at::Tensor SelfAttention::forward(const at::Tensor& x) {
+  const int64_t b = x.size(0), l = x.size(1), d = x.size(2), hd = d / n_head_;
+  const auto qkv = child("c_attn").forward(x).split(d, 2);
+  auto heads = [&](const at::Tensor& t) { return t.view({b, l, n_head_, hd}).transpose(1, 2); };
+  at::Tensor y = compat::attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), causal_);
+  y = y.transpose(1, 2).contiguous().view({b, l, d});
+  return at::dropout(child("c_proj").forward(y), dropout_, is_training());
+}
+
+GPTBlock::GPTBlock(const TransformerConfig& c) {
+  add("ln_1", std::make_shared<nn::LayerNorm>(c.d_model()));
+  add("attn", std::make_shared<SelfAttention>(c.d_model(), c.n_head(), /*causal=*/true, c.dropout()));
+  add("ln_2", std::make_shared<nn::LayerNorm>(c.d_model()));
+  auto mlp = std::make_shared<nn::Sequential>();
+  mlp->add("c_fc", std::make_shared<nn::Linear>(c.d_model(), c.ff()));
+  mlp->add("gelu", std::make_shared<nn::GELU>());
+  mlp->add("c_proj", std::make_shared<nn::Linear>(c.ff(), c.d_model()));
+  mlp->add("dropout", std::make_shared<nn::Dropout>(c.dropout()));
+  add("mlp", mlp);
+}
+
+at::Tensor GPTBlock::forward(const at::Tensor& x) {
+  const at::Tensor h = x + child("attn").forward(child("ln_1").forward(x));
+  return h + child("mlp").forward(child("ln_2").forward(h));
+}
+
+GPT::GPT(TransformerConfig config) : config_(config) {
+  config_.validate();
+  add("wte", std::make_shared<nn::Embedding>(config_.vocab_size(), config_.d_model()));
+  add("wpe", std::make_shared<nn::Embedding>(config_.max_seq_len(), config_.d_model()));
+  auto h = std::make_shared<nn::Sequential>();
+  for (int64_t i = 0; i < config_.n_layer(); ++i) h->push_back(std::make_shared<GPTBlock>(config_));
+  add("h", h);
+  add("ln_f", std::make_shared<nn::LayerNorm>(config_.d_model()));
+  init_transformer(*this, config_.n_layer());
+}
+
+at::Tensor GPT::forward(const at::Tensor& ids) {
+  at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, config_.max_seq_len()));
+  x = at::dropout(x, config_.dropout(), is_training());
+  x = child("ln_f").forward(child("h").forward(x));
+  const auto& wte = static_cast<nn::Embedding&>(child("wte"));
+  return at::linear(x, wte.weight);  // tied head
+}
+
+BertLayer::BertLayer(const TransformerConfig& c) {
+  add("attention", std::make_shared<SelfAttention>(c.d_model(), c.n_head(), /*causal=*/false, c.dropout()));
+  add("ln_1", std::make_shared<nn::LayerNorm>(c.d_model(), 1e-12));
+  auto ffn = std::make_shared<nn::Sequential>();
+  ffn->add("intermediate", std::make_shared<nn::Linear>(c.d_model(), c.ff()));
+  ffn->add("gelu", std::make_shared<nn::GELU>());
+  ffn->add("output", std::make_shared<nn::Linear>(c.ff(), c.d_model()));
+  ffn->add("dropout", std::make_shared<nn::Dropout>(c.dropout()));
+  add("ffn", ffn);
+  add("ln_2", std::make_shared<nn::LayerNorm>(c.d_model(), 1e-12));
+}
+
+at::Tensor BertLayer::forward(const at::Tensor& x) {
+  const at::Tensor h = child("ln_1").forward(x + child("attention").forward(x));
+  return child("ln_2").forward(h + child("ffn").forward(h));
+}
+
+BertMLM::BertMLM(TransformerConfig config) : config_(config) {
+  config_.validate();
+  add("word_embeddings", std::make_shared<nn::Embedding>(config_.vocab_size(), config_.d_model()));
+  add("position_embeddings", std::make_shared<nn::Embedding>(config_.max_seq_len(), config_.d_model()));
+  add("embeddings_ln", std::make_shared<nn::LayerNorm>(config_.d_model(), 1e-12));
+  auto layers = std::make_shared<nn::Sequential>();
+  for (int64_t i = 0; i < config_.n_layer(); ++i) layers->push_back(std::make_shared<BertLayer>(config_));
+  add("layers", layers);
+  auto head = std::make_shared<nn::Sequential>();
+  head->add("dense", std::make_shared<nn::Linear>(config_.d_model(), config_.d_model()));
+  head->add("gelu", std::make_shared<nn::GELU>());
+  head->add("ln", std::make_shared<nn::LayerNorm>(config_.d_model(), 1e-12));
+  add("head", head);
+  decoder_bias_ = register_parameter("decoder_bias", torch::zeros({config_.vocab_size()}));
+  init_transformer(*this, config_.n_layer());
+}
+
+at::Tensor BertMLM::forward(const at::Tensor& ids) {
+  at::Tensor x = child("word_embeddings").forward(ids) + child("position_embeddings").forward(positions(ids, config_.max_seq_len()));
+  x = at::dropout(child("embeddings_ln").forward(x), config_.dropout(), is_training());
+  x = child("head").forward(child("layers").forward(x));
+  const auto& emb = static_cast<nn::Embedding&>(child("word_embeddings"));
+  return at::linear(x, emb.weight, decoder_bias_);
+}
+
+}  // namespace composer::models

@@ -1,0 +1,82 @@
+#include "composer/nn/layers.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace composer::nn {
+namespace {
+
+// PyTorch's default for Linear/Conv: kaiming_uniform_(a=sqrt(5)) weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) bias.
+void default_init(at::Tensor& weight, at::Tensor& bias, int64_t fan_in) {
+  torch::NoGradGuard no_grad;
+  torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    bias.uniform_(-bound, bound);
+  }
+}
+
+}  // namespace
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
+  weight = register_parameter("weight", torch::empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+  default_init(weight, bias, in);
+}
+
+at::Tensor Linear::forward(const at::Tensor& x) { return at::linear(x, weight, bias); }
+
+Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, bool with_bias, int64_t g)
+    : in_channels(in), out_channels(out), kernel_size(k), stride(s), padding(p), groups(g) {
+  weight = register_parameter("weight", torch::empty({out, in / g, k, k}));
+  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+  default_init(weight, bias, in / g * k * k);
+}
+
+at::Tensor Conv2d::forward(const at::Tensor& x) { return at::conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {1, 1}, groups); }
+
+BatchNorm2d::BatchNorm2d(int64_t n, double e, double m) : num_features(n), eps(e), momentum(m) {
+  weight = register_parameter("weight", torch::ones({n}));
+  bias = register_parameter("bias", torch::zeros({n}));
+  running_mean = register_buffer("running_mean", torch::zeros({n}));
+  running_var = register_buffer("running_var", torch::ones({n}));
+  num_batches_tracked = register_buffer("num_batches_tracked", torch::zeros({}, torch::kLong));
+}
+
+at::Tensor BatchNorm2d::forward(const at::Tensor& x) {
+  if (is_training()) {
+    torch::NoGradGuard no_grad;
+    num_batches_tracked.add_(1);
+  }
+  return at::batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum, eps, /*cudnn_enabled=*/true);
+}
+
+LayerNorm::LayerNorm(int64_t d, double e) : dim(d), eps(e) {
+  weight = register_parameter("weight", torch::ones({d}));
+  bias = register_parameter("bias", torch::zeros({d}));
+}
+
+at::Tensor LayerNorm::forward(const at::Tensor& x) { return at::layer_norm(x, {dim}, weight, bias, eps); }
+
+Embedding::Embedding(int64_t n, int64_t d, double init_std) {
+  weight = register_parameter("weight", torch::randn({n, d}) * init_std);
+}
+
+at::Tensor Embedding::forward(const at::Tensor& ids) { return at::embedding(weight, ids); }
+
+at::Tensor ReLU::forward(const at::Tensor& x) { return at::relu(x); }
+at::Tensor GELU::forward(const at::Tensor& x) { return at::gelu(x); }
+
+MaxPool2d::MaxPool2d(int64_t k, int64_t s, int64_t p) : kernel_size(k), stride(s), padding(p) {}
+at::Tensor MaxPool2d::forward(const at::Tensor& x) { return at::max_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding}); }
+
+at::Tensor GlobalAvgPool::forward(const at::Tensor& x) { return x.mean({2, 3}); }
+at::Tensor Flatten::forward(const at::Tensor& x) { return x.flatten(1); }
+
+Dropout::Dropout(double prob) : p(prob) {
+  if (prob < 0 || prob >= 1) throw std::invalid_argument("Dropout.p must be in [0, 1), got " + std::to_string(prob));
+}
+at::Tensor Dropout::forward(const at::Tensor& x) { return at::dropout(x, p, is_training()); }
+
+}  // namespace composer::nn
