@@ -1,0 +1,29 @@
+// A complete training program with the library: a CNN on MNIST, evaluated every epoch.
+//   ./build/examples/train_mnist data/mnist
+#include <composer/composer.h>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  using namespace composer;
+  const std::string root = argc > 1 ? argv[1] : "data/mnist";
+  const auto normalize = make_image_transform(ImageTransformOptions().mean({0.1307}).std({0.3081}));
+  auto train = std::make_shared<DatasetLoader>(load_mnist(root, /*train=*/true),
+                                               DatasetLoaderOptions(128).shuffle(true).seed(17).transform(normalize));
+  auto test = std::make_shared<DatasetLoader>(load_mnist(root, /*train=*/false),
+                                              DatasetLoaderOptions(1000).shuffle(false).transform(normalize));
+  auto model = ComposerClassifier::wrap(models::mnist_cnn());
+  auto optimizer = std::make_shared<optim::DecoupledSGDW>(
+      model->parameters(), optim::DecoupledSGDWOptions(0.05).momentum(0.9).weight_decay(5e-4));
+
+  Trainer trainer(TrainerOptions(model)
+                      .train_dataloader(train)
+                      .eval_dataloader(test)
+                      .optimizer(optimizer)
+                      .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_string("100ba"))})
+                      .max_duration("2ep")
+                      .device("cpu")
+                      .callbacks({std::make_shared<SpeedMonitor>(50)}));
+  trainer.fit();
+  std::cout << "test accuracy: " << trainer.state().eval_metric_values.at("Accuracy") << "\n";
+}

@@ -1,0 +1,149 @@
+#include "cli/commands.h"
+#include "support/data_paths.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace composer::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliTest : ::testing::Test {
+  fs::path dir = fs::temp_directory_path() / ("composer_cli_" + std::to_string(::getpid()));
+  std::ostringstream out, err;
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string config(const std::string& name, const std::string& yaml) {
+    const std::string p = (dir / name).string();
+    std::ofstream(p) << yaml;
+    return p;
+  }
+  int train(const std::string& cfg, std::vector<std::string> overrides = {}) {
+    out.str("");
+    err.str("");
+    return train_command(cfg, overrides, out, err);
+  }
+  static std::string synthetic(const std::string& extra = "") {
+    return "model: {name: mlp, in_features: 64, hidden: [16]}\n"
+           "train_data: {dataset: synthetic_images, channels: 1, size: 8, num_samples: 128, batch_size: 32, num_workers: 0}\n"
+           "max_duration: 2ba\nprogress_bar: false\n" +
+           extra;
+  }
+};
+
+TEST_F(CliTest, UnknownKeyNamesItsPathAndTheAllowedKeys) {
+  EXPECT_EQ(train(config("a.yaml", synthetic("optimizer: {name: sgd, lr: 0.1, momentun: 0.9}\n"))), 2);
+  EXPECT_NE(err.str().find("optimizer.momentun: unknown key"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("momentum"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("b.yaml", synthetic("max_durration: 3ba\n"))), 2);
+  EXPECT_NE(err.str().find("max_durration: unknown key"), std::string::npos) << err.str();
+}
+
+TEST_F(CliTest, WrongTypesAndValues) {
+  EXPECT_EQ(train(config("a.yaml", synthetic()), {"train_data.batch_size=lots"}), 2);
+  EXPECT_NE(err.str().find("train_data.batch_size: expected an integer, got 'lots'"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("b.yaml", synthetic()), {"max_duration=2 epochs"}), 2);
+  EXPECT_NE(err.str().find("max_duration"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("c.yaml", synthetic()), {"precision=fp64"}), 2);
+  EXPECT_NE(err.str().find("precision: Invalid precision 'fp64'"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("d.yaml", synthetic()), {"model.name=transformer9000"}), 2);
+  EXPECT_NE(err.str().find("model.name: unknown model 'transformer9000'; registered: mlp"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("e.yaml", synthetic()), {"train_data.batch_size=0"}), 2);
+  EXPECT_NE(err.str().find("train_data.batch_size: expected a positive integer"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("f.yaml", synthetic("schedulers: [{name: linear_with_warmup}]\n"))), 2);
+  EXPECT_NE(err.str().find("schedulers.0.t_warmup: required"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("g.yaml", synthetic("algorithms: [{name: BlurPool}]\n"))), 2);
+  EXPECT_NE(err.str().find("algorithms.0.name: unknown algorithm 'BlurPool'"), std::string::npos) << err.str();
+}
+
+TEST_F(CliTest, MissingFilesAndBadYaml) {
+  EXPECT_EQ(train((dir / "nope.yaml").string()), 2);
+  EXPECT_NE(err.str().find("nope.yaml' cannot be opened"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("bad.yaml", "model: [unclosed\n")), 2);
+  EXPECT_NE(err.str().find("is not valid YAML"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("nodata.yaml", synthetic()), {"train_data={dataset: mnist, path: /nonexistent}"}), 2);
+  EXPECT_NE(err.str().find("train_data.path"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("o.yaml", synthetic()), {"novalue"}), 2);
+  EXPECT_NE(err.str().find("expected key.path=value"), std::string::npos) << err.str();
+}
+
+TEST_F(CliTest, TrainsSavesAndEvaluatesWithOverrides) {
+  const std::string cfg = config("ok.yaml", synthetic(
+      "eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, num_samples: 64, batch_size: 64}\n"
+      "run_name: cli-run\nloggers: [{name: file, filename: '" + (dir / "{run_name}" / "log.jsonl").string() + "'}]\n"
+      "save_folder: " + (dir / "{run_name}").string() + "\n"));
+  ASSERT_EQ(train(cfg, {"max_duration=6ba", "optimizer.lr=0.05"}), 0) << err.str();
+  EXPECT_NE(out.str().find("trained run 'cli-run' to 6ba"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("metrics/eval/Accuracy"), std::string::npos) << out.str();
+  const fs::path state = dir / "cli-run" / "final.pt";
+  ASSERT_TRUE(fs::exists(state));
+  ASSERT_TRUE(fs::exists(dir / "cli-run" / "log.jsonl"));
+  std::ostringstream eout, eerr;
+  ASSERT_EQ(eval_command(cfg, {"load_path=" + state.string(), "loggers=[]"}, eout, eerr), 0) << eerr.str();
+  EXPECT_NE(eout.str().find("(trained 6 batches)"), std::string::npos) << eout.str();
+  // A corrupt state file is an error naming the file.
+  std::ofstream(dir / "bad.pt") << "not a checkpoint";
+  std::ostringstream bout, berr;
+  EXPECT_EQ(eval_command(cfg, {"load_path=" + (dir / "bad.pt").string(), "loggers=[]"}, bout, berr), 1);
+  EXPECT_NE(berr.str().find("bad.pt"), std::string::npos) << berr.str();
+}
+
+TEST_F(CliTest, ListShowsRegistries) {
+  std::ostringstream o, e;
+  ASSERT_EQ(list_command("schedulers", o, e), 0);
+  EXPECT_NE(o.str().find("cosine_annealing_with_warmup"), std::string::npos);
+  std::ostringstream o2, e2;
+  ASSERT_EQ(list_command("models", o2, e2), 0);
+  EXPECT_NE(o2.str().find("mnist_cnn"), std::string::npos);
+  std::ostringstream o3, e3;
+  EXPECT_EQ(list_command("widgets", o3, e3), 1);
+  EXPECT_NE(e3.str().find("unknown kind 'widgets'"), std::string::npos);
+}
+
+// End to end on real data (labelled slow): the demo CNN on an MNIST slice reaches >= 90% test accuracy.
+TEST_F(CliTest, MnistSliceReachesNinetyPercent) {
+  COMPOSER_REQUIRE_DATA(testing::data_path("mnist/train-images-idx3-ubyte"));
+  const std::string cfg = testing::source_dir() + "/examples/configs/mnist_cnn.yaml";
+  ASSERT_EQ(train(cfg, {"train_data.path=" + testing::data_path("mnist"), "eval_data.path=" + testing::data_path("mnist"),
+                        "train_data.limit=8000", "eval_data.limit=2000", "max_duration=2ep", "loggers=[]",
+                        "schedulers=[{name: cosine_annealing_with_warmup, t_warmup: 10ba}]",
+                        "save_folder=", "progress_bar=false"}),
+            0)
+      << err.str();
+  const auto pos = out.str().find("metrics/eval/Accuracy = ");
+  ASSERT_NE(pos, std::string::npos) << out.str();
+  const double acc = std::stod(out.str().substr(pos + 24));
+  EXPECT_GE(acc, 0.90) << out.str();
+}
+
+// End to end: a character-level GPT on Moby Dick pushes the training loss below 2.5 nats.
+TEST_F(CliTest, MobyDickCharModelLossFallsBelowTwoPointFive) {
+  COMPOSER_REQUIRE_DATA(testing::data_path("text/mobydick.txt"));
+  const std::string cfg = testing::source_dir() + "/examples/configs/mobydick_gpt.yaml";
+  const std::string log = (dir / "moby.jsonl").string();
+  ASSERT_EQ(train(cfg, {"train_data.path=" + testing::data_path("text/mobydick.txt"), "train_data.text_limit=200000",
+                        "eval_data.path=" + testing::data_path("text/mobydick.txt"), "eval_data.text_limit=200000",
+                        "model.n_layer=2", "model.d_model=64", "model.max_seq_len=64", "train_data.seq_len=64",
+                        "eval_data.seq_len=64", "max_duration=300ba", "eval_interval=300ba", "save_folder=",
+                        "progress_bar=false", "loggers=[{name: file, filename: " + log + "}]", "callbacks=[]"}),
+            0)
+      << err.str();
+  std::ifstream in(log);
+  std::vector<double> losses;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["type"] == "metrics" && j["data"].contains("loss/train/total")) losses.push_back(j["data"]["loss/train/total"]);
+  }
+  ASSERT_EQ(losses.size(), 300u);
+  double last = 0;
+  for (size_t i = losses.size() - 20; i < losses.size(); ++i) last += losses[i] / 20;
+  EXPECT_LT(last, 2.5) << out.str();
+  EXPECT_GT(losses.front(), 3.5);  // started near ln(vocab)
+}
+
+}  // namespace
+}  // namespace composer::cli

@@ -1,0 +1,113 @@
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+namespace composer {
+namespace {
+
+// One SGD step on a batch changes the loss (the graph is connected) and yields finite values.
+void one_training_step(ComposerModel& model, const Batch& batch) {
+  torch::optim::SGD opt(model.parameters(), torch::optim::SGDOptions(0.01));
+  model.train();
+  opt.zero_grad();
+  const at::Tensor loss = model.loss(model.forward(batch), batch);
+  ASSERT_TRUE(std::isfinite(loss.item<double>()));
+  loss.backward();
+  for (const auto& p : model.parameters()) ASSERT_TRUE(p.grad().defined()) << "a parameter got no gradient";
+  opt.step();
+}
+
+TEST(VisionModelsTest, ShapesAndOneStep) {
+  struct Case {
+    std::string name;
+    std::shared_ptr<nn::Layer> net;
+    std::vector<int64_t> input;
+    int64_t classes;
+  };
+  std::vector<Case> cases{
+      {"mlp", models::mlp(784, {32}, 10), {4, 1, 28, 28}, 10},
+      {"mnist_cnn", models::mnist_cnn(1, 10, 8), {4, 1, 28, 28}, 10},
+      {"resnet20", models::cifar_resnet(20, 10, 3), {2, 3, 32, 32}, 10},
+      {"resnet56", models::cifar_resnet(56, 10, 1), {2, 1, 28, 28}, 10},
+      {"resnet18", models::resnet(18, 7), {2, 3, 64, 64}, 7},
+      {"resnet50", models::resnet(50, 5), {2, 3, 64, 64}, 5},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto model = ComposerClassifier::wrap(c.net);
+    const Batch batch(at::randn(c.input), at::randint(c.classes, {c.input[0]}, at::TensorOptions().dtype(at::kLong)));
+    EXPECT_EQ(model->forward(batch).sizes(), (std::vector<int64_t>{c.input[0], c.classes}));
+    one_training_step(*model, batch);
+  }
+}
+
+TEST(VisionModelsTest, TorchvisionParameterNames) {
+  auto r = models::resnet(50, 10);
+  const auto params = r->named_parameters();
+  for (const char* key : {"conv1.weight", "bn1.weight", "layer1.0.conv1.weight", "layer1.0.downsample.0.weight",
+                          "layer1.0.downsample.1.bias", "layer4.2.bn3.weight", "fc.weight", "fc.bias"}) {
+    EXPECT_TRUE(params.contains(key)) << key;
+  }
+  EXPECT_TRUE(r->named_buffers().contains("layer2.1.bn2.running_var"));
+  int64_t n = 0;
+  for (const auto& p : r->parameters()) n += p.numel();
+  EXPECT_EQ(n, 23528522);  // torchvision resnet50(num_classes=10)
+}
+
+TEST(LanguageModelsTest, GptAndBertShapesAndOneStep) {
+  const auto cfg = models::TransformerConfig().vocab_size(37).max_seq_len(16).n_layer(2).n_head(2).d_model(16);
+  const at::Tensor ids = at::randint(37, {3, 16}, at::TensorOptions().dtype(at::kLong));
+  for (bool bert : {false, true}) {
+    SCOPED_TRACE(bert ? "bert" : "gpt");
+    std::shared_ptr<nn::Layer> net;
+    if (bert) {
+      net = std::make_shared<models::BertMLM>(cfg);
+    } else {
+      net = std::make_shared<models::GPT>(cfg);
+    }
+    auto model = std::make_shared<ComposerLanguageModel>(net, bert);
+    at::Tensor labels = ids.clone();
+    if (bert) labels.masked_fill_(at::rand({3, 16}).gt(0.15), -100);
+    const Batch batch({{"input_ids", ids}, {"labels", labels}});
+    EXPECT_EQ(model->forward(batch).sizes(), (std::vector<int64_t>{3, 16, 37}));
+    one_training_step(*model, batch);
+    EXPECT_GT(*model->flops_per_batch(batch), 0.0);
+    EXPECT_EQ(model->get_metrics(false).count("LanguagePerplexity"), 1u);
+  }
+  EXPECT_THROW(models::GPT(models::TransformerConfig().d_model(10).n_head(3)), std::invalid_argument);
+}
+
+TEST(LanguageModelsTest, GptIsCausal) {
+  auto gpt = std::make_shared<models::GPT>(models::TransformerConfig().vocab_size(11).max_seq_len(8).n_layer(1).n_head(1).d_model(8));
+  gpt->eval();
+  at::Tensor a = at::randint(11, {1, 8}, at::TensorOptions().dtype(at::kLong));
+  at::Tensor b = a.clone();
+  b[0][7] = (a[0][7].item<int64_t>() + 1) % 11;  // change only the last token
+  const at::Tensor la = gpt->forward(a), lb = gpt->forward(b);
+  EXPECT_TRUE(at::allclose(la.narrow(1, 0, 7), lb.narrow(1, 0, 7)));
+  EXPECT_FALSE(at::allclose(la.narrow(1, 7, 1), lb.narrow(1, 7, 1)));
+}
+
+class Zero : public nn::Layer {
+ public:
+  at::Tensor forward(const at::Tensor& x) override { return at::zeros_like(x); }
+};
+
+// Replacing a child changes what forward() runs (LibTorch's replace_module alone would not).
+TEST(SurgeryTest, ReplacedChildRunsInForward) {
+  auto cnn = models::mnist_cnn(1, 10, 4);
+  const at::Tensor x = at::randn({2, 1, 28, 28});
+  cnn->eval();
+  const at::Tensor before = cnn->forward(x);
+  ASSERT_TRUE(cnn->replace("2", std::make_shared<Zero>()));  // the first ReLU
+  const at::Tensor after = cnn->forward(x);
+  EXPECT_FALSE(at::allclose(before, after));
+  EXPECT_TRUE(dynamic_cast<Zero*>(cnn->named_children()["2"].get()) != nullptr);  // registry agrees
+  EXPECT_FALSE(cnn->replace("no_such_child", std::make_shared<Zero>()));
+  auto block = std::make_shared<models::BasicBlock>(4, 4, 1);
+  EXPECT_TRUE(block->replace("conv1", std::make_shared<nn::Conv2d>(4, 4, 3, 1, 1, false)));
+  EXPECT_EQ(block->forward(at::randn({1, 4, 8, 8})).sizes(), (std::vector<int64_t>{1, 4, 8, 8}));
+}
+
+}  // namespace
+}  // namespace composer

@@ -1,0 +1,30 @@
+// A whole run (model, data, optimizer, schedulers, callbacks, loggers, trainer settings) from a YAML config.
+#pragma once
+
+#include "cli/build_data.h"
+#include "cli/config_node.h"
+#include "composer/trainer/trainer_options.h"
+
+#include <memory>
+#include <string>
+
+namespace composer::cli {
+
+struct RunSpec {
+  std::unique_ptr<TrainerOptions> options;
+  DataSpec train;
+  DataSpec eval;
+  /// Where `train` writes the final state file (final.pt); empty = none. {run_name} is filled in.
+  std::string save_folder;
+  /// The state file `eval` (or `train`, to start from) loads.
+  std::string load_path;
+  bool load_strict_model_weights = true;
+  /// Paths of the file loggers, resolved after the run name is known.
+  std::vector<std::string> log_file_patterns;
+};
+
+/// Validates everything before anything trains; throws ConfigError naming the key path.
+/// `need_train_data`: train requires train_data; eval does not.
+RunSpec build_run(const YAML::Node& root, bool need_train_data);
+
+}  // namespace composer::cli

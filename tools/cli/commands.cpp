@@ -1,0 +1,101 @@
+#include "cli/commands.h"
+
+#include "cli/build_run.h"
+#include "cli/registry.h"
+#include "composer/checkpoint/state_file.h"
+#include "composer/composer.h"
+
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+
+namespace composer::cli {
+namespace {
+
+YAML::Node load_with_overrides(const std::string& config, const std::vector<std::string>& overrides) {
+  YAML::Node root = load_config_file(config);
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  for (const auto& o : overrides) apply_override(root, o);
+  return root;
+}
+
+std::string fill(std::string pattern, const std::string& run_name) {
+  for (auto pos = pattern.find("{run_name}"); pos != std::string::npos; pos = pattern.find("{run_name}")) pattern.replace(pos, 10, run_name);
+  for (auto pos = pattern.find("{rank}"); pos != std::string::npos; pos = pattern.find("{rank}")) pattern.replace(pos, 6, "0");
+  return pattern;
+}
+
+void print_eval_metrics(const State& s, std::ostream& out) {
+  for (const auto& [label, metrics] : s.eval_metrics)
+    for (const auto& [name, value] : s.eval_metric_values)
+      if (metrics.count(name)) out << "  metrics/" << label << "/" << name << " = " << std::setprecision(6) << value << "\n";
+}
+
+template <class F>
+int run_guarded(std::ostream& err, F&& f) {
+  try {
+    return f();
+  } catch (const ConfigError& e) {
+    err << "composer-cpp: config error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "composer-cpp: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+
+int train_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out, std::ostream& err) {
+  return run_guarded(err, [&] {
+    RunSpec spec = build_run(load_with_overrides(config, overrides), /*need_train_data=*/true);
+    Trainer trainer(std::move(*spec.options));
+    State& s = trainer.state();
+    if (!spec.load_path.empty()) load_state_file(s, fill(spec.load_path, s.run_name), spec.load_strict_model_weights);
+    const auto start = std::chrono::steady_clock::now();
+    trainer.fit();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out << "composer-cpp: trained run '" << s.run_name << "' to " << s.timestamp.get(s.max_duration->unit()).to_string()
+        << " (" << s.timestamp.batch << " batches) in " << std::fixed << std::setprecision(1) << secs << " s\n";
+    out << std::defaultfloat << std::setprecision(6);
+    out << "  loss/train/total = " << s.total_loss_dict["loss/train/total"] << "\n";
+    print_eval_metrics(s, out);
+    for (const auto& p : spec.log_file_patterns) out << "  logs: " << fill(p, s.run_name) << "\n";
+    if (!spec.save_folder.empty()) {
+      const std::string path = (std::filesystem::path(fill(spec.save_folder, s.run_name)) / "final.pt").string();
+      save_state_file(s, path);
+      out << "  state: " << path << " (composer-cpp eval CONFIG load_path=" << path << ")\n";
+    }
+    trainer.close();
+    return 0;
+  });
+}
+
+int eval_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out, std::ostream& err) {
+  return run_guarded(err, [&] {
+    RunSpec spec = build_run(load_with_overrides(config, overrides), /*need_train_data=*/false);
+    if (!spec.eval.loader) throw ConfigError("eval_data: required to evaluate");
+    if (spec.load_path.empty()) throw ConfigError("load_path: required to evaluate (a state file written by train)");
+    spec.options->train_dataloader(nullptr);
+    Trainer trainer(std::move(*spec.options));
+    load_state_file(trainer.state(), fill(spec.load_path, trainer.state().run_name), spec.load_strict_model_weights);
+    trainer.eval();
+    out << "composer-cpp: evaluated '" << spec.load_path << "' (trained " << trainer.state().timestamp.batch << " batches)\n";
+    print_eval_metrics(trainer.state(), out);
+    trainer.close();
+    return 0;
+  });
+}
+
+int list_command(const std::string& kind, std::ostream& out, std::ostream& err) {
+  return run_guarded(err, [&] {
+    const auto& entries = registry(kind);
+    if (entries.empty()) out << "(no " << kind << " registered yet)\n";
+    size_t width = 0;
+    for (const auto& e : entries) width = std::max(width, e.name.size());
+    for (const auto& e : entries) out << std::left << std::setw(static_cast<int>(width) + 2) << e.name << e.summary << "\n";
+    return 0;
+  });
+}
+
+}  // namespace composer::cli

@@ -1,0 +1,17 @@
+// The composer-cpp subcommands. Each returns the process exit code: 0 ok, 1 a run failed, 2 a bad config.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace composer::cli {
+
+/// Trains from CONFIG with KEY=VALUE overrides; prints where the logs and final state went.
+int train_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out, std::ostream& err);
+/// Evaluates `load_path` (a state file) on eval_data.
+int eval_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out, std::ostream& err);
+/// Lists what is registered under `kind`, one line each.
+int list_command(const std::string& kind, std::ostream& out, std::ostream& err);
+
+}  // namespace composer::cli

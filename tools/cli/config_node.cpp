@@ -1,0 +1,201 @@
+#include "cli/config_node.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace composer::cli {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string describe(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+template <class T>
+T convert(const YAML::Node& n, const std::string& path, const char* expected) {
+  if (!n.IsScalar()) throw ConfigError(path + ": expected " + expected + ", got " + describe(n));
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(path + ": expected " + expected + ", got " + describe(n));
+  }
+}
+
+}  // namespace
+
+ConfigNode::ConfigNode(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {
+  if (node_ && !node_.IsNull() && !node_.IsMap()) {
+    throw ConfigError((path_.empty() ? std::string("config") : path_) + ": expected a mapping of keys, got " + describe(node_));
+  }
+}
+
+std::string ConfigNode::key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+void ConfigNode::expect_keys(const std::vector<std::string>& allowed) const {
+  if (!node_ || !node_.IsMap()) return;
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      throw ConfigError(key_path(key) + ": unknown key; allowed keys here: " + join(allowed));
+    }
+  }
+}
+
+bool ConfigNode::has(const std::string& key) const { return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull(); }
+
+YAML::Node ConfigNode::scalar(const std::string& key) const { return node_[key]; }
+
+int64_t ConfigNode::get_int(const std::string& key, int64_t fallback) const {
+  return has(key) ? convert<int64_t>(scalar(key), key_path(key), "an integer") : fallback;
+}
+
+int64_t ConfigNode::require_int(const std::string& key) const {
+  if (!has(key)) throw ConfigError(key_path(key) + ": required (an integer)");
+  return get_int(key, 0);
+}
+
+double ConfigNode::get_double(const std::string& key, double fallback) const {
+  return has(key) ? convert<double>(scalar(key), key_path(key), "a number") : fallback;
+}
+
+bool ConfigNode::get_bool(const std::string& key, bool fallback) const {
+  return has(key) ? convert<bool>(scalar(key), key_path(key), "true or false") : fallback;
+}
+
+std::string ConfigNode::get_string(const std::string& key, const std::string& fallback) const {
+  return has(key) ? convert<std::string>(scalar(key), key_path(key), "a string") : fallback;
+}
+
+std::string ConfigNode::require_string(const std::string& key) const {
+  if (!has(key)) throw ConfigError(key_path(key) + ": required (a string)");
+  return get_string(key, "");
+}
+
+std::vector<double> ConfigNode::get_doubles(const std::string& key, const std::vector<double>& fallback) const {
+  if (!has(key)) return fallback;
+  const YAML::Node n = node_[key];
+  if (n.IsScalar()) return {convert<double>(n, key_path(key), "a number or a list of numbers")};
+  if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list of numbers, got " + describe(n));
+  std::vector<double> out;
+  for (size_t i = 0; i < n.size(); ++i) out.push_back(convert<double>(n[i], key_path(key) + "." + std::to_string(i), "a number"));
+  return out;
+}
+
+std::vector<int64_t> ConfigNode::get_ints(const std::string& key, const std::vector<int64_t>& fallback) const {
+  if (!has(key)) return fallback;
+  const YAML::Node n = node_[key];
+  if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list of integers, got " + describe(n));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < n.size(); ++i) out.push_back(convert<int64_t>(n[i], key_path(key) + "." + std::to_string(i), "an integer"));
+  return out;
+}
+
+std::optional<Time> ConfigNode::get_time(const std::string& key, TimeUnit default_unit) const {
+  if (!has(key)) return std::nullopt;
+  const std::string text = convert<std::string>(scalar(key), key_path(key), "a time such as '2ep' or '500ba'");
+  try {
+    return Time::from_input(text, default_unit);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(key_path(key) + ": " + e.what());
+  }
+}
+
+std::vector<Time> ConfigNode::get_times(const std::string& key, TimeUnit default_unit) const {
+  std::vector<Time> out;
+  if (!has(key)) return out;
+  const YAML::Node n = node_[key];
+  if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list of times, got " + describe(n));
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string p = key_path(key) + "." + std::to_string(i);
+    try {
+      out.push_back(Time::from_input(convert<std::string>(n[i], p, "a time"), default_unit));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(p + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+ConfigNode ConfigNode::child(const std::string& key) const {
+  return ConfigNode(has(key) ? node_[key] : YAML::Node(YAML::NodeType::Map), key_path(key));
+}
+
+std::vector<ConfigNode> ConfigNode::children(const std::string& key) const {
+  std::vector<ConfigNode> out;
+  if (!has(key)) return out;
+  const YAML::Node n = node_[key];
+  if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list, got " + describe(n));
+  for (size_t i = 0; i < n.size(); ++i) out.emplace_back(n[i], key_path(key) + "." + std::to_string(i));
+  return out;
+}
+
+int64_t ConfigNode::positive(int64_t v, const std::string& path, bool allow_zero) {
+  if (v < 0 || (v == 0 && !allow_zero)) {
+    throw ConfigError(path + ": expected " + (allow_zero ? "a non-negative" : "a positive") + " integer, got " + std::to_string(v));
+  }
+  return v;
+}
+
+YAML::Node load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("config file '" + path + "' cannot be opened");
+  try {
+    return YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("config file '" + path + "' is not valid YAML: " + e.what());
+  }
+}
+
+void apply_override(YAML::Node& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError("override '" + assignment + "': expected key.path=value");
+  }
+  const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string part; std::getline(ss, part, '.');) {
+    if (part.empty()) throw ConfigError("override '" + assignment + "': empty part in key path '" + key + "'");
+    parts.push_back(part);
+  }
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("override '" + assignment + "': value is not valid YAML: " + e.what());
+  }
+  // Walk with fresh handles (YAML::Node assignment would alias), creating mappings as needed.
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node cur = chain.back();
+    const bool index = cur.IsSequence() && std::all_of(parts[i].begin(), parts[i].end(), ::isdigit);
+    YAML::Node next = index ? cur[std::stoul(parts[i])] : cur[parts[i]];
+    if (index && std::stoul(parts[i]) >= cur.size()) {
+      throw ConfigError("override '" + assignment + "': index " + parts[i] + " is past the end of the list");
+    }
+    if (!next || next.IsNull()) next = YAML::Node(YAML::NodeType::Map);
+    if (!next.IsMap() && !next.IsSequence()) {
+      throw ConfigError("override '" + assignment + "': '" + parts[i] + "' is a value, not a section");
+    }
+    if (!index) cur[parts[i]] = next;
+    chain.push_back(next);
+  }
+  YAML::Node parent = chain.back();
+  const std::string& last = parts.back();
+  if (parent.IsSequence() && std::all_of(last.begin(), last.end(), ::isdigit) && std::stoul(last) < parent.size()) {
+    parent[std::stoul(last)] = parsed;
+  } else {
+    parent[last] = parsed;
+  }
+}
+
+}  // namespace composer::cli
