@@ -44,3 +44,4 @@
 #include "composer/models/vision.h"
 #include "composer/nn/layer.h"
 #include "composer/nn/layers.h"
+#include "composer/callbacks/threshold_stopper.h"

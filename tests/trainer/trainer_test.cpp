@@ -235,6 +235,36 @@ TEST(TrainerTest, ClosedTrainerRejectsWork) {
   EXPECT_THROW(trainer.fit(), std::logic_error);
 }
 
+TEST(ThresholdStopperTest, StopsWhenEvalMetricCrossesThreshold) {
+  auto recorder = std::make_shared<testing::RecordingCallback>();
+  Trainer trainer(testing::quiet_options(testing::make_classifier(8, 32, 4))
+                      .train_dataloader(testing::make_loader(testing::make_blobs(256), 32))
+                      .eval_dataloader(testing::make_loader(testing::make_blobs(256), 256, false))
+                      .eval_interval("2ba")
+                      .max_duration("50ep")
+                      .callbacks({std::make_shared<ThresholdStopper>("Accuracy", "eval", 0.6), recorder}));
+  trainer.fit();
+  const State& s = trainer.state();
+  EXPECT_GE(s.eval_metric_values.at("Accuracy"), 0.6);
+  EXPECT_LT(s.timestamp.batch, 50 * 8);
+  EXPECT_EQ(s.timestamp.batch % 2, 0);  // stopped right after an evaluation
+  EXPECT_EQ(*s.max_duration, Time(s.timestamp.batch, TimeUnit::BATCH));
+}
+
+// Composer's default comparison is "greater" unless the name contains loss, error or perplexity; "CrossEntropy" does
+// not, so minimising it needs an explicit comparison.
+TEST(ThresholdStopperTest, ExplicitComparisonForMetricsToMinimise) {
+  Trainer trainer(testing::quiet_options(testing::make_classifier(8, 32, 4))
+                      .train_dataloader(testing::make_loader(testing::make_blobs(256), 32))
+                      .eval_dataloader(testing::make_loader(testing::make_blobs(256), 256, false))
+                      .max_duration("50ep")
+                      .callbacks({std::make_shared<ThresholdStopper>("CrossEntropy", "eval", 1.0,
+                                                                     [](double v, double t) { return v <= t; })}));
+  trainer.fit();
+  EXPECT_LE(trainer.state().eval_metric_values.at("CrossEntropy"), 1.0);
+  EXPECT_LT(trainer.state().timestamp.epoch, 50);
+}
+
 TEST(TrainerTest, DecoupledAdamWTrainsTheModel) {
   auto mem = std::make_shared<InMemoryLogger>();
   auto model = testing::make_classifier(8, 32, 4);

@@ -125,11 +125,18 @@ std::shared_ptr<ComposerScheduler> build_scheduler(const ConfigNode& n) {
 }
 
 std::shared_ptr<Callback> build_callback(const ConfigNode& n) {
-  n.expect_keys({"name", "window_size", "time_unit"});
+  n.expect_keys({"name", "window_size", "time_unit", "monitor", "dataloader_label", "threshold", "stop_on_batch"});
   const std::string name = n.require_string("name");
   require_registered("callbacks", name, n.key_path("name"));
   if (name == "speed_monitor") {
     return guard(n.path(), [&] { return std::make_shared<SpeedMonitor>(n.get_int("window_size", 100), n.get_string("time_unit", "hours")); });
+  }
+  if (name == "threshold_stopper") {
+    if (!n.has("threshold")) throw ConfigError(n.key_path("threshold") + ": required (a number)");
+    return guard(n.path(), [&] {
+      return std::make_shared<ThresholdStopper>(n.get_string("monitor", "Accuracy"), n.get_string("dataloader_label", "eval"),
+                                                n.get_double("threshold", 0.0), nullptr, n.get_bool("stop_on_batch", false));
+    });
   }
   return std::make_shared<LRMonitor>();
 }

@@ -1,0 +1,144 @@
+"""Python mirror of bench/time_to_accuracy.cpp: same CNN, DecoupledSGDW, cosine-with-warmup schedule stepped per
+batch as Composer does (batch k uses f(k-1)), batch 128, evaluation every N batches on the full test set, stop at
+the target accuracy. Wall time excludes evaluation for train_s, as Composer's timestamp does."""
+import argparse
+import gzip
+import math
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+def load(root, train):
+    prefix = "train" if train else "t10k"
+    def pick(name):
+        p = os.path.join(root, name)
+        return p if os.path.exists(p) else p + ".gz"
+    x = read_idx(pick(f"{prefix}-images-idx3-ubyte"))
+    y = read_idx(pick(f"{prefix}-labels-idx1-ubyte"))
+    return torch.from_numpy(x.copy()).unsqueeze(1), torch.from_numpy(y.astype(np.int64))
+
+
+class CNN(nn.Module):
+    def __init__(self, width=32):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(1, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(width, 2 * width, 3, padding=1, bias=False), nn.BatchNorm2d(2 * width), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(2 * width * 7 * 7, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class DecoupledSGDW(torch.optim.Optimizer):
+    def __init__(self, params, lr, momentum, weight_decay):
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
+        for g in self.param_groups:
+            g["initial_lr"] = g["lr"]
+
+    @torch.no_grad()
+    def step(self):
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if "buf" not in st:
+                    st["buf"] = p.grad.clone()
+                else:
+                    st["buf"].mul_(g["momentum"]).add_(p.grad)
+                p.mul_(1 - (g["lr"] / g["initial_lr"]) * g["weight_decay"])
+                p.add_(st["buf"], alpha=-g["lr"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="data/mnist")
+    ap.add_argument("--target", type=float, default=0.985)
+    ap.add_argument("--max-epochs", type=int, default=3)
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    fashion = "fashion" in a.data
+    mean, std = (0.2860, 0.3530) if fashion else (0.1307, 0.3081)
+    xtr, ytr = load(a.data, True)
+    xte, yte = load(a.data, False)
+    norm = lambda x: (x.float() / 255 - mean) / std
+    xte_n = norm(xte)
+    torch.manual_seed(a.seed)
+    model = CNN()
+    opt = DecoupledSGDW(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    batch = 128
+    per_epoch = math.ceil(len(xtr) / batch)
+    total = per_epoch * a.max_epochs
+    warm = 100
+
+    def factor(t):
+        if t < warm:
+            return t / warm
+        frac = min(1.0, (t - warm) / (total - warm))
+        return (1 + math.cos(math.pi * frac)) / 2
+
+    def evaluate():
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for i in range(0, len(xte_n), 1000):
+                correct += (model(xte_n[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item()
+        model.train()
+        return correct / len(xte_n)
+
+    start = time.perf_counter()
+    train_s, step, acc = 0.0, 0, 0.0
+    for g in opt.param_groups:
+        g["lr"] = g["initial_lr"] * factor(0)
+    done = False
+    for epoch in range(a.max_epochs):
+        gen = torch.Generator().manual_seed(a.seed + epoch)
+        order = torch.randperm(len(xtr), generator=gen)
+        t0 = time.perf_counter()
+        for i in range(0, len(order), batch):
+            idx = order[i:i + batch]
+            x, y = norm(xtr[idx]), ytr[idx]
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            loss.item()
+            for g in opt.param_groups:
+                g["lr"] = g["initial_lr"] * factor(step)
+            step += 1
+            if step % a.eval_every == 0 or step == total:
+                train_s += time.perf_counter() - t0
+                acc = evaluate()
+                t0 = time.perf_counter()
+                if acc >= a.target:
+                    done = True
+                    break
+        train_s += time.perf_counter() - t0
+        if done:
+            break
+    total_s = time.perf_counter() - start
+    print(f"RESULT time_to_accuracy impl=python data={'fashion_mnist' if fashion else 'mnist'} target={a.target:.4f} "
+          f"reached={int(acc >= a.target)} acc={acc:.4f} batches={step} train_s={train_s:.2f} total_s={total_s:.2f} "
+          f"threads={torch.get_num_threads()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+// bench/time_to_accuracy: wall time for the MNIST CNN to reach a test accuracy, through the Trainer.
+// Mirrors bench/python/time_to_accuracy.py (same model, optimizer, schedule, batch order rules, eval cadence).
+//   time_to_accuracy --data data/mnist --target 0.985 --max-epochs 3 [--eval-every 100] [--seed 17]
+#include "composer/composer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+int main(int argc, char** argv) {
+  using namespace composer;
+  std::string data = "data/mnist";
+  double target = 0.985;
+  int64_t max_epochs = 3, eval_every = 100, seed = 17, workers = 2;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--data") data = argv[i + 1];
+    else if (a == "--target") target = std::atof(argv[i + 1]);
+    else if (a == "--max-epochs") max_epochs = std::atoll(argv[i + 1]);
+    else if (a == "--eval-every") eval_every = std::atoll(argv[i + 1]);
+    else if (a == "--seed") seed = std::atoll(argv[i + 1]);
+    else if (a == "--workers") workers = std::atoll(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  configure_threads();
+  const bool fashion = data.find("fashion") != std::string::npos;
+  const double mean = fashion ? 0.2860 : 0.1307, stdev = fashion ? 0.3530 : 0.3081;
+  const auto normalize = make_image_transform(ImageTransformOptions().mean({mean}).std({stdev}));
+  auto train = std::make_shared<DatasetLoader>(load_mnist(data, true),
+                                               DatasetLoaderOptions(128).shuffle(true).seed(static_cast<uint64_t>(seed)).num_workers(workers).transform(normalize));
+  auto test = std::make_shared<DatasetLoader>(load_mnist(data, false), DatasetLoaderOptions(1000).shuffle(false).num_workers(workers).transform(normalize));
+  torch::manual_seed(static_cast<uint64_t>(seed));
+  auto model = ComposerClassifier::wrap(models::mnist_cnn(1, 10, 32));
+  auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
+                                                    optim::DecoupledSGDWOptions(0.05).momentum(0.9).weight_decay(5e-4));
+  const auto start = std::chrono::steady_clock::now();
+  Trainer trainer(TrainerOptions(model)
+                      .train_dataloader(train)
+                      .eval_dataloader(test)
+                      .optimizer(opt)
+                      .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_batch(100))})
+                      .max_duration(Time::from_epoch(max_epochs))
+                      .eval_interval(Time::from_batch(eval_every))
+                      .progress_bar(false)
+                      .device("cpu")
+                      .precision(Precision::FP32)
+                      .seed(static_cast<uint64_t>(seed))
+                      .callbacks({std::make_shared<ThresholdStopper>("Accuracy", "eval", target)}));
+  trainer.fit();
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const State& s = trainer.state();
+  const double acc = s.eval_metric_values.at("Accuracy");
+  std::printf("RESULT time_to_accuracy impl=cpp data=%s target=%.4f reached=%d acc=%.4f batches=%lld train_s=%.2f total_s=%.2f threads=%d\n",
+              fashion ? "fashion_mnist" : "mnist", target, acc >= target ? 1 : 0, acc, static_cast<long long>(s.timestamp.batch),
+              s.timestamp.total_wct.count(), total, at::get_num_threads());
+  return 0;
+}

@@ -1,0 +1,42 @@
+#include "composer/callbacks/threshold_stopper.h"
+
+#include "composer/core/state.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace composer {
+
+ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_label, double threshold, Compare comp,
+                                   bool stop_on_batch)
+    : monitor_(std::move(monitor)), label_(std::move(dataloader_label)), threshold_(threshold), comp_(std::move(comp)),
+      stop_on_batch_(stop_on_batch) {
+  if (monitor_.empty()) throw std::invalid_argument("ThresholdStopper.monitor must name a metric");
+  if (!comp_) {
+    std::string lower = monitor_;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool minimize = lower.find("loss") != std::string::npos || lower.find("error") != std::string::npos ||
+                          lower.find("perplexity") != std::string::npos;
+    comp_ = minimize ? Compare([](double v, double t) { return v <= t; }) : Compare([](double v, double t) { return v >= t; });
+  }
+}
+
+void ThresholdStopper::check(State& state, const std::map<std::string, double>& values) {
+  auto it = values.find(monitor_);
+  if (it == values.end() || !state.max_duration) return;
+  if (comp_(it->second, threshold_)) state.stop_training();
+}
+
+void ThresholdStopper::eval_end(State& state, Logger&) {
+  if (state.dataloader_label == label_) check(state, state.eval_metric_values);
+}
+
+void ThresholdStopper::epoch_end(State& state, Logger&) {
+  if (label_ == "train") check(state, state.train_metric_values);
+}
+
+void ThresholdStopper::batch_end(State& state, Logger&) {
+  if (stop_on_batch_ && label_ == "train") check(state, state.train_metric_values);
+}
+
+}  // namespace composer
