@@ -45,3 +45,6 @@
 #include "composer/nn/layer.h"
 #include "composer/nn/layers.h"
 #include "composer/callbacks/threshold_stopper.h"
+#include "composer/checkpoint/checkpoint.h"
+#include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/utils/atomic_file.h"

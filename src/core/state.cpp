@@ -3,6 +3,10 @@
 #include "composer/core/algorithm.h"
 #include "composer/core/callback.h"
 #include "composer/core/serialization.h"
+#include "composer/dist/env.h"
+#include "composer/metrics/metric.h"
+#include "composer/utils/compat.h"
+#include "composer/version.h"
 #include "composer/models/composer_model.h"
 #include "composer/optim/decoupled_adamw.h"
 #include "composer/optim/decoupled_sgdw.h"
@@ -183,8 +187,20 @@ c10::IValue State::state_dict() const {
   Dict ts = new_dict();
   ts.insert("Timestamp", timestamp_to_dict(timestamp));
   d.insert("timestamp", ts);
+  Dict metrics = new_dict();
+  for (const auto& [name, m] : train_metrics) metrics.insert(name, m->state().to(at::kCPU));
+  d.insert("train_metrics", metrics);
   d.insert("rank_zero_seed", static_cast<int64_t>(rank_zero_seed));
   d.insert("run_name", run_name);
+  Dict meta = new_dict();
+  meta.insert("composer_cpp_version", std::string(COMPOSER_VERSION_STRING));
+  meta.insert("torch_version", compat::torch_version());
+  meta.insert("device", device.str());
+  meta.insert("precision", std::string(to_string(precision)));
+  meta.insert("world_size", dist::get_world_size());
+  meta.insert("train_batch_size", train_dataloader ? train_dataloader->batch_size() : int64_t{0});
+  meta.insert("device_train_microbatch_size", device_train_microbatch_size);
+  d.insert("metadata", meta);
   return d;
 }
 
@@ -217,6 +233,11 @@ void State::load_state_dict(const c10::IValue& state, bool strict_model) {
   if (d.contains("scaler") && scaler) scaler->load_state_dict(dict_get(d.at("scaler").toGenericDict(), "GradScaler", "scaler"));
   if (d.contains("timestamp")) {
     timestamp = timestamp_from_dict(dict_get(d.at("timestamp").toGenericDict(), "Timestamp", "timestamp").toGenericDict());
+  }
+  if (d.contains("train_metrics")) {
+    const Dict saved = d.at("train_metrics").toGenericDict();
+    for (auto& [name, m] : train_metrics)
+      if (saved.contains(name)) m->set_state(saved.at(name).toTensor());
   }
   if (d.contains("rank_zero_seed")) rank_zero_seed = static_cast<uint64_t>(d.at("rank_zero_seed").toInt());
   if (d.contains("run_name")) run_name = d.at("run_name").toStringRef();

@@ -14,6 +14,8 @@
 #include "composer/utils/run_name.h"
 #include "composer/utils/threads.h"
 #include "composer/version.h"
+#include "composer/checkpoint/checkpoint_saver.h"
+#include "trainer/detail/checkpoint_loading.h"
 #include "trainer/detail/eval_loop.h"
 #include "trainer/detail/fit_loop.h"
 
@@ -86,6 +88,16 @@ void install_callbacks(TrainerImpl& t) {
     t.logger.add_destination(d);
   }
   for (auto& c : o.callbacks()) t.state.callbacks.push_back(c);
+  if (!o.save_folder().empty()) {
+    t.state.callbacks.push_back(std::make_shared<CheckpointSaver>(CheckpointSaverOptions()
+                                                                      .folder(o.save_folder())
+                                                                      .filename(o.save_filename())
+                                                                      .latest_filename(o.save_latest_filename())
+                                                                      .save_interval(o.save_interval())
+                                                                      .overwrite(o.save_overwrite())
+                                                                      .weights_only(o.save_weights_only())
+                                                                      .num_checkpoints_to_keep(o.save_num_checkpoints_to_keep())));
+  }
 }
 
 void setup_evaluation(TrainerImpl& t) {
@@ -166,6 +178,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   detail::setup_optimization(t);
   detail::log_run_hparams(t);
   t.engine.run_event(Event::BEFORE_LOAD);
+  detail::load_checkpoints(t);
   t.engine.run_event(Event::AFTER_LOAD);
   detail::seed_all(s.seed);
 }

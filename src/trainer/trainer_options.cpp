@@ -25,6 +25,11 @@ TrainerOptions& TrainerOptions::eval_interval(const std::string& text) {
   return *this;
 }
 
+TrainerOptions& TrainerOptions::save_interval(const std::string& text) {
+  save_interval_ = Time::from_input(text, TimeUnit::EPOCH);
+  return *this;
+}
+
 TrainerOptions& TrainerOptions::eval_dataloader(std::shared_ptr<DataLoader> loader) {
   Evaluator e;
   e.label = "eval";
@@ -55,6 +60,9 @@ void TrainerOptions::validate() const {
   for (const auto& e : evaluators_) {
     if (!e.dataloader) throw std::invalid_argument("Evaluator '" + e.label + "' has no dataloader");
     if (e.label.empty()) throw std::invalid_argument("every Evaluator needs a non-empty label");
+  }
+  if (autoresume_ && save_folder_.empty()) {
+    throw std::invalid_argument("TrainerOptions.autoresume needs save_folder (where to look for checkpoints)");
   }
   if (console_log_interval_.unit() != TimeUnit::BATCH && console_log_interval_.unit() != TimeUnit::EPOCH) {
     throw std::invalid_argument("TrainerOptions.console_log_interval '" + console_log_interval_.to_string() +

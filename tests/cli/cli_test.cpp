@@ -75,11 +75,13 @@ TEST_F(CliTest, TrainsSavesAndEvaluatesWithOverrides) {
   const std::string cfg = config("ok.yaml", synthetic(
       "eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, num_samples: 64, batch_size: 64}\n"
       "run_name: cli-run\nloggers: [{name: file, filename: '" + (dir / "{run_name}" / "log.jsonl").string() + "'}]\n"
-      "save_folder: " + (dir / "{run_name}").string() + "\n"));
+      "save_folder: " + (dir / "{run_name}").string() + "\nsave_interval: 3ba\n"));
   ASSERT_EQ(train(cfg, {"max_duration=6ba", "optimizer.lr=0.05"}), 0) << err.str();
   EXPECT_NE(out.str().find("trained run 'cli-run' to 6ba"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("metrics/eval/Accuracy"), std::string::npos) << out.str();
-  const fs::path state = dir / "cli-run" / "final.pt";
+  const fs::path state = dir / "cli-run" / "ep1-ba6-rank0.pt";
+  EXPECT_TRUE(fs::exists(dir / "cli-run" / "ep0-ba3-rank0.pt"));
+  EXPECT_TRUE(fs::is_symlink(dir / "cli-run" / "latest-rank0.pt"));
   ASSERT_TRUE(fs::exists(state));
   ASSERT_TRUE(fs::exists(dir / "cli-run" / "log.jsonl"));
   std::ostringstream eout, eerr;
@@ -109,7 +111,7 @@ TEST_F(CliTest, MnistSliceReachesNinetyPercent) {
   COMPOSER_REQUIRE_DATA(testing::data_path("mnist/train-images-idx3-ubyte"));
   const std::string cfg = testing::source_dir() + "/examples/configs/mnist_cnn.yaml";
   ASSERT_EQ(train(cfg, {"train_data.path=" + testing::data_path("mnist"), "eval_data.path=" + testing::data_path("mnist"),
-                        "train_data.limit=8000", "eval_data.limit=2000", "max_duration=2ep", "loggers=[]",
+                        "train_data.limit=8000", "eval_data.limit=2000", "max_duration=2ep", "loggers=[]", "save_overwrite=false",
                         "schedulers=[{name: cosine_annealing_with_warmup, t_warmup: 10ba}]",
                         "save_folder=", "progress_bar=false"}),
             0)

@@ -167,8 +167,10 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
                     "callbacks", "loggers", "max_duration", "eval_interval", "eval_subset_num_batches",
                     "train_subset_num_batches", "precision", "device", "device_train_microbatch_size",
                     "scale_schedule_ratio", "step_schedulers_every_batch", "progress_bar", "log_to_console",
-                    "console_log_interval", "deterministic_mode", "num_threads", "save_folder", "load_path",
-                    "load_strict_model_weights"});
+                    "console_log_interval", "deterministic_mode", "num_threads", "save_folder", "save_filename",
+                    "save_latest_filename", "save_interval", "save_overwrite", "save_weights_only",
+                    "save_num_checkpoints_to_keep", "load_path", "load_weights_only", "load_strict_model_weights",
+                    "load_ignore_keys", "autoresume"});
   RunSpec spec;
   const auto seed = static_cast<uint64_t>(root.get_int("seed", 42));
   if (!root.has("model")) throw ConfigError("model: required (a mapping with a 'name')");
@@ -214,9 +216,27 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   std::vector<std::shared_ptr<LoggerDestination>> loggers;
   for (const auto& l : root.children("loggers")) loggers.push_back(build_logger(l, spec));
   o.loggers(loggers);
-  spec.save_folder = root.get_string("save_folder", "");
-  spec.load_path = root.get_string("load_path", "");
-  spec.load_strict_model_weights = root.get_bool("load_strict_model_weights", true);
+  o.save_folder(root.get_string("save_folder", ""))
+      .save_filename(root.get_string("save_filename", o.save_filename()))
+      .save_latest_filename(root.get_string("save_latest_filename", o.save_latest_filename()))
+      .save_overwrite(root.get_bool("save_overwrite", false))
+      .save_weights_only(root.get_bool("save_weights_only", false))
+      .save_num_checkpoints_to_keep(root.get_int("save_num_checkpoints_to_keep", -1))
+      .load_path(root.get_string("load_path", ""))
+      .load_weights_only(root.get_bool("load_weights_only", false))
+      .load_strict_model_weights(root.get_bool("load_strict_model_weights", true))
+      .autoresume(root.get_bool("autoresume", false));
+  if (auto si = root.get_time("save_interval", TimeUnit::EPOCH)) o.save_interval(*si);
+  if (root.has("load_ignore_keys")) {
+    const YAML::Node keys = root.yaml()["load_ignore_keys"];
+    if (!keys.IsSequence()) throw ConfigError("load_ignore_keys: expected a list of glob patterns");
+    std::vector<std::string> globs;
+    for (const auto& k : keys) globs.push_back(k.as<std::string>());
+    o.load_ignore_keys(globs);
+  }
+  if (o.save_folder().empty() && (o.autoresume() || root.has("save_interval"))) {
+    throw ConfigError(std::string(o.autoresume() ? "autoresume" : "save_interval") + ": needs save_folder");
+  }
   guard("config", [&] {
     o.validate();
     return 0;

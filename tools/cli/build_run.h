@@ -14,11 +14,6 @@ struct RunSpec {
   std::unique_ptr<TrainerOptions> options;
   DataSpec train;
   DataSpec eval;
-  /// Where `train` writes the final state file (final.pt); empty = none. {run_name} is filled in.
-  std::string save_folder;
-  /// The state file `eval` (or `train`, to start from) loads.
-  std::string load_path;
-  bool load_strict_model_weights = true;
   /// Paths of the file loggers, resolved after the run name is known.
   std::vector<std::string> log_file_patterns;
 };

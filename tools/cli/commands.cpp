@@ -2,7 +2,6 @@
 
 #include "cli/build_run.h"
 #include "cli/registry.h"
-#include "composer/checkpoint/state_file.h"
 #include "composer/composer.h"
 
 #include <chrono>
@@ -51,7 +50,6 @@ int train_command(const std::string& config, const std::vector<std::string>& ove
     RunSpec spec = build_run(load_with_overrides(config, overrides), /*need_train_data=*/true);
     Trainer trainer(std::move(*spec.options));
     State& s = trainer.state();
-    if (!spec.load_path.empty()) load_state_file(s, fill(spec.load_path, s.run_name), spec.load_strict_model_weights);
     const auto start = std::chrono::steady_clock::now();
     trainer.fit();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -61,10 +59,11 @@ int train_command(const std::string& config, const std::vector<std::string>& ove
     out << "  loss/train/total = " << s.total_loss_dict["loss/train/total"] << "\n";
     print_eval_metrics(s, out);
     for (const auto& p : spec.log_file_patterns) out << "  logs: " << fill(p, s.run_name) << "\n";
-    if (!spec.save_folder.empty()) {
-      const std::string path = (std::filesystem::path(fill(spec.save_folder, s.run_name)) / "final.pt").string();
-      save_state_file(s, path);
-      out << "  state: " << path << " (composer-cpp eval CONFIG load_path=" << path << ")\n";
+    for (const auto& cb : s.callbacks) {
+      const auto* saver = dynamic_cast<const CheckpointSaver*>(cb.get());
+      if (saver && !saver->saved_checkpoints().empty()) {
+        out << "  checkpoint: " << saver->saved_checkpoints().back() << " (composer-cpp eval CONFIG load_path=... to evaluate it)\n";
+      }
     }
     trainer.close();
     return 0;
@@ -75,12 +74,12 @@ int eval_command(const std::string& config, const std::vector<std::string>& over
   return run_guarded(err, [&] {
     RunSpec spec = build_run(load_with_overrides(config, overrides), /*need_train_data=*/false);
     if (!spec.eval.loader) throw ConfigError("eval_data: required to evaluate");
-    if (spec.load_path.empty()) throw ConfigError("load_path: required to evaluate (a state file written by train)");
-    spec.options->train_dataloader(nullptr);
+    const std::string load_path = spec.options->load_path();
+    if (load_path.empty()) throw ConfigError("load_path: required to evaluate (a checkpoint written by train)");
+    spec.options->train_dataloader(nullptr).save_folder("").autoresume(false);
     Trainer trainer(std::move(*spec.options));
-    load_state_file(trainer.state(), fill(spec.load_path, trainer.state().run_name), spec.load_strict_model_weights);
     trainer.eval();
-    out << "composer-cpp: evaluated '" << spec.load_path << "' (trained " << trainer.state().timestamp.batch << " batches)\n";
+    out << "composer-cpp: evaluated '" << load_path << "' (trained " << trainer.state().timestamp.batch << " batches)\n";
     print_eval_metrics(trainer.state(), out);
     trainer.close();
     return 0;

@@ -94,11 +94,32 @@ struct TrainerOptions {
   /// Intra-op threads; 0 = $OMP_NUM_THREADS, else all cores.
   TORCH_ARG(int, num_threads) = 0;
 
+  // Checkpoints (a CheckpointSaver is added after the other callbacks when save_folder is set).
+  /// Folder for checkpoints; format variables allowed ("runs/{run_name}/checkpoints"). Empty = no saving.
+  TORCH_ARG(std::string, save_folder);
+  TORCH_ARG(std::string, save_filename) = "ep{epoch}-ba{batch}-rank{rank}.pt";
+  TORCH_ARG(std::string, save_latest_filename) = "latest-rank{rank}.pt";
+  TORCH_ARG(Time, save_interval) = Time::from_epoch(1);
+  TORCH_ARG(bool, save_overwrite) = false;
+  TORCH_ARG(bool, save_weights_only) = false;
+  TORCH_ARG(int64_t, save_num_checkpoints_to_keep) = -1;
+  /// A checkpoint to start from (another run's, to fine-tune); {run_name} allowed.
+  TORCH_ARG(std::string, load_path);
+  TORCH_ARG(bool, load_weights_only) = false;
+  TORCH_ARG(bool, load_strict_model_weights) = true;
+  /// Globs over "/"-joined checkpoint paths to skip when loading ("state/optimizers", "state/model/fc.*").
+  TORCH_ARG(std::vector<std::string>, load_ignore_keys);
+  /// Resume from the newest complete checkpoint in save_folder (needs save_folder and an explicit run_name);
+  /// unreadable ones are set aside as <name>.corrupt and the next older one is used.
+  TORCH_ARG(bool, autoresume) = false;
+
  public:
   TrainerOptions& max_duration(const std::string& text);
   TrainerOptions& max_duration(const char* text) { return max_duration(std::string(text)); }
   TrainerOptions& eval_interval(const std::string& text);
   TrainerOptions& eval_interval(const char* text) { return eval_interval(std::string(text)); }
+  TrainerOptions& save_interval(const std::string& text);
+  TrainerOptions& save_interval(const char* text) { return save_interval(std::string(text)); }
   /// Adds Evaluator{label "eval", loader}.
   TrainerOptions& eval_dataloader(std::shared_ptr<DataLoader> loader);
   /// Throws std::invalid_argument naming the first bad field.

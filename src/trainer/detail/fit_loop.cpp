@@ -1,6 +1,8 @@
 #include "trainer/detail/fit_loop.h"
 
+#include "composer/checkpoint/checkpoint.h"
 #include "composer/core/algorithm.h"
+#include "composer/dist/env.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
 #include "composer/optim/scheduler.h"
@@ -117,6 +119,10 @@ void run_fit_loop(TrainerImpl& t) {
   if (!enabled.empty()) t.logger.log_hyperparameters(enabled);
   s.set_dataloader(s.train_dataloader.get(), t.options.train_dataloader_label(), t.options.train_subset_num_batches());
   t.engine.run_event(Event::FIT_START);
+  if (t.pending_rng) {
+    restore_rng(*t.pending_rng, dist::get_global_rank());
+    t.pending_rng.reset();
+  }
   s.model->train();
   if (s.timestamp.batch == 0) apply_schedulers(s, t.base_lrs, t.options.scale_schedule_ratio());
   while (s.timestamp < *s.max_duration) run_epoch(t);

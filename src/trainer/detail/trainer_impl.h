@@ -8,7 +8,10 @@
 #include "composer/utils/interval.h"
 #include "trainer/detail/precision_context.h"
 
+#include <ATen/core/ivalue.h>
+
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace composer::detail {
@@ -25,6 +28,8 @@ struct TrainerImpl {
   std::vector<double> base_lrs;
   /// One interval scheduler per evaluator (state.evaluators order).
   std::vector<IntervalScheduler> eval_due;
+  /// RNG states from a loaded checkpoint, restored when training starts (after the Trainer's reseeding).
+  std::optional<c10::IValue> pending_rng;
   /// backward(create_graph=true) when an algorithm asks for it.
   bool backwards_create_graph = false;
 };

@@ -1,0 +1,57 @@
+// Checkpoints in Composer's layout, readable by Python's torch.load as a plain dict:
+//   {"state": {"model": {name: tensor}, "optimizers": {...}, "schedulers": {...}, "algorithms": [(name, state)],
+//              "callbacks": {...}, "scaler": {...}, "timestamp": {"Timestamp": {...}}, "train_metrics": {...},
+//              "rank_zero_seed": int, "run_name": str, "metadata": {...}},
+//    "rng": [{"torch": uint8 tensor, "cuda": [uint8 tensor per device]}]}
+// A weights-only checkpoint has {"state": {"model", "metadata"}}.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace composer {
+
+struct State;
+
+/// A checkpoint that cannot be read or applied; the message names the file and the problem.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The payload of a checkpoint of `state`.
+c10::IValue make_checkpoint(const State& state, bool weights_only = false);
+/// Writes make_checkpoint(state) to `path` crash-safely (write_file_atomically).
+void save_checkpoint(const State& state, const std::string& path, bool weights_only = false);
+/// Reads and checks a checkpoint file. Throws CheckpointError for a missing, truncated, corrupt or foreign file.
+c10::IValue read_checkpoint(const std::string& path);
+
+struct CheckpointLoadOptions {
+  /// Load only the model weights.
+  bool weights_only = false;
+  /// Every model key must match (names and shapes).
+  bool strict_model = true;
+  /// Glob patterns over "/"-joined paths to drop before loading, e.g. "state/optimizers", "state/model/fc.*", "rng".
+  std::vector<std::string> ignore_keys;
+};
+
+/// Applies a checkpoint payload to `state` and returns its "rng" entry (to restore when training starts), if any.
+/// `path` is only used in error messages. Throws CheckpointError naming the file and the mismatch.
+std::optional<c10::IValue> apply_checkpoint(State& state, c10::IValue payload, const CheckpointLoadOptions& options,
+                                            const std::string& path);
+/// Restores the torch CPU (and CUDA) generators from a checkpoint's "rng" entry (this rank's element).
+void restore_rng(const c10::IValue& rng, int64_t rank = 0);
+
+/// Fills Composer's format variables: {run_name} {rank} {local_rank} {world_size} {local_world_size} {node_rank}
+/// {epoch} {batch} {batch_in_epoch} {sample} {sample_in_epoch} {token} {token_in_epoch} {total_wct} {epoch_wct}
+/// {batch_wct}. Unknown placeholders are kept.
+std::string format_name(const std::string& pattern, const State& state);
+
+/// Removes the entries of `payload` matched by the glob patterns (paths like "state/model/fc.weight").
+c10::IValue remove_keys(c10::IValue payload, const std::vector<std::string>& patterns);
+
+}  // namespace composer

@@ -1,0 +1,72 @@
+// CheckpointSaver: saves the whole State at an interval, crash-safely, with a "latest" link and retention.
+#pragma once
+
+#include "composer/core/callback.h"
+#include "composer/core/time.h"
+#include "composer/utils/interval.h"
+
+#include <torch/arg.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace composer {
+
+struct CheckpointSaverOptions {
+  /// Folder; format variables allowed ({run_name}, ...).
+  TORCH_ARG(std::string, folder) = "{run_name}/checkpoints";
+  /// File name inside the folder (see format_name for the variables).
+  TORCH_ARG(std::string, filename) = "ep{epoch}-ba{batch}-rank{rank}.pt";
+  /// A relative symbolic link to the newest complete checkpoint; empty = none.
+  TORCH_ARG(std::string, latest_filename) = "latest-rank{rank}.pt";
+  /// When to save (Composer's interval rules; a final checkpoint is always written).
+  TORCH_ARG(Time, save_interval) = Time::from_epoch(1);
+  /// Overrides save_interval when set: save when it returns true at a *_CHECKPOINT event.
+  TORCH_ARG(IntervalScheduler, save_interval_fn);
+  /// Replace existing files, and allow starting next to checkpoints from later in training.
+  TORCH_ARG(bool, overwrite) = false;
+  /// Keep the newest N checkpoints written by this saver (-1 = all). The newest is never deleted.
+  TORCH_ARG(int64_t, num_checkpoints_to_keep) = -1;
+  TORCH_ARG(bool, weights_only) = false;
+
+ public:
+  /// Throws std::invalid_argument naming the bad field.
+  void validate() const;
+};
+
+/// Checkpoint files in `folder` whose names match `filename_pattern` (its {batch} or else {epoch} read back as a
+/// number; other variables filled from `state`), newest first. Patterns with neither variable match nothing.
+std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder, const std::string& filename_pattern,
+                                                             const State& state);
+
+/// Saves at BATCH_CHECKPOINT / EPOCH_CHECKPOINT / ITERATION_CHECKPOINT when due (rank 0 only). Each file is written
+/// to a temporary name, fsynced and renamed; the latest link moves only after that; older checkpoints are deleted
+/// only after the new one is complete. At FIT_START, without overwrite, checkpoints from later in training in the
+/// folder are an error (they would be mixed with this run's).
+class CheckpointSaver : public Callback {
+ public:
+  explicit CheckpointSaver(CheckpointSaverOptions options = CheckpointSaverOptions());
+  void fit_start(State& state, Logger& logger) override;
+  void batch_checkpoint(State& state, Logger& logger) override;
+  void epoch_checkpoint(State& state, Logger& logger) override;
+  void iteration_checkpoint(State& state, Logger& logger) override;
+  c10::IValue state_dict() const override;
+  void load_state_dict(const c10::IValue& state) override;
+
+  /// Paths of the checkpoints this run has written and kept, oldest first.
+  const std::vector<std::string>& saved_checkpoints() const { return saved_; }
+  const CheckpointSaverOptions& options() const { return options_; }
+  /// The folder with format variables filled in.
+  std::string folder(const State& state) const;
+
+ private:
+  void maybe_save(State& state, Logger& logger, Event event);
+  void save(State& state, Logger& logger);
+  CheckpointSaverOptions options_;
+  IntervalScheduler due_;
+  int64_t last_saved_batch_ = -1;
+  std::vector<std::string> saved_;
+};
+
+}  // namespace composer

@@ -1,0 +1,164 @@
+#include "composer/checkpoint/checkpoint.h"
+
+#include "composer/core/serialization.h"
+#include "composer/core/state.h"
+#include "composer/dist/env.h"
+#include "composer/utils/atomic_file.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fnmatch.h>
+#include <torch/cuda.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <mutex>
+
+namespace composer {
+namespace {
+
+c10::IValue rng_entry() {
+  Dict rank_rng = new_dict();
+  rank_rng.insert("torch", at::detail::getDefaultCPUGenerator().get_state());
+  if (torch::cuda::is_available()) {
+    c10::List<at::Tensor> cuda;
+    for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
+      cuda.push_back(at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))).get_state());
+    }
+    rank_rng.insert("cuda", cuda);
+  }
+  c10::impl::GenericList rng(c10::AnyType::get());
+  rng.push_back(rank_rng);
+  return rng;
+}
+
+void set_generator_state(at::Generator gen, const at::Tensor& s) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(s);
+}
+
+bool matches_any(const std::string& path, const std::vector<std::string>& patterns) {
+  for (const auto& p : patterns)
+    if (::fnmatch(p.c_str(), path.c_str(), 0) == 0) return true;
+  return false;
+}
+
+c10::IValue prune(const c10::IValue& value, const std::string& path, const std::vector<std::string>& patterns) {
+  if (!value.isGenericDict()) return value;
+  const auto d = value.toGenericDict();
+  Dict out(d.keyType(), d.valueType());
+  for (const auto& e : d) {
+    const std::string key = e.key().isString() ? e.key().toStringRef() : e.key().isInt() ? std::to_string(e.key().toInt()) : "?";
+    const std::string child = path.empty() ? key : path + "/" + key;
+    if (matches_any(child, patterns)) continue;
+    out.insert(e.key(), prune(e.value(), child, patterns));
+  }
+  return out;
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+c10::IValue make_checkpoint(const State& state, bool weights_only) {
+  Dict payload = new_dict();
+  const Dict full = state.state_dict().toGenericDict();
+  if (weights_only) {
+    Dict slim = new_dict();
+    slim.insert("model", full.at("model"));
+    slim.insert("metadata", full.at("metadata"));
+    payload.insert("state", slim);
+  } else {
+    payload.insert("state", full);
+    payload.insert("rng", rng_entry());
+  }
+  return payload;
+}
+
+void save_checkpoint(const State& state, const std::string& path, bool weights_only) {
+  write_file_atomically(path, torch::pickle_save(make_checkpoint(state, weights_only)));
+}
+
+c10::IValue read_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError("checkpoint '" + path + "' cannot be opened");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) throw CheckpointError("checkpoint '" + path + "' is empty");
+  c10::IValue payload;
+  try {
+    payload = torch::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    throw CheckpointError("checkpoint '" + path + "' is corrupt or truncated (" + std::to_string(bytes.size()) +
+                          " bytes): " + std::string(e.what()).substr(0, 200));
+  }
+  if (!payload.isGenericDict() || !payload.toGenericDict().contains("state") ||
+      !payload.toGenericDict().at("state").isGenericDict()) {
+    throw CheckpointError("checkpoint '" + path + "' is not a Composer checkpoint (no 'state' dict)");
+  }
+  return payload;
+}
+
+std::optional<c10::IValue> apply_checkpoint(State& state, c10::IValue payload, const CheckpointLoadOptions& options,
+                                            const std::string& path) {
+  if (!options.ignore_keys.empty()) payload = remove_keys(payload, options.ignore_keys);
+  const Dict d = payload.toGenericDict();
+  Dict saved = d.at("state").toGenericDict();
+  if (options.weights_only) {
+    Dict slim = new_dict();
+    if (saved.contains("model")) slim.insert("model", saved.at("model"));
+    saved = slim;
+  }
+  const std::string new_run_name = state.run_name;
+  try {
+    state.load_state_dict(saved, options.strict_model);
+  } catch (const std::exception& e) {
+    throw CheckpointError("checkpoint '" + path + "' does not fit this run: " + e.what());
+  }
+  state.run_name = new_run_name;  // as Composer: the run keeps its own name
+  if (options.weights_only || !d.contains("rng")) return std::nullopt;
+  return d.at("rng");
+}
+
+void restore_rng(const c10::IValue& rng, int64_t rank) {
+  const auto list = rng.toList();
+  if (list.size() == 0) return;
+  const Dict mine = list.get(static_cast<size_t>(std::min<int64_t>(rank, static_cast<int64_t>(list.size()) - 1))).toGenericDict();
+  set_generator_state(at::detail::getDefaultCPUGenerator(), mine.at("torch").toTensor());
+  if (mine.contains("cuda") && torch::cuda::is_available()) {
+    const auto cuda = mine.at("cuda").toTensorList();
+    for (size_t i = 0; i < cuda.size() && i < torch::cuda::device_count(); ++i) {
+      set_generator_state(at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))), cuda.get(i));
+    }
+  }
+}
+
+std::string format_name(const std::string& pattern, const State& state) {
+  std::string s = pattern;
+  const Timestamp& t = state.timestamp;
+  const std::vector<std::pair<std::string, std::string>> vars{
+      {"{run_name}", state.run_name},
+      {"{rank}", std::to_string(dist::get_global_rank())},
+      {"{local_rank}", std::to_string(dist::get_local_rank())},
+      {"{world_size}", std::to_string(dist::get_world_size())},
+      {"{local_world_size}", std::to_string(dist::get_local_world_size())},
+      {"{node_rank}", std::to_string(dist::get_node_rank())},
+      {"{epoch}", std::to_string(t.epoch)},
+      {"{batch}", std::to_string(t.batch)},
+      {"{batch_in_epoch}", std::to_string(t.batch_in_epoch)},
+      {"{sample}", std::to_string(t.sample)},
+      {"{sample_in_epoch}", std::to_string(t.sample_in_epoch)},
+      {"{token}", std::to_string(t.token)},
+      {"{token_in_epoch}", std::to_string(t.token_in_epoch)},
+      {"{total_wct}", std::to_string(static_cast<int64_t>(t.total_wct.count()))},
+      {"{epoch_wct}", std::to_string(static_cast<int64_t>(t.epoch_wct.count()))},
+      {"{batch_wct}", std::to_string(static_cast<int64_t>(t.batch_wct.count()))},
+  };
+  for (const auto& [k, v] : vars) replace_all(s, k, v);
+  return s;
+}
+
+c10::IValue remove_keys(c10::IValue payload, const std::vector<std::string>& patterns) { return prune(payload, "", patterns); }
+
+}  // namespace composer

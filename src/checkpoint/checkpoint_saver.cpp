@@ -1,0 +1,139 @@
+#include "composer/checkpoint/checkpoint_saver.h"
+
+#include "composer/checkpoint/checkpoint.h"
+#include "composer/core/logger.h"
+#include "composer/core/serialization.h"
+#include "composer/core/state.h"
+#include "composer/dist/env.h"
+#include "composer/utils/atomic_file.h"
+
+#include <filesystem>
+#include <iostream>
+#include <algorithm>
+#include <cstring>
+#include <regex>
+
+namespace composer {
+namespace fs = std::filesystem;
+
+void CheckpointSaverOptions::validate() const {
+  if (folder_.empty()) throw std::invalid_argument("CheckpointSaver.folder must not be empty");
+  if (filename_.empty()) throw std::invalid_argument("CheckpointSaver.filename must not be empty");
+  if (num_checkpoints_to_keep_ == 0 || num_checkpoints_to_keep_ < -1) {
+    throw std::invalid_argument("CheckpointSaver.num_checkpoints_to_keep must be -1 (all) or >= 1, got " +
+                                std::to_string(num_checkpoints_to_keep_) + " (0 needs an object store to upload to)");
+  }
+  if (!save_interval_fn_ && save_interval_.unit() != TimeUnit::DURATION && save_interval_.value() <= 0) {
+    throw std::invalid_argument("CheckpointSaver.save_interval must be positive, got " + save_interval_.to_string());
+  }
+}
+
+CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options) : options_(std::move(options)) {
+  options_.validate();
+  due_ = options_.save_interval_fn() ? options_.save_interval_fn() : create_interval_scheduler(options_.save_interval());
+}
+
+std::string CheckpointSaver::folder(const State& state) const { return format_name(options_.folder(), state); }
+
+std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder, const std::string& filename_pattern,
+                                                             const State& state) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  const fs::path dir(folder);
+  const bool has_batch = filename_pattern.find("{batch}") != std::string::npos;
+  if ((!has_batch && filename_pattern.find("{epoch}") == std::string::npos) || !fs::is_directory(dir)) return found;
+  const std::string key = has_batch ? "{batch}" : "{epoch}";
+  // Escape regex characters; the key becomes a capture, other timed variables digits, fixed ones their values.
+  std::string pattern = std::regex_replace(filename_pattern, std::regex(R"([.^$|()\[\]*+?\\])"), R"(\$&)");
+  pattern.replace(pattern.find(key), key.size(), "@KEY@");
+  for (const char* v : {"{epoch}", "{batch}", "{batch_in_epoch}", "{sample}", "{sample_in_epoch}", "{token}", "{token_in_epoch}",
+                        "{total_wct}", "{epoch_wct}", "{batch_wct}"}) {
+    for (auto pos = pattern.find(v); pos != std::string::npos; pos = pattern.find(v)) pattern.replace(pos, std::strlen(v), "@D@");
+  }
+  State names;
+  names.run_name = state.run_name;
+  pattern = format_name(pattern, names);
+  for (auto pos = pattern.find("@D@"); pos != std::string::npos; pos = pattern.find("@D@")) pattern.replace(pos, 3, R"(\d+)");
+  pattern.replace(pattern.find("@KEY@"), 5, R"((\d+))");
+  const std::regex re(pattern);
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && !entry.is_symlink() && std::regex_match(name, m, re)) {
+      found.emplace_back(std::stoll(m[1].str()), entry.path().string());
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return found;
+}
+
+void CheckpointSaver::fit_start(State& state, Logger&) {
+  if (options_.overwrite() || dist::get_global_rank() != 0) return;
+  const bool by_batch = options_.filename().find("{batch}") != std::string::npos;
+  const int64_t now = by_batch ? state.timestamp.batch : state.timestamp.epoch;
+  for (const auto& [count, path] : find_checkpoints(folder(state), options_.filename(), state)) {
+    if (count > now) {
+      throw std::invalid_argument("CheckpointSaver: '" + path + "' is from later in training than this run (" +
+                                  (by_batch ? "batch " : "epoch ") + std::to_string(now) +
+                                  "); set save_overwrite, use autoresume, or choose another save_folder");
+    }
+  }
+}
+
+void CheckpointSaver::batch_checkpoint(State& state, Logger& logger) { maybe_save(state, logger, Event::BATCH_CHECKPOINT); }
+void CheckpointSaver::epoch_checkpoint(State& state, Logger& logger) { maybe_save(state, logger, Event::EPOCH_CHECKPOINT); }
+void CheckpointSaver::iteration_checkpoint(State& state, Logger& logger) {
+  maybe_save(state, logger, Event::ITERATION_CHECKPOINT);
+}
+
+void CheckpointSaver::maybe_save(State& state, Logger& logger, Event event) {
+  if (state.timestamp.batch == last_saved_batch_) return;
+  if (!due_(state, event)) return;
+  save(state, logger);
+}
+
+void CheckpointSaver::save(State& state, Logger& logger) {
+  last_saved_batch_ = state.timestamp.batch;
+  if (dist::get_global_rank() != 0) return;  // monolithic checkpoints are written by rank 0
+  const fs::path dir(folder(state));
+  const std::string name = format_name(options_.filename(), state);
+  const fs::path path = dir / name;
+  if (fs::exists(path) && !options_.overwrite() && (saved_.empty() || saved_.back() != path.string())) {
+    throw std::invalid_argument("CheckpointSaver: '" + path.string() + "' already exists; set save_overwrite to replace it");
+  }
+  // The saver's own state inside the checkpoint already lists this checkpoint.
+  saved_.push_back(path.string());
+  try {
+    save_checkpoint(state, path.string(), options_.weights_only());
+  } catch (...) {
+    saved_.pop_back();
+    throw;
+  }
+  if (!options_.latest_filename().empty()) {
+    replace_symlink(name, (dir / format_name(options_.latest_filename(), state)).string());
+  }
+  const int64_t keep = options_.num_checkpoints_to_keep();
+  while (keep > 0 && static_cast<int64_t>(saved_.size()) > keep) {
+    std::error_code ec;
+    fs::remove(saved_.front(), ec);
+    saved_.erase(saved_.begin());
+  }
+  logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
+}
+
+c10::IValue CheckpointSaver::state_dict() const {
+  Dict d = new_dict();
+  c10::List<std::string> saved;
+  for (const auto& s : saved_) saved.push_back(s);
+  d.insert("saved_checkpoints", saved);
+  return d;
+}
+
+void CheckpointSaver::load_state_dict(const c10::IValue& state) {
+  const Dict d = state.toGenericDict();
+  saved_.clear();
+  if (d.contains("saved_checkpoints")) {
+    for (const auto& s : d.at("saved_checkpoints").toList()) saved_.push_back(s.get().toStringRef());
+  }
+}
+
+}  // namespace composer
