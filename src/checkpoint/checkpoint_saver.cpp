@@ -67,7 +67,16 @@ std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string&
 }
 
 void CheckpointSaver::fit_start(State& state, Logger&) {
-  if (options_.overwrite() || dist::get_global_rank() != 0) return;
+  if (dist::get_global_rank() != 0) return;
+  // Temporary files of a save that was killed: never complete, never read; remove them.
+  if (fs::is_directory(folder(state))) {
+    static const std::regex temp(R"(^\..+\.tmp-\d+$)");
+    for (const auto& entry : fs::directory_iterator(folder(state))) {
+      std::error_code ec;
+      if (std::regex_match(entry.path().filename().string(), temp)) fs::remove(entry.path(), ec);
+    }
+  }
+  if (options_.overwrite()) return;
   const bool by_batch = options_.filename().find("{batch}") != std::string::npos;
   const int64_t now = by_batch ? state.timestamp.batch : state.timestamp.epoch;
   for (const auto& [count, path] : find_checkpoints(folder(state), options_.filename(), state)) {

@@ -1,0 +1,289 @@
+#include "support/data_paths.h"
+#include "support/test_support.h"
+
+#include <sys/resource.h>
+#include <torch/serialize.h>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+
+namespace composer {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CheckpointTest : ::testing::Test {
+  fs::path dir = fs::temp_directory_path() / ("composer_ckpt_" + std::to_string(::getpid()));
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // A trainer over the same data and model shape; `seed` changes the initial weights.
+  static std::unique_ptr<Trainer> make(uint64_t seed, const std::string& duration) {
+    auto model = testing::make_classifier(8, 16, 4, seed);
+    auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
+    TrainerOptions o = testing::quiet_options(model)
+                           .run_name("ckpt")
+                           .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                           .optimizer(opt)
+                           .max_duration(duration)
+                           .callbacks({std::make_shared<SpeedMonitor>(2)});
+    return std::make_unique<Trainer>(o);
+  }
+  static std::vector<at::Tensor> weights(Trainer& t) {
+    std::vector<at::Tensor> w;
+    for (const auto& p : t.state().model->parameters()) w.push_back(p.detach().clone());
+    return w;
+  }
+};
+
+TEST_F(CheckpointTest, FormatVariables) {
+  State s;
+  s.run_name = "run";
+  s.timestamp = Timestamp().to_next_batch(8, 100).to_next_batch(8, 100).to_next_epoch().to_next_batch(8, 100);
+  EXPECT_EQ(format_name("{run_name}/ep{epoch}-ba{batch}-rank{rank}.pt", s), "run/ep1-ba3-rank0.pt");
+  EXPECT_EQ(format_name("{sample}-{sample_in_epoch}-{token}-{token_in_epoch}-{batch_in_epoch}-{world_size}-{node_rank}-{unknown}", s),
+            "24-8-300-100-1-1-0-{unknown}");
+}
+
+TEST_F(CheckpointTest, EveryStatePartRoundTrips) {
+  auto a = make(1, "5ba");
+  a->fit();
+  const std::string path = (dir / "a.pt").string();
+  save_checkpoint(a->state(), path);
+  const at::Tensor rng_after_save = at::detail::getDefaultCPUGenerator().get_state();
+
+  auto b = make(2, "9ba");
+  auto rng = apply_checkpoint(b->state(), read_checkpoint(path), {}, path);
+  ASSERT_TRUE(rng.has_value());
+  const State& sa = a->state();
+  const State& sb = b->state();
+  EXPECT_EQ(sb.timestamp, sa.timestamp);
+  EXPECT_EQ(sb.rank_zero_seed, sa.rank_zero_seed);
+  EXPECT_EQ(sb.run_name, "ckpt");
+  const auto wa = weights(*a), wb = weights(*b);
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(torch::equal(wa[i], wb[i]));
+  EXPECT_TRUE(torch::equal(sb.train_metrics.at("Accuracy")->state(), sa.train_metrics.at("Accuracy")->state()));
+  // Optimizer state: both continue identically from here.
+  torch::manual_seed(0);
+  restore_rng(*rng);
+  EXPECT_TRUE(torch::equal(at::detail::getDefaultCPUGenerator().get_state(), rng_after_save));
+  a->fit(Time(3, TimeUnit::BATCH));
+  b->fit(Time(3, TimeUnit::BATCH));
+  const auto wa2 = weights(*a), wb2 = weights(*b);
+  for (size_t i = 0; i < wa2.size(); ++i) EXPECT_TRUE(torch::equal(wa2[i], wb2[i]));
+  // Metadata travels with the state.
+  const auto meta = read_checkpoint(path).toGenericDict().at("state").toGenericDict().at("metadata").toGenericDict();
+  EXPECT_EQ(meta.at("precision").toStringRef(), "fp32");
+  EXPECT_EQ(meta.at("train_batch_size").toInt(), 8);
+}
+
+TEST_F(CheckpointTest, WeightsOnlyAndIgnoreKeys) {
+  auto a = make(1, "4ba");
+  a->fit();
+  const std::string full = (dir / "full.pt").string(), slim = (dir / "slim.pt").string();
+  save_checkpoint(a->state(), full);
+  save_checkpoint(a->state(), slim, /*weights_only=*/true);
+  EXPECT_LT(fs::file_size(slim), fs::file_size(full));
+  auto b = make(2, "4ba");
+  CheckpointLoadOptions wo;
+  wo.weights_only = true;
+  EXPECT_FALSE(apply_checkpoint(b->state(), read_checkpoint(full), wo, full).has_value());
+  EXPECT_EQ(b->state().timestamp.batch, 0);  // only the weights
+  EXPECT_TRUE(torch::equal(weights(*a)[0], weights(*b)[0]));
+
+  auto c = make(2, "4ba");
+  const auto before = weights(*c);
+  CheckpointLoadOptions ignore;
+  ignore.ignore_keys = {"state/model/module.2.*", "state/optimizers"};
+  ignore.strict_model = false;
+  apply_checkpoint(c->state(), read_checkpoint(full), ignore, full);
+  EXPECT_TRUE(torch::equal(weights(*c)[0], weights(*a)[0]));    // module.0 loaded
+  EXPECT_TRUE(torch::equal(weights(*c)[2], before[2]));         // module.2 skipped
+  ignore.strict_model = true;
+  auto d = make(2, "4ba");
+  EXPECT_THROW(apply_checkpoint(d->state(), read_checkpoint(full), ignore, full), CheckpointError);
+}
+
+TEST_F(CheckpointTest, CorruptTruncatedAndForeignFilesNameTheFile) {
+  auto a = make(1, "2ba");
+  a->fit();
+  const std::string good = (dir / "good.pt").string();
+  save_checkpoint(a->state(), good);
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto write = [&](const std::string& name, const std::string& content) {
+    const std::string p = (dir / name).string();
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+  };
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {write("truncated.pt", bytes.substr(0, bytes.size() / 2)), "corrupt or truncated"},
+      {write("garbage.pt", "this is not a checkpoint"), "corrupt or truncated"},
+      {write("empty.pt", ""), "is empty"},
+      {(dir / "missing.pt").string(), "cannot be opened"},
+  };
+  for (const auto& [path, needle] : cases) {
+    try {
+      read_checkpoint(path);
+      FAIL() << path;
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  Dict foreign = new_dict();
+  foreign.insert("weights", at::ones({2}));
+  const std::string f = (dir / "foreign.pt").string();
+  write_file_atomically(f, torch::pickle_save(foreign));
+  EXPECT_THROW(read_checkpoint(f), CheckpointError);
+  // An incompatible model names the file and the key.
+  auto other = std::make_unique<Trainer>(testing::quiet_options(testing::make_classifier(8, 32, 4)).max_duration("1ba"));
+  try {
+    apply_checkpoint(other->state(), read_checkpoint(good), {}, good);
+    FAIL();
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(good), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("module.0.weight"), std::string::npos) << e.what();
+  }
+}
+
+// A full disk (a file-size limit makes write() fail with EFBIG) leaves the previous checkpoint intact and no
+// temporary file behind.
+TEST_F(CheckpointTest, FailedWriteKeepsThePreviousCheckpoint) {
+  auto a = make(1, "2ba");
+  a->fit();
+  const std::string path = (dir / "ck.pt").string();
+  save_checkpoint(a->state(), path);
+  const auto size = fs::file_size(path);
+  a->fit(Time(2, TimeUnit::BATCH));
+  rlimit old{};
+  ::getrlimit(RLIMIT_FSIZE, &old);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string error;
+  try {
+    save_checkpoint(a->state(), path);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(error.find("cannot write"), std::string::npos) << error;
+  EXPECT_NE(error.find("ck.pt"), std::string::npos) << error;
+  EXPECT_EQ(fs::file_size(path), size);
+  EXPECT_EQ(read_checkpoint(path).toGenericDict().at("state").toGenericDict().at("timestamp").toGenericDict().at("Timestamp").toGenericDict().at("batch").toInt(), 2);
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos);
+}
+
+TEST_F(CheckpointTest, SaverIntervalLatestLinkAndRetention) {
+  const std::string folder = (dir / "{run_name}").string();
+  auto model = testing::make_classifier();
+  Trainer trainer(testing::quiet_options(model)
+                      .run_name("keep")
+                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                      .max_duration("7ba")
+                      .save_folder(folder)
+                      .save_interval("2ba")
+                      .save_num_checkpoints_to_keep(2));
+  trainer.fit();
+  const fs::path run = dir / "keep";
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(run)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  // Saved at 2, 4, 6 and the final 7; the newest two are kept.
+  EXPECT_EQ(names, (std::vector<std::string>{"ep0-ba6-rank0.pt", "ep0-ba7-rank0.pt", "latest-rank0.pt"}));
+  EXPECT_EQ(fs::read_symlink(run / "latest-rank0.pt").string(), "ep0-ba7-rank0.pt");
+
+  // A new run without overwrite refuses a folder holding checkpoints from later in training.
+  Trainer again(testing::quiet_options(testing::make_classifier())
+                    .run_name("keep")
+                    .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                    .max_duration("3ba")
+                    .save_folder(folder));
+  try {
+    again.fit();
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ep0-ba7-rank0.pt"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(CheckpointSaver(CheckpointSaverOptions().num_checkpoints_to_keep(0)), std::invalid_argument);
+}
+
+TEST_F(CheckpointTest, AutoresumeFallsBackPastACorruptCheckpoint) {
+  const std::string folder = (dir / "auto").string();
+  auto opts = [&](int64_t batches) {
+    return testing::quiet_options(testing::make_classifier())
+        .run_name("auto")
+        .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+        .max_duration(Time(batches, TimeUnit::BATCH))
+        .save_folder(folder)
+        .save_interval("2ba")
+        .autoresume(true);
+  };
+  {
+    Trainer t(opts(4));
+    t.fit();
+  }
+  std::ofstream(dir / "auto" / "ep0-ba4-rank0.pt", std::ios::trunc) << "garbage";  // the newest is corrupt
+  Trainer resumed(opts(6));
+  EXPECT_EQ(resumed.state().timestamp.batch, 2);  // fell back to batch 2
+  EXPECT_TRUE(fs::exists(dir / "auto" / "ep0-ba4-rank0.pt.corrupt"));  // set aside, not deleted
+  resumed.fit();
+  EXPECT_EQ(resumed.state().timestamp.batch, 6);
+  EXPECT_THROW(Trainer(testing::quiet_options(testing::make_classifier()).autoresume(true)), std::invalid_argument);
+}
+
+// torch.load in Python returns a plain dict whose model entry an equivalent PyTorch module loads strictly.
+TEST_F(CheckpointTest, PythonTorchLoadsTheCheckpoint) {
+  if (!fs::exists("/usr/bin/python3") || std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
+    if (testing::in_ci()) FAIL() << "python3-torch is missing under CI (tools/install_deps.sh installs it)";
+    GTEST_SKIP() << "python3-torch not installed";
+  }
+  auto net = models::mnist_cnn(1, 10, 4);
+  auto model = ComposerClassifier::wrap(net);
+  auto adam = std::make_shared<optim::DecoupledAdamW>(model->parameters());
+  Trainer t(testing::quiet_options(model)
+                .train_dataloader(std::make_shared<TensorDataLoader>(
+                    Batch(at::randn({16, 1, 28, 28}), at::randint(10, {16}, at::TensorOptions().dtype(at::kLong))),
+                    TensorDataLoaderOptions(8)))
+                .optimizer(adam)
+                .max_duration("2ba"));
+  t.fit();
+  const std::string path = (dir / "py.pt").string();
+  save_checkpoint(t.state(), path);
+  const std::string script = (dir / "check.py").string();
+  std::ofstream(script) << R"(import sys, torch, torch.nn as nn
+ck = torch.load(sys.argv[1])
+assert type(ck) is dict and type(ck["state"]) is dict, type(ck)
+w = 4
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.module = nn.Sequential(nn.Conv2d(1, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(w, 2 * w, 3, padding=1, bias=False), nn.BatchNorm2d(2 * w), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(2 * w * 49, 10))
+m = Classifier()
+m.load_state_dict(ck["state"]["model"], strict=True)
+ts = ck["state"]["timestamp"]["Timestamp"]
+assert ts["batch"] == 2, ts
+opt = ck["state"]["optimizers"]["DecoupledAdamW"]
+assert opt["state"][0]["step"] == 2 and opt["param_groups"][0]["betas"] == (0.9, 0.95), opt["param_groups"]
+print("python-ok", sum(p.numel() for p in m.parameters()))
+)";
+  const std::string cmd = "/usr/bin/python3 " + script + " " + path + " > " + (dir / "py.out").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream out(dir / "py.out");
+  std::string text((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(rc, 0) << text;
+  int64_t params = 0;
+  for (const auto& p : net->parameters()) params += p.numel();
+  EXPECT_NE(text.find("python-ok " + std::to_string(params)), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace composer

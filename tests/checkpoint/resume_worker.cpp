@@ -1,0 +1,56 @@
+// A training process for the resume tests: killed with SIGKILL and restarted, it must end with exactly the weights
+// and losses of an uninterrupted run. Usage: resume_worker FOLDER LOG_FILE MAX_BATCHES
+// Prints "batch N" after every batch; writes FOLDER/final-weights.pt when done.
+#include "composer/composer.h"
+
+#include <torch/serialize.h>
+
+#include <iostream>
+
+using namespace composer;
+
+class PrintBatch : public Callback {
+ public:
+  void batch_end(State& s, Logger&) override { std::cout << "batch " << s.timestamp.batch << std::endl; }
+};
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::cerr << "usage: resume_worker FOLDER LOG_FILE MAX_BATCHES\n";
+    return 2;
+  }
+  const std::string folder = argv[1], log = argv[2];
+  const int64_t max_batches = std::atoll(argv[3]);
+  torch::manual_seed(0);
+  auto net = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Layer>>{
+      std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(64, 1024), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Dropout>(0.1), std::make_shared<nn::Linear>(1024, 1024), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Dropout>(0.1), std::make_shared<nn::Linear>(1024, 10)});
+  auto model = ComposerClassifier::wrap(net);
+  auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
+                                                    optim::DecoupledSGDWOptions(0.05).momentum(0.9).weight_decay(1e-4));
+  auto data = std::make_shared<DatasetLoader>(synthetic_images(1024, 1, 8, 10, 3),
+                                              DatasetLoaderOptions(32).shuffle(true).seed(5).num_workers(2));
+  Trainer trainer(TrainerOptions(model)
+                      .run_name("resume")
+                      .seed(11)
+                      .device("cpu")
+                      .num_threads(1)
+                      .train_dataloader(data)
+                      .optimizer(opt)
+                      .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_batch(4))})
+                      .max_duration(Time::from_batch(max_batches))
+                      .save_folder(folder)
+                      .save_interval("2ba")
+                      .save_num_checkpoints_to_keep(3)
+                      .autoresume(true)
+                      .progress_bar(false)
+                      .callbacks({std::make_shared<PrintBatch>()})
+                      .loggers({std::make_shared<FileLogger>(FileLoggerOptions().filename(log).flush_interval(1))}));
+  trainer.fit();
+  Dict weights(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& p : model->named_parameters()) weights.insert(p.key(), p.value());
+  write_file_atomically(folder + "/final-weights.pt", torch::pickle_save(weights));
+  std::cout << "DONE" << std::endl;
+  return 0;
+}
