@@ -48,3 +48,4 @@
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/utils/atomic_file.h"
+#include "composer/checkpoint/safetensors.h"

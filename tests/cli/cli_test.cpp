@@ -1,4 +1,6 @@
 #include "cli/commands.h"
+#include "composer/composer.h"
+#include "composer/checkpoint/safetensors.h"
 #include "support/data_paths.h"
 
 #include <gtest/gtest.h>
@@ -92,6 +94,42 @@ TEST_F(CliTest, TrainsSavesAndEvaluatesWithOverrides) {
   std::ostringstream bout, berr;
   EXPECT_EQ(eval_command(cfg, {"load_path=" + (dir / "bad.pt").string(), "loggers=[]"}, bout, berr), 1);
   EXPECT_NE(berr.str().find("bad.pt"), std::string::npos) << berr.str();
+}
+
+TEST_F(CliTest, InspectAndExportSafetensors) {
+  const std::string cfg = config("x.yaml", synthetic("run_name: inspect-me\nsave_folder: '" + dir.string() + "'\n"));
+  ASSERT_EQ(train(cfg), 0) << err.str();
+  const std::string ckpt = (dir / "ep0-ba2-rank0.pt").string();
+  std::ostringstream o, e;
+  ASSERT_EQ(inspect_command(ckpt, o, e), 0) << e.str();
+  EXPECT_NE(o.str().find("run_name: inspect-me"), std::string::npos) << o.str();
+  EXPECT_NE(o.str().find("batch=2"), std::string::npos) << o.str();
+  EXPECT_NE(o.str().find("module.1.weight"), std::string::npos) << o.str();
+  EXPECT_NE(o.str().find("[16, 64]"), std::string::npos) << o.str();
+  EXPECT_NE(o.str().find("optimizers: DecoupledSGDW"), std::string::npos) << o.str();
+  std::ostringstream xo, xe;
+  const std::string st = (dir / "w.safetensors").string();
+  ASSERT_EQ(export_command(ckpt, "safetensors", st, xo, xe), 0) << xe.str();
+  const auto tensors = read_safetensors(st);
+  ASSERT_EQ(tensors.size(), 4u);
+  const Dict model = read_checkpoint(ckpt).toGenericDict().at("state").toGenericDict().at("model").toGenericDict();
+  for (const auto& [name, t] : tensors) EXPECT_TRUE(torch::equal(t, model.at(name).toTensor())) << name;
+  // The header is 8-byte aligned JSON with dtype, shape and data_offsets, as the format requires.
+  std::ifstream raw(st, std::ios::binary);
+  uint64_t n = 0;
+  raw.read(reinterpret_cast<char*>(&n), 8);
+  EXPECT_EQ((8 + n) % 8, 0u);
+  std::string header(n, ' ');
+  raw.read(header.data(), static_cast<std::streamsize>(n));
+  const auto j = nlohmann::json::parse(header);
+  EXPECT_EQ(j["module.1.weight"]["dtype"], "F32");
+  EXPECT_EQ(j["module.1.weight"]["shape"], nlohmann::json({16, 64}));
+  EXPECT_EQ(j["__metadata__"]["format"], "pt");
+  std::ostringstream bo, be;
+  EXPECT_EQ(export_command(ckpt, "onnx", "", bo, be), 2);
+  EXPECT_NE(be.str().find("unknown format 'onnx'"), std::string::npos);
+  EXPECT_EQ(inspect_command((dir / "nope.pt").string(), bo, be), 1);
+  EXPECT_NE(be.str().find("nope.pt"), std::string::npos);
 }
 
 TEST_F(CliTest, ListShowsRegistries) {

@@ -2,11 +2,13 @@
 
 #include "cli/build_run.h"
 #include "cli/registry.h"
+#include "composer/checkpoint/safetensors.h"
 #include "composer/composer.h"
 
 #include <chrono>
 #include <filesystem>
 #include <iomanip>
+#include <sstream>
 
 namespace composer::cli {
 namespace {
@@ -82,6 +84,67 @@ int eval_command(const std::string& config, const std::vector<std::string>& over
     out << "composer-cpp: evaluated '" << load_path << "' (trained " << trainer.state().timestamp.batch << " batches)\n";
     print_eval_metrics(trainer.state(), out);
     trainer.close();
+    return 0;
+  });
+}
+
+int inspect_command(const std::string& checkpoint, std::ostream& out, std::ostream& err) {
+  return run_guarded(err, [&] {
+    const Dict state = read_checkpoint(checkpoint).toGenericDict().at("state").toGenericDict();
+    out << "checkpoint: " << checkpoint << "\n";
+    if (state.contains("run_name")) out << "run_name: " << state.at("run_name").toStringRef() << "\n";
+    if (state.contains("timestamp")) {
+      out << "timestamp:";
+      for (const auto& e : state.at("timestamp").toGenericDict().at("Timestamp").toGenericDict()) {
+        out << " " << e.key().toStringRef() << "=" << (e.value().isInt() ? std::to_string(e.value().toInt()) : std::to_string(e.value().toDouble()));
+      }
+      out << "\n";
+    }
+    if (state.contains("metadata")) {
+      out << "metadata:\n";
+      for (const auto& e : state.at("metadata").toGenericDict()) {
+        out << "  " << e.key().toStringRef() << ": " << (e.value().isString() ? e.value().toStringRef() : std::to_string(e.value().toInt())) << "\n";
+      }
+    }
+    if (state.contains("algorithms")) {
+      out << "algorithms:";
+      const auto algos = state.at("algorithms").toList();
+      if (algos.size() == 0) out << " (none)";
+      for (const auto& a : algos) out << " " << a.get().toTupleRef().elements().at(0).toStringRef();
+      out << "\n";
+    }
+    if (state.contains("optimizers")) {
+      out << "optimizers:";
+      for (const auto& e : state.at("optimizers").toGenericDict()) out << " " << e.key().toStringRef();
+      out << "\n";
+    }
+    int64_t total = 0;
+    out << "model tensors:\n";
+    for (const auto& e : state.at("model").toGenericDict()) {
+      const at::Tensor t = e.value().toTensor();
+      total += t.numel();
+      std::ostringstream shape;
+      shape << t.sizes();
+      out << "  " << std::left << std::setw(40) << e.key().toStringRef() << " " << std::setw(18) << shape.str() << " "
+          << c10::toString(t.scalar_type()) << "\n";
+    }
+    out << "total model elements: " << total << "\n";
+    return 0;
+  });
+}
+
+int export_command(const std::string& checkpoint, const std::string& format, const std::string& output, std::ostream& out,
+                   std::ostream& err) {
+  return run_guarded(err, [&] {
+    if (format != "safetensors") throw ConfigError("--format: unknown format '" + format + "'; supported: safetensors");
+    const Dict state = read_checkpoint(checkpoint).toGenericDict().at("state").toGenericDict();
+    NamedTensors tensors;
+    for (const auto& e : state.at("model").toGenericDict()) tensors.emplace_back(e.key().toStringRef(), e.value().toTensor());
+    std::map<std::string, std::string> meta{{"format", "pt"}, {"source", "composer-cpp"}};
+    if (state.contains("run_name")) meta["run_name"] = state.at("run_name").toStringRef();
+    const std::string path = output.empty() ? std::filesystem::path(checkpoint).replace_extension(".safetensors").string() : output;
+    write_safetensors(path, tensors, meta);
+    out << "composer-cpp: wrote " << tensors.size() << " tensors to " << path << "\n";
     return 0;
   });
 }

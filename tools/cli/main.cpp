@@ -20,6 +20,14 @@ int main(int argc, char** argv) {
   eval->add_option("config", config, "YAML config file")->required();
   eval->add_option("overrides", overrides, "dotted overrides, e.g. load_path=runs/x/final.pt");
 
+  std::string checkpoint, format = "safetensors", output;
+  auto* inspect = app.add_subcommand("inspect", "Print a checkpoint's timestamp, run name, metadata, algorithms and tensors");
+  inspect->add_option("checkpoint", checkpoint, "checkpoint file")->required();
+  auto* exporter = app.add_subcommand("export", "Write a checkpoint's model weights for other tools");
+  exporter->add_option("checkpoint", checkpoint, "checkpoint file")->required();
+  exporter->add_option("--format", format, "output format (safetensors)");
+  exporter->add_option("--output,-o", output, "output file (default: the checkpoint's name with .safetensors)");
+
   std::string kinds;
   for (const auto& k : composer::cli::registry_kinds()) kinds += (kinds.empty() ? "" : "|") + k;
   auto* list = app.add_subcommand("list", "List what is registered: " + kinds);
@@ -28,5 +36,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (*train) return composer::cli::train_command(config, overrides, std::cout, std::cerr);
   if (*eval) return composer::cli::eval_command(config, overrides, std::cout, std::cerr);
+  if (*inspect) return composer::cli::inspect_command(checkpoint, std::cout, std::cerr);
+  if (*exporter) return composer::cli::export_command(checkpoint, format, output, std::cout, std::cerr);
   return composer::cli::list_command(kind, std::cout, std::cerr);
 }
