@@ -4,6 +4,7 @@
 #include "composer/core/state.h"
 #include "composer/dist/env.h"
 #include "composer/utils/atomic_file.h"
+#include "checkpoint/detail/pickle_io.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fnmatch.h>
@@ -11,6 +12,7 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 
@@ -78,19 +80,20 @@ c10::IValue make_checkpoint(const State& state, bool weights_only) {
 }
 
 void save_checkpoint(const State& state, const std::string& path, bool weights_only) {
-  write_file_atomically(path, torch::pickle_save(make_checkpoint(state, weights_only)));
+  const c10::IValue payload = make_checkpoint(state, weights_only);
+  write_file_atomically(path, [&](const ByteSink& sink) { detail::pickle_to(payload, sink); });
 }
 
 c10::IValue read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError("checkpoint '" + path + "' cannot be opened");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) throw CheckpointError("checkpoint '" + path + "' is empty");
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw CheckpointError("checkpoint '" + path + "' cannot be opened: " + ec.message());
+  if (size == 0) throw CheckpointError("checkpoint '" + path + "' is empty");
   c10::IValue payload;
   try {
-    payload = torch::pickle_load(bytes);
+    payload = detail::unpickle_file(path);
   } catch (const std::exception& e) {
-    throw CheckpointError("checkpoint '" + path + "' is corrupt or truncated (" + std::to_string(bytes.size()) +
+    throw CheckpointError("checkpoint '" + path + "' is corrupt or truncated (" + std::to_string(size) +
                           " bytes): " + std::string(e.what()).substr(0, 200));
   }
   if (!payload.isGenericDict() || !payload.toGenericDict().contains("state") ||

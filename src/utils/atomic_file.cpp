@@ -31,6 +31,10 @@ void fsync_dir(const std::filesystem::path& dir) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::vector<char>& bytes) {
+  write_file_atomically(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(const ByteSink&)>& produce) {
   const std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
   const std::string tmp = temp_name(target);
@@ -41,14 +45,24 @@ void write_file_atomically(const std::string& path, const std::vector<char>& byt
     ::unlink(tmp.c_str());
     return os_error(what, path, err);
   };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw fail("cannot write", errno);
+  const ByteSink sink = [&](const void* data, size_t size) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::write(fd, p, size);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw os_error("cannot write", path, errno);
+      }
+      p += n;
+      size -= static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
+  };
+  try {
+    produce(sink);
+  } catch (const std::exception& e) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(e.what());
   }
   if (::fsync(fd) != 0) throw fail("cannot flush", errno);
   if (::close(fd) != 0) {
