@@ -1,5 +1,7 @@
 #include "composer/data/tensor_data_loader.h"
 
+#include "composer/data/sampler.h"
+
 #include <ATen/ATen.h>
 
 #include <stdexcept>
@@ -33,21 +35,8 @@ std::optional<int64_t> TensorDataLoader::length() const {
 }
 
 void TensorDataLoader::reset() {
-  const int64_t n = data_.num_samples();
-  at::Tensor order;
-  if (options_.shuffle()) {
-    auto gen = at::detail::createCPUGenerator(options_.seed() + static_cast<uint64_t>(epoch_));
-    order = at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
-  } else {
-    order = at::arange(n, at::TensorOptions().dtype(at::kLong));
-  }
-  const int64_t r = options_.num_replicas();
-  if (r > 1) {
-    const int64_t total = num_samples() * r;
-    if (total > n) order = at::cat({order, order.narrow(0, 0, total - n)});
-    order = order.slice(0, options_.rank(), total, r);
-  }
-  indices_ = order;
+  indices_ = sample_indices(data_.num_samples(), epoch_,
+                            SamplerOptions().shuffle(options_.shuffle()).seed(options_.seed()).num_replicas(options_.num_replicas()).rank(options_.rank()));
   cursor_ = 0;
 }
 

@@ -30,10 +30,7 @@ void Accuracy::update(const at::Tensor& preds, const at::Tensor& target) {
   accumulate(correct, static_cast<double>(t.numel()));
 }
 
-double Accuracy::compute() const {
-  const auto s = state_values();
-  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
-}
+double Accuracy::compute() const { return mean_of_state(); }
 
 CrossEntropy::CrossEntropy(int64_t ignore_index) : Metric(2), ignore_index_(ignore_index) {}
 
@@ -47,10 +44,7 @@ void CrossEntropy::update(const at::Tensor& preds, const at::Tensor& target) {
   accumulate(at::stack({loss.detach().to(at::kDouble), at::ones({}, loss.options().dtype(at::kDouble))}));
 }
 
-double CrossEntropy::compute() const {
-  const auto s = state_values();
-  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
-}
+double CrossEntropy::compute() const { return mean_of_state(); }
 
 LossMetric::LossMetric(LossFunction loss_function, std::string name)
     : Metric(2), fn_(std::move(loss_function)), name_(std::move(name)) {
@@ -62,9 +56,6 @@ void LossMetric::update(const at::Tensor& preds, const at::Tensor& target) {
   accumulate(at::stack({loss.mean().to(at::kDouble), at::ones({}, loss.options().dtype(at::kDouble))}));
 }
 
-double LossMetric::compute() const {
-  const auto s = state_values();
-  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
-}
+double LossMetric::compute() const { return mean_of_state(); }
 
 }  // namespace composer

@@ -17,10 +17,7 @@ void LanguageCrossEntropy::update(const at::Tensor& logits, const at::Tensor& ta
   accumulate(at::stack({summed.detach().to(at::kDouble), count.to(at::kDouble)}));
 }
 
-double LanguageCrossEntropy::compute() const {
-  const auto s = state_values();
-  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
-}
+double LanguageCrossEntropy::compute() const { return mean_of_state(); }
 
 double LanguagePerplexity::compute() const { return std::exp(LanguageCrossEntropy::compute()); }
 
@@ -34,9 +31,6 @@ void MaskedAccuracy::update(const at::Tensor& logits, const at::Tensor& target) 
   accumulate(at::stack({correct.to(at::kDouble), mask.sum().to(at::kDouble)}));
 }
 
-double MaskedAccuracy::compute() const {
-  const auto s = state_values();
-  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
-}
+double MaskedAccuracy::compute() const { return mean_of_state(); }
 
 }  // namespace composer

@@ -31,6 +31,11 @@ void Metric::accumulate(const at::Tensor& first, double second) {
   state_.select(0, 1).add_(second);
 }
 
+double Metric::mean_of_state() const {
+  const auto s = state_values();
+  return s[1] > 0 ? s[0] / s[1] : std::numeric_limits<double>::quiet_NaN();
+}
+
 std::vector<double> Metric::state_values() const {
   const at::Tensor cpu = state_.to(at::kCPU).contiguous();
   return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + num_states_);

@@ -29,17 +29,7 @@ DecoupledAdamW::DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> gr
   init_groups();
 }
 
-void DecoupledAdamW::init_groups() {
-  for (auto& g : param_groups_) {
-    auto& o = static_cast<DecoupledAdamWOptions&>(g.options());
-    o.validate();
-    if (o.initial_lr() <= 0) o.initial_lr(o.lr());
-    if (o.weight_decay() >= 1e-3) {
-      std::cerr << "composer: DecoupledAdamW weight_decay=" << o.weight_decay()
-                << " is large; decoupled decay is not multiplied by the lr (1e-5..1e-4 is typical)\n";
-    }
-  }
-}
+void DecoupledAdamW::init_groups() { detail::init_decoupled_groups<DecoupledAdamWOptions>(param_groups_, "DecoupledAdamW"); }
 
 bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::vector<at::Tensor>& params) {
 #if COMPOSER_HAS_FUSED_OPTIM

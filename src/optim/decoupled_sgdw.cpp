@@ -28,17 +28,7 @@ DecoupledSGDW::DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup> grou
   init_groups();
 }
 
-void DecoupledSGDW::init_groups() {
-  for (auto& g : param_groups_) {
-    auto& o = static_cast<DecoupledSGDWOptions&>(g.options());
-    o.validate();
-    if (o.initial_lr() <= 0) o.initial_lr(o.lr());
-    if (o.weight_decay() >= 1e-3) {
-      std::cerr << "composer: DecoupledSGDW weight_decay=" << o.weight_decay()
-                << " is large; decoupled decay is not multiplied by the lr (1e-5..1e-4 is typical)\n";
-    }
-  }
-}
+void DecoupledSGDW::init_groups() { detail::init_decoupled_groups<DecoupledSGDWOptions>(param_groups_, "DecoupledSGDW"); }
 
 at::Tensor DecoupledSGDW::step(LossClosure closure) {
   at::NoGradGuard no_grad;

@@ -34,6 +34,8 @@ class Metric {
   void accumulate(const at::Tensor& first, double second);
   /// The state as doubles on the CPU.
   std::vector<double> state_values() const;
+  /// state[0] / state[1] (a mean over what was counted), NaN before any update.
+  double mean_of_state() const;
 
  private:
   int64_t num_states_;

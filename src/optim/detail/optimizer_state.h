@@ -6,10 +6,26 @@
 #include <torch/optim/optimizer.h>
 
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
 namespace composer::optim::detail {
+
+/// Validates each group's options, records initial_lr (the lr when the group was created) and warns about a weight
+/// decay that is large for decoupled decay.
+template <class Options>
+void init_decoupled_groups(std::vector<torch::optim::OptimizerParamGroup>& groups, const char* optimizer) {
+  for (auto& g : groups) {
+    auto& o = static_cast<Options&>(g.options());
+    o.validate();
+    if (o.initial_lr() <= 0) o.initial_lr(o.lr());
+    if (o.weight_decay() >= 1e-3) {
+      std::cerr << "composer: " << optimizer << " weight_decay=" << o.weight_decay()
+                << " is large; decoupled decay is not multiplied by the lr (1e-5..1e-4 is typical)\n";
+    }
+  }
+}
 
 /// Visits every parameter with its global index (Python's state_dict numbering across groups).
 void for_each_param(const std::vector<torch::optim::OptimizerParamGroup>& groups,
