@@ -49,3 +49,5 @@
 #include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/utils/atomic_file.h"
 #include "composer/checkpoint/safetensors.h"
+#include "composer/dist/dist.h"
+#include "composer/dist/gradient_reducer.h"

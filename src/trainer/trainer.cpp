@@ -1,6 +1,7 @@
 #include "composer/trainer/trainer.h"
 
 #include "composer/core/algorithm.h"
+#include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 #include "composer/loggers/console_logger.h"
 #include "composer/loggers/progress_bar_logger.h"
@@ -122,6 +123,21 @@ void setup_optimization(TrainerImpl& t) {
   for (const auto& a : s.algorithms) t.backwards_create_graph = t.backwards_create_graph || a->backwards_create_graph();
 }
 
+// DDP's start: rank 0's weights everywhere, a gradient reducer, and a sharded training loader.
+void setup_data_parallel(TrainerImpl& t) {
+  if (dist::get_world_size() == 1) return;
+  State& s = t.state;
+  if (s.train_dataloader && !s.train_dataloader->is_distributed()) {
+    throw std::invalid_argument("The world_size(" + std::to_string(dist::get_world_size()) +
+                                ") > 1 but the training dataloader does not shard the data across ranks; build it with "
+                                "num_replicas = world size and rank = this rank (DatasetLoaderOptions / TensorDataLoaderOptions)");
+  }
+  std::vector<at::Tensor> tensors = s.model->parameters();
+  for (const auto& b : s.model->buffers()) tensors.push_back(b);
+  dist::broadcast_module(tensors);
+  t.reducer = std::make_unique<dist::GradientReducer>(s.model->parameters());
+}
+
 void log_run_hparams(TrainerImpl& t) {
   const State& s = t.state;
   t.logger.log_hyperparameters({{"composer_version", COMPOSER_VERSION_STRING},
@@ -145,6 +161,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   State& s = t.state;
   configure_threads(o.num_threads());
   s.device = detail::resolve_device(o.device());
+  dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
   t.precision = std::make_unique<detail::PrecisionContext>(s.precision, s.device);
   if (o.device_train_microbatch_size().is_auto) {
@@ -181,6 +198,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   detail::load_checkpoints(t);
   t.engine.run_event(Event::AFTER_LOAD);
   detail::seed_all(s.seed);
+  detail::setup_data_parallel(t);
 }
 
 Trainer::~Trainer() {
@@ -232,7 +250,9 @@ std::vector<at::Tensor> Trainer::predict(DataLoader& loader, int64_t subset_num_
 }
 
 void Trainer::close() {
-  if (impl_) impl_->engine.close();
+  if (!impl_ || impl_->engine.closed()) return;
+  impl_->engine.close();
+  dist::barrier();  // Composer: close() ends with a barrier so no rank exits while others still save
 }
 
 State& Trainer::state() { return impl_->state; }

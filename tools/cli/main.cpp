@@ -1,5 +1,6 @@
 // composer-cpp: train, evaluate and inspect Composer C++ runs from YAML configs.
 #include "cli/commands.h"
+#include "cli/launch.h"
 #include "cli/registry.h"
 
 #include <CLI/CLI.hpp>
@@ -28,6 +29,16 @@ int main(int argc, char** argv) {
   exporter->add_option("--format", format, "output format (safetensors)");
   exporter->add_option("--output,-o", output, "output file (default: the checkpoint's name with .safetensors)");
 
+  composer::cli::LaunchOptions lo;
+  auto* launch = app.add_subcommand("launch", "Start N ranks: composer-cpp launch -n N [options] -- PROGRAM ARGS... (or: train CONFIG)");
+  launch->add_option("-n,--nproc", lo.nproc, "ranks on this node")->required();
+  launch->add_option("--nnodes", lo.nnodes, "number of nodes");
+  launch->add_option("--node-rank", lo.node_rank, "this node's rank");
+  launch->add_option("--master-addr", lo.master_addr, "address of rank 0");
+  launch->add_option("--master-port", lo.master_port, "port of rank 0's store (default: a free port)");
+  launch->add_option("--grace", lo.grace_seconds, "seconds between SIGTERM and SIGKILL when a rank fails");
+  launch->prefix_command();
+
   std::string kinds;
   for (const auto& k : composer::cli::registry_kinds()) kinds += (kinds.empty() ? "" : "|") + k;
   auto* list = app.add_subcommand("list", "List what is registered: " + kinds);
@@ -36,6 +47,11 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (*train) return composer::cli::train_command(config, overrides, std::cout, std::cerr);
   if (*eval) return composer::cli::eval_command(config, overrides, std::cout, std::cerr);
+  if (*launch) {
+    lo.command = launch->remaining();
+    if (!lo.command.empty() && lo.command.front() == "--") lo.command.erase(lo.command.begin());
+    return composer::cli::launch_command(lo, std::cout, std::cerr);
+  }
   if (*inspect) return composer::cli::inspect_command(checkpoint, std::cout, std::cerr);
   if (*exporter) return composer::cli::export_command(checkpoint, format, output, std::cout, std::cerr);
   return composer::cli::list_command(kind, std::cout, std::cerr);

@@ -109,6 +109,8 @@ struct TrainerOptions {
   TORCH_ARG(bool, load_strict_model_weights) = true;
   /// Globs over "/"-joined checkpoint paths to skip when loading ("state/optimizers", "state/model/fc.*").
   TORCH_ARG(std::vector<std::string>, load_ignore_keys);
+  /// Seconds a rank waits for its peers (rendezvous and collectives) before failing with a message.
+  TORCH_ARG(double, dist_timeout) = 300.0;
   /// Resume from the newest complete checkpoint in save_folder (needs save_folder and an explicit run_name);
   /// unreadable ones are set aside as <name>.corrupt and the next older one is used.
   TORCH_ARG(bool, autoresume) = false;

@@ -18,6 +18,19 @@
 // at::scaled_dot_product_attention (1.13 only has the private _scaled_dot_product_attention).
 #define COMPOSER_HAS_SDPA COMPOSER_TORCH_AT_LEAST(2, 0)
 
+// c10d backends: Gloo needs its headers (Debian's libgloo-dev; the PyTorch 2.x wheel ships none), NCCL needs a
+// CUDA build with USE_C10D_NCCL.
+#if defined(USE_DISTRIBUTED) && defined(USE_C10D_GLOO) && __has_include(<gloo/algorithm.h>)
+#define COMPOSER_HAS_GLOO 1
+#else
+#define COMPOSER_HAS_GLOO 0
+#endif
+#if defined(USE_DISTRIBUTED) && defined(USE_C10D_NCCL)
+#define COMPOSER_HAS_NCCL 1
+#else
+#define COMPOSER_HAS_NCCL 0
+#endif
+
 namespace composer::compat {
 
 /// Whether autocast is on for `device` (kCPU or kCUDA).

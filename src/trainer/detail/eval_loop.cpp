@@ -1,5 +1,8 @@
 #include "trainer/detail/eval_loop.h"
 
+#include "trainer/detail/global_metric.h"
+
+#include "composer/dist/dist.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
 
@@ -74,7 +77,7 @@ void run_eval_loop(TrainerImpl& t, Evaluator& evaluator) {
   }
   std::map<std::string, double> values;
   for (auto& [name, m] : metrics) {
-    const double v = m->compute();
+    const double v = compute_global(*m);
     values["metrics/" + evaluator.label + "/" + name] = v;
     s.eval_metric_values[name] = v;
   }

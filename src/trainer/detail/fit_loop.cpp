@@ -2,11 +2,13 @@
 
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/core/algorithm.h"
+#include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
 #include "composer/optim/scheduler.h"
 #include "trainer/detail/eval_loop.h"
+#include "trainer/detail/global_metric.h"
 #include "trainer/detail/train_step.h"
 
 #include <torch/torch.h>
@@ -21,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 void log_train_metrics(TrainerImpl& t) {
   std::map<std::string, double> values;
   for (auto& [name, m] : t.state.train_metrics) {
-    const double v = m->compute();
+    const double v = compute_global(*m);
     values["metrics/train/" + name] = v;
     t.state.train_metric_values[name] = v;
   }
@@ -48,10 +50,15 @@ void run_batch(TrainerImpl& t, Batch batch, Clock::time_point& last_batch_end) {
   t.engine.run_event(Event::AFTER_DATALOADER);
   t.engine.run_event(Event::BATCH_START);
   log_batch_time(t);
-  const int64_t samples = s.batch.num_samples();
-  const int64_t tokens = s.batch.num_tokens();
+  const int64_t local_samples = s.batch.num_samples();
+  const int64_t local_tokens = s.batch.num_tokens();
   const at::Tensor loss = run_train_step(t, s.device_train_microbatch_size);
-  const double loss_value = loss.defined() ? loss.item<double>() : 0.0;
+  // One all-reduce for the loss (averaged over ranks) and the batch's samples and tokens (summed).
+  at::Tensor reduced = at::tensor({loss.defined() ? loss.item<double>() : 0.0, double(local_samples), double(local_tokens)}, at::kDouble);
+  dist::all_reduce(reduced);
+  const double loss_value = reduced[0].item<double>() / static_cast<double>(dist::get_world_size());
+  const auto samples = static_cast<int64_t>(reduced[1].item<double>());
+  const auto tokens = static_cast<int64_t>(reduced[2].item<double>());
   s.total_loss_dict["loss/train/total"] = loss_value;
   t.logger.log_metrics({{"loss/train/total", loss_value}});
   if (t.options.step_schedulers_every_batch()) apply_schedulers(s, t.base_lrs, t.options.scale_schedule_ratio());

@@ -2,6 +2,7 @@
 
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
+#include "composer/dist/dist.h"
 #include "composer/optim/grad_scaler.h"
 
 #include <torch/torch.h>
@@ -25,7 +26,7 @@ void update_train_metrics(TrainerImpl& t, const Batch& original_microbatch) {
 }
 
 // Forward, loss and backward of one microbatch; adds its weighted loss to `total`.
-void train_microbatch(TrainerImpl& t, double weight, at::Tensor& total) {
+void train_microbatch(TrainerImpl& t, double weight, at::Tensor& total, bool sync_gradients) {
   State& s = t.state;
   const Batch original = s.batch;
   t.engine.run_event(Event::BEFORE_FORWARD);
@@ -45,7 +46,9 @@ void train_microbatch(TrainerImpl& t, double weight, at::Tensor& total) {
   total = total.defined() ? total + weighted : weighted;
   at::Tensor to_backprop = s.loss;
   if (t.precision->uses_grad_scaling()) to_backprop = s.scaler->scale(to_backprop);
+  if (t.reducer) t.reducer->prepare(sync_gradients);  // no gradient sync on all but the last microbatch
   (to_backprop * weight).backward({}, /*retain_graph=*/c10::nullopt, /*create_graph=*/t.backwards_create_graph);
+  if (t.reducer && sync_gradients) t.reducer->finalize();
   t.engine.run_event(Event::AFTER_BACKWARD);
   update_train_metrics(t, original);
 }
@@ -59,11 +62,15 @@ at::Tensor train_microbatches(TrainerImpl& t, const Batch& full_batch, int64_t m
   const Batch batch = s.batch;  // algorithms at BEFORE_TRAIN_BATCH may have changed it
   const std::vector<Batch> microbatches =
       microbatch_size > 0 ? batch.split(microbatch_size) : std::vector<Batch>{batch};
-  const auto total_samples = static_cast<double>(batch.num_samples());
+  // Composer: each microbatch's loss is weighted by its samples over the rank-average batch size, so the
+  // gradients averaged across ranks are the sample-weighted mean over the global batch.
+  at::Tensor samples = at::full({1}, static_cast<double>(batch.num_samples()), at::kDouble);
+  dist::all_reduce(samples);
+  const double total_samples = samples.item<double>() / static_cast<double>(dist::get_world_size());
   at::Tensor total;
-  for (const Batch& mb : microbatches) {
-    s.batch = mb;
-    train_microbatch(t, static_cast<double>(mb.num_samples()) / total_samples, total);
+  for (size_t i = 0; i < microbatches.size(); ++i) {
+    s.batch = microbatches[i];
+    train_microbatch(t, static_cast<double>(microbatches[i].num_samples()) / total_samples, total, i + 1 == microbatches.size());
   }
   s.batch = batch;
   if (t.precision->uses_grad_scaling()) s.scaler->unscale_(*s.optimizer);
@@ -75,6 +82,10 @@ at::Tensor train_microbatches(TrainerImpl& t, const Batch& full_batch, int64_t m
 
 at::Tensor run_train_step(TrainerImpl& t, int64_t microbatch_size) {
   State& s = t.state;
+  if (t.reducer) {  // DDP's broadcast_buffers: BatchNorm statistics follow rank 0
+    at::NoGradGuard no_grad;
+    for (auto& b : s.model->buffers()) dist::broadcast(b);
+  }
   const Batch full_batch = s.batch;
   at::Tensor total;
   if (t.precision->uses_grad_scaling()) {

@@ -4,6 +4,7 @@
 #include "composer/core/engine.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
+#include "composer/dist/gradient_reducer.h"
 #include "composer/trainer/trainer_options.h"
 #include "composer/utils/interval.h"
 #include "trainer/detail/precision_context.h"
@@ -30,6 +31,8 @@ struct TrainerImpl {
   std::vector<IntervalScheduler> eval_due;
   /// RNG states from a loaded checkpoint, restored when training starts (after the Trainer's reseeding).
   std::optional<c10::IValue> pending_rng;
+  /// Averages gradients across ranks when the world size is above 1.
+  std::unique_ptr<dist::GradientReducer> reducer;
   /// backward(create_graph=true) when an algorithm asks for it.
   bool backwards_create_graph = false;
 };

@@ -1,0 +1,55 @@
+// Collectives over PyTorch's c10d (Gloo on CPU, NCCL on CUDA), Composer's utils/dist. Every function is a no-op
+// (or the identity) when the world size is 1, and an error naming the fix when it is above 1 but the process group
+// was not initialised.
+#pragma once
+
+#include "composer/dist/env.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace composer::dist {
+
+enum class ReduceOp { SUM, MAX, MIN, PRODUCT };
+
+/// Creates the process group from RANK, WORLD_SIZE, MASTER_ADDR (default 127.0.0.1) and MASTER_PORT (default
+/// 29500) through a TCPStore: Gloo for CPU devices, NCCL for CUDA ones (where the build has it). Rank 0 hosts the
+/// store. Waiting for peers longer than `timeout` fails with a message naming the address and the ranks.
+/// World size 1 needs no group: returns at once.
+void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeout = std::chrono::seconds(300));
+bool is_initialized();
+/// Ends the process group (called at exit).
+void destroy();
+
+void barrier();
+/// In place on every rank.
+void all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::SUM);
+/// `tensor` takes rank `src`'s values on every rank.
+void broadcast(at::Tensor& tensor, int64_t src = 0);
+/// Every rank's tensor (same shape on all ranks), in rank order.
+std::vector<at::Tensor> all_gather(const at::Tensor& tensor);
+/// Every rank's bytes (any length), in rank order: for small objects serialised by the caller.
+std::vector<std::string> all_gather_object(const std::string& bytes);
+
+/// An all-reduce in flight.
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::function<void()> wait) : wait_(std::move(wait)) {}
+  void wait() {
+    if (wait_) wait_();
+    wait_ = nullptr;
+  }
+
+ private:
+  std::function<void()> wait_;
+};
+/// Starts a SUM all-reduce of `tensor` in place and returns at once; wait() completes it.
+Handle all_reduce_async(at::Tensor& tensor);
+
+}  // namespace composer::dist

@@ -1,0 +1,170 @@
+#include "composer/dist/dist.h"
+
+#include "dist/detail/comm_backend.h"
+
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/torch.h>
+#if COMPOSER_HAS_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if COMPOSER_HAS_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+namespace composer::dist {
+namespace {
+
+struct Group {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<detail::CommBackend> backend;
+};
+
+Group& group() {
+  static Group g;
+  return g;
+}
+
+detail::CommBackend& pg() {
+  if (!group().backend) {
+    throw std::logic_error("dist: WORLD_SIZE=" + std::to_string(get_world_size()) +
+                           " but the process group is not initialised; call composer::dist::initialize_dist (the "
+                           "Trainer does) or start with composer-cpp launch");
+  }
+  return *group().backend;
+}
+
+c10d::ReduceOp to_c10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM: return c10d::ReduceOp::SUM;
+    case ReduceOp::MAX: return c10d::ReduceOp::MAX;
+    case ReduceOp::MIN: return c10d::ReduceOp::MIN;
+    case ReduceOp::PRODUCT: return c10d::ReduceOp::PRODUCT;
+  }
+  return c10d::ReduceOp::SUM;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+void run(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("dist: ") + what + " failed on rank " + std::to_string(get_global_rank()) +
+                             " (a peer died or timed out?): " + e.what());
+  }
+}
+
+}  // namespace
+
+void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeout) {
+  if (is_initialized() || get_world_size() == 1) return;
+  const int64_t rank = get_global_rank(), world = get_world_size();
+  if (rank >= world) {
+    throw std::invalid_argument("dist: RANK=" + std::to_string(rank) + " is not below WORLD_SIZE=" + std::to_string(world));
+  }
+  const std::string addr = env_or("MASTER_ADDR", "127.0.0.1");
+  const std::string port_text = env_or("MASTER_PORT", "29500");
+  const int port = std::atoi(port_text.c_str());
+  if (port <= 0 || port > 65535) throw std::invalid_argument("dist: MASTER_PORT='" + port_text + "' is not a port number");
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<uint16_t>(port);
+  so.isServer = rank == 0;
+  so.numWorkers = static_cast<int>(world);
+  so.timeout = timeout;
+  try {
+    group().store = c10::make_intrusive<c10d::TCPStore>(addr, so);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("dist: rank " + std::to_string(rank) + " could not reach the rendezvous at " + addr + ":" +
+                             port_text + " within " + std::to_string(timeout.count()) + " ms (WORLD_SIZE=" +
+                             std::to_string(world) + "): " + e.what());
+  }
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("composer", group().store);
+  if (device.is_cuda()) {
+#if COMPOSER_HAS_NCCL
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = timeout;
+    group().backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
+#else
+    throw std::invalid_argument("dist: this LibTorch build has no NCCL backend for CUDA devices");
+#endif
+  } else {
+#if COMPOSER_HAS_GLOO
+    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    group().backend = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
+#else
+    throw std::invalid_argument("dist: this build has no Gloo backend for CPU devices (install libgloo-dev and rebuild)");
+#endif
+  }
+}
+
+bool is_initialized() { return static_cast<bool>(group().backend); }
+
+void destroy() {
+  group().backend.reset();
+  group().store.reset();
+}
+
+void barrier() {
+  if (get_world_size() == 1) return;
+  run(pg().barrier(), "barrier");
+}
+
+void all_reduce(at::Tensor& tensor, ReduceOp op) {
+  if (get_world_size() == 1) return;
+  std::vector<at::Tensor> v{tensor};
+  c10d::AllreduceOptions o;
+  o.reduceOp = to_c10d(op);
+  run(pg().allreduce(v, o), "all_reduce");
+}
+
+Handle all_reduce_async(at::Tensor& tensor) {
+  if (get_world_size() == 1) return Handle();
+  std::vector<at::Tensor> v{tensor};
+  auto work = pg().allreduce(v);
+  return Handle([work] { run(work, "all_reduce"); });
+}
+
+void broadcast(at::Tensor& tensor, int64_t src) {
+  if (get_world_size() == 1) return;
+  std::vector<at::Tensor> v{tensor};
+  c10d::BroadcastOptions o;
+  o.rootRank = src;
+  run(pg().broadcast(v, o), "broadcast");
+}
+
+std::vector<at::Tensor> all_gather(const at::Tensor& tensor) {
+  if (get_world_size() == 1) return {tensor.clone()};
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (int64_t r = 0; r < get_world_size(); ++r) out[0].push_back(at::empty_like(tensor));
+  std::vector<at::Tensor> in{tensor.contiguous()};
+  run(pg().allgather(out, in), "all_gather");
+  return out[0];
+}
+
+std::vector<std::string> all_gather_object(const std::string& bytes) {
+  if (get_world_size() == 1) return {bytes};
+  at::Tensor len = at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong);
+  all_reduce(len, ReduceOp::MAX);
+  at::Tensor buf = at::zeros({len.item<int64_t>() + 8}, at::kByte);
+  const int64_t n = static_cast<int64_t>(bytes.size());
+  std::memcpy(buf.data_ptr(), &n, 8);
+  std::memcpy(static_cast<char*>(buf.data_ptr()) + 8, bytes.data(), bytes.size());
+  std::vector<std::string> out;
+  for (const auto& t : all_gather(buf)) {
+    int64_t m = 0;
+    std::memcpy(&m, t.data_ptr(), 8);
+    out.emplace_back(static_cast<const char*>(t.data_ptr()) + 8, static_cast<size_t>(m));
+  }
+  return out;
+}
+
+}  // namespace composer::dist

@@ -1,0 +1,105 @@
+// A rank for the distributed tests. Modes:
+//   ddp_worker train OUT MICROBATCH GLOBAL_BATCH   fp64 training; rank 0 writes the final weights to OUT
+//   ddp_worker reducer                             bucketed all-reduce vs a plain all-reduce of every gradient
+//   ddp_worker die TIMEOUT_S                       rank 1 exits with code 3; rank 0 waits in a barrier
+//   ddp_worker rendezvous TIMEOUT_S                only joins the process group
+#include "composer/composer.h"
+
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <iostream>
+
+using namespace composer;
+
+namespace {
+
+std::shared_ptr<ComposerClassifier> model_for_rank(uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::nn::Sequential net(torch::nn::Linear(8, 32), torch::nn::Tanh(), torch::nn::Linear(32, 4));
+  net->to(at::kDouble);
+  return ComposerClassifier::wrap(net);
+}
+
+Batch data() {
+  auto gen = at::detail::createCPUGenerator(1);
+  at::Tensor x = at::randn({256, 8}, gen, at::TensorOptions().dtype(at::kDouble));
+  at::Tensor y = x.matmul(at::randn({8, 4}, gen, at::TensorOptions().dtype(at::kDouble))).argmax(1);
+  return Batch(x, y);
+}
+
+int train(const std::string& out, int64_t microbatch, int64_t global_batch) {
+  const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
+  auto model = model_for_rank(100 + static_cast<uint64_t>(rank));  // different on each rank: the broadcast fixes it
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  auto loader = std::make_shared<DatasetLoader>(std::make_shared<TensorDataset>(data()),
+                                                DatasetLoaderOptions(global_batch / world).shuffle(true).seed(3).num_workers(0)
+                                                    .num_replicas(world).rank(rank));
+  Trainer trainer(TrainerOptions(model)
+                      .train_dataloader(loader)
+                      .optimizer(opt)
+                      .max_duration("6ba")
+                      .device("cpu")
+                      .seed(7)
+                      .progress_bar(false)
+                      .dist_timeout(60)
+                      .device_train_microbatch_size(microbatch));
+  trainer.fit();
+  if (rank == 0) {
+    Dict w(c10::StringType::get(), c10::TensorType::get());
+    for (const auto& p : model->named_parameters()) w.insert(p.key(), p.value());
+    write_file_atomically(out, torch::pickle_save(w));
+    std::cout << "loss " << trainer.state().total_loss_dict["loss/train/total"] << std::endl;
+  }
+  trainer.close();
+  return 0;
+}
+
+int reducer() {
+  dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(60));
+  const int64_t rank = dist::get_global_rank();
+  auto a = model_for_rank(5), b = model_for_rank(5);
+  dist::GradientReducer reducer(a->parameters(), /*bucket_bytes=*/512);  // several buckets
+  const Batch batch = data();
+  const Batch mine(batch.input().narrow(0, rank * 16, 16), batch.target().narrow(0, rank * 16, 16));
+  // Two microbatches on `a` (the first only accumulates), the same on `b` followed by a plain all-reduce.
+  for (int mb = 0; mb < 2; ++mb) {
+    const Batch part(mine.input().narrow(0, mb * 8, 8), mine.target().narrow(0, mb * 8, 8));
+    reducer.prepare(mb == 1);
+    a->loss(a->forward(part), part).backward();
+    if (mb == 1) reducer.finalize();
+    b->loss(b->forward(part), part).backward();
+  }
+  double max_diff = 0;
+  auto pa = a->parameters(), pb = b->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    at::Tensor g = pb[i].grad().clone();
+    dist::all_reduce(g);
+    g.div_(static_cast<double>(dist::get_world_size()));
+    max_diff = std::max(max_diff, (g - pa[i].grad()).abs().max().item<double>());
+  }
+  std::cout << "buckets " << reducer.num_buckets() << " max_diff " << max_diff << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  try {
+    if (mode == "train" && argc == 5) return train(argv[2], std::atoll(argv[3]), std::atoll(argv[4]));
+    if (mode == "reducer") return reducer();
+    if ((mode == "die" || mode == "rendezvous") && argc == 3) {
+      dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[2]) * 1000)));
+      if (mode == "rendezvous") return 0;
+      if (dist::get_global_rank() == 1) return 3;
+      dist::barrier();  // waits on the dead peer until the timeout
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "ddp_worker: " << e.what() << std::endl;
+    return 1;
+  }
+  std::cerr << "usage: ddp_worker train OUT MICROBATCH GLOBAL_BATCH | reducer | die TIMEOUT_S | rendezvous TIMEOUT_S\n";
+  return 2;
+}

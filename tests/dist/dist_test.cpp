@@ -1,0 +1,158 @@
+// Distributed data parallel with real processes over Gloo, started by composer-cpp launch.
+#include "support/process.h"
+
+#include "composer/composer.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <torch/serialize.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace composer {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int status;
+  std::string output;
+};
+
+Run run(const std::vector<std::string>& argv, double timeout_s = 120) {
+  testing::ChildProcess p(argv);
+  std::string line, all;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline && p.read_line(line, timeout_s)) all += line + "\n";
+  return {p.wait(), all};
+}
+
+std::vector<std::string> launch(int n, std::vector<std::string> command, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{COMPOSER_CPP, "launch", "-n", std::to_string(n)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+std::map<std::string, at::Tensor> weights(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, at::Tensor> out;
+  for (const auto& e : torch::pickle_load(bytes).toGenericDict()) out[e.key().toStringRef()] = e.value().toTensor();
+  return out;
+}
+
+int unused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct DistTest : ::testing::Test {
+  fs::path dir = fs::temp_directory_path() / ("composer_dist_" + std::to_string(::getpid()));
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+};
+
+// 2 ranks with per-rank batch B equal 1 rank with batch 2B (fp64), with and without microbatching, even though the
+// ranks start from different initial weights (the start-up broadcast makes them rank 0's).
+TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
+  const std::string single = (dir / "single.pt").string();
+  const Run one = run({DDP_WORKER, "train", single, "0", "32"});
+  ASSERT_EQ(one.status, 0) << one.output;
+  for (const char* microbatch : {"0", "8"}) {
+    const std::string out = (dir / (std::string("two-") + microbatch + ".pt")).string();
+    const Run two = run(launch(2, {DDP_WORKER, "train", out, microbatch, "32"}));
+    ASSERT_EQ(two.status, 0) << two.output;
+    EXPECT_NE(two.output.find("[rank 0] loss "), std::string::npos) << two.output;
+    const auto a = weights(single), b = weights(out);
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, t] : a) EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name << " microbatch " << microbatch;
+  }
+}
+
+TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
+  const Run r = run(launch(2, {DDP_WORKER, "reducer"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* rank : {"[rank 0] buckets ", "[rank 1] buckets "}) {
+    const auto pos = r.output.find(rank);
+    ASSERT_NE(pos, std::string::npos) << r.output;
+    const auto diff_pos = r.output.find("max_diff ", pos);
+    EXPECT_LT(std::stod(r.output.substr(diff_pos + 9)), 1e-12) << r.output;
+    EXPECT_GT(std::stoi(r.output.substr(pos + std::strlen(rank))), 1) << "expected several buckets: " << r.output;
+  }
+}
+
+TEST_F(DistTest, LauncherStopsTheOtherRanksWhenOneDies) {
+  const auto start = std::chrono::steady_clock::now();
+  const Run r = run(launch(2, {DDP_WORKER, "die", "60"}, {"--grace", "2"}));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("rank 1 failed with exit code 3"), std::string::npos) << r.output;
+  EXPECT_LT(secs, 30.0) << "rank 0 should have been stopped, not left waiting for its 60 s timeout";
+}
+
+TEST_F(DistTest, WrongWorldSizeTimesOutWithAClearError) {
+  // Rank 0 of a world of 2 whose second rank never comes.
+  ::setenv("WORLD_SIZE", "2", 1);
+  ::setenv("RANK", "0", 1);
+  ::setenv("MASTER_PORT", std::to_string(unused_port()).c_str(), 1);
+  const auto start = std::chrono::steady_clock::now();
+  const Run r = run({DDP_WORKER, "rendezvous", "3"});
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::unsetenv("WORLD_SIZE");
+  ::unsetenv("RANK");
+  ::unsetenv("MASTER_PORT");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_LT(secs, 20.0);
+}
+
+TEST_F(DistTest, UnreachableMasterFailsWithinTheTimeout) {
+  ::setenv("WORLD_SIZE", "2", 1);
+  ::setenv("RANK", "1", 1);
+  ::setenv("MASTER_PORT", std::to_string(unused_port()).c_str(), 1);
+  const auto start = std::chrono::steady_clock::now();
+  testing::ChildProcess p({DDP_WORKER, "rendezvous", "3"});
+  const int status = p.wait();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::unsetenv("WORLD_SIZE");
+  ::unsetenv("RANK");
+  ::unsetenv("MASTER_PORT");
+  EXPECT_EQ(status, 1);
+  EXPECT_LT(secs, 20.0);
+}
+
+TEST(DistSingleProcess, CollectivesAreIdentityAtWorldSizeOne) {
+  at::Tensor t = at::arange(4).to(at::kFloat);
+  dist::all_reduce(t);
+  dist::broadcast(t, 0);
+  dist::barrier();
+  EXPECT_TRUE(t.equal(at::arange(4).to(at::kFloat)));
+  EXPECT_EQ(dist::all_gather(t).size(), 1u);
+  EXPECT_EQ(dist::all_gather_object("x"), std::vector<std::string>{"x"});
+}
+
+TEST(DistSingleProcess, MultiRankTrainingNeedsAShardedLoader) {
+  // A non-distributed sampler in a multi-rank run is an error, as in Composer (checked before any collective).
+  auto model = ComposerClassifier::wrap(torch::nn::Linear(2, 2));
+  TensorDataLoader plain(Batch(at::randn({4, 2}), at::zeros({4}, at::kLong)), TensorDataLoaderOptions(2));
+  EXPECT_FALSE(plain.is_distributed());
+  TensorDataLoader sharded(Batch(at::randn({4, 2}), at::zeros({4}, at::kLong)), TensorDataLoaderOptions(2).num_replicas(2).rank(1));
+  EXPECT_TRUE(sharded.is_distributed());
+}
+
+}  // namespace
+}  // namespace composer

@@ -1,0 +1,173 @@
+#include "cli/launch.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+namespace composer::cli {
+namespace {
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("launch: could not find a free port");
+  }
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+struct Rank {
+  int rank = 0;
+  pid_t pid = -1;
+  int out = -1;
+  std::string buffer;
+  bool running = true;
+  int status = 0;
+};
+
+void flush_lines(Rank& r, std::ostream& out, bool all) {
+  for (auto nl = r.buffer.find('\n'); nl != std::string::npos; nl = r.buffer.find('\n')) {
+    out << "[rank " << r.rank << "] " << r.buffer.substr(0, nl) << "\n";
+    r.buffer.erase(0, nl + 1);
+  }
+  if (all && !r.buffer.empty()) {
+    out << "[rank " << r.rank << "] " << r.buffer << "\n";
+    r.buffer.clear();
+  }
+  out.flush();
+}
+
+// Reads what is available from every rank for up to `ms` milliseconds.
+void pump(std::vector<Rank>& ranks, std::ostream& out, int ms) {
+  std::vector<pollfd> fds;
+  for (auto& r : ranks)
+    if (r.out >= 0) fds.push_back({r.out, POLLIN, 0});
+  if (fds.empty()) {
+    ::usleep(static_cast<useconds_t>(ms) * 1000);
+    return;
+  }
+  if (::poll(fds.data(), fds.size(), ms) <= 0) return;
+  for (auto& r : ranks) {
+    if (r.out < 0) continue;
+    for (const auto& p : fds) {
+      if (p.fd != r.out || !(p.revents & (POLLIN | POLLHUP))) continue;
+      char buf[4096];
+      const ssize_t n = ::read(r.out, buf, sizeof(buf));
+      if (n > 0) {
+        r.buffer.append(buf, static_cast<size_t>(n));
+        flush_lines(r, out, false);
+      } else {
+        flush_lines(r, out, true);
+        ::close(r.out);
+        r.out = -1;
+      }
+    }
+  }
+}
+
+int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+}  // namespace
+
+int launch_command(const LaunchOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.nproc < 1 || o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    err << "composer-cpp launch: need -n >= 1, --nnodes >= 1 and 0 <= --node-rank < --nnodes\n";
+    return 2;
+  }
+  if (o.command.empty()) {
+    err << "composer-cpp launch: no program given (composer-cpp launch -n N -- PROGRAM ARGS...)\n";
+    return 2;
+  }
+  if (o.nnodes > 1 && o.master_port == 0) {
+    err << "composer-cpp launch: several nodes need --master-addr and --master-port\n";
+    return 2;
+  }
+  const int port = o.master_port > 0 ? o.master_port : free_port();
+  const int world = o.nproc * o.nnodes;
+  std::vector<std::string> argv = o.command;
+  if (argv[0] == "train" || argv[0] == "eval") argv.insert(argv.begin(), "/proc/self/exe");
+  std::vector<Rank> ranks(static_cast<size_t>(o.nproc));
+  for (int local = 0; local < o.nproc; ++local) {
+    Rank& r = ranks[static_cast<size_t>(local)];
+    r.rank = o.node_rank * o.nproc + local;
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("launch: pipe failed");
+    r.pid = ::fork();
+    if (r.pid == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::dup2(fds[1], STDERR_FILENO);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      const std::map<std::string, std::string> env{
+          {"RANK", std::to_string(r.rank)},        {"WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_RANK", std::to_string(local)},   {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
+          {"NODE_RANK", std::to_string(o.node_rank)}, {"MASTER_ADDR", o.master_addr},
+          {"MASTER_PORT", std::to_string(port)}};
+      for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      std::fprintf(stderr, "composer-cpp launch: cannot run '%s': %s\n", args[0], std::strerror(errno));
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    r.out = fds[0];
+  }
+  int failed_rank = -1, failed_code = 0;
+  auto any_running = [&] {
+    for (const auto& r : ranks)
+      if (r.running) return true;
+    return false;
+  };
+  std::chrono::steady_clock::time_point kill_at{};
+  while (any_running() || std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.out >= 0; })) {
+    pump(ranks, out, 50);
+    for (auto& r : ranks) {
+      if (!r.running) continue;
+      int st = 0;
+      if (::waitpid(r.pid, &st, WNOHANG) != r.pid) continue;
+      r.running = false;
+      r.status = st;
+      if (exit_code(st) != 0 && failed_rank < 0) {
+        failed_rank = r.rank;
+        failed_code = exit_code(st);
+        err << "composer-cpp launch: rank " << r.rank << " failed with exit code " << failed_code
+            << "; stopping the other ranks\n";
+        for (auto& other : ranks)
+          if (other.running) ::kill(other.pid, SIGTERM);
+        kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.grace_seconds * 1000));
+      }
+    }
+    if (failed_rank >= 0 && std::chrono::steady_clock::now() >= kill_at) {
+      for (auto& r : ranks)
+        if (r.running) ::kill(r.pid, SIGKILL);
+    }
+  }
+  if (failed_rank >= 0) {
+    err << "composer-cpp launch: failed: rank " << failed_rank << " (exit code " << failed_code << ")\n";
+    return failed_code;
+  }
+  return 0;
+}
+
+}  // namespace composer::cli
