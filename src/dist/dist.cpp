@@ -53,14 +53,21 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
+std::string brief(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
+  return e.what();
+}
+
 void run(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
   try {
     work->wait();
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("dist: ") + what + " failed on rank " + std::to_string(get_global_rank()) +
-                             " (a peer died or timed out?): " + e.what());
+                             " (a peer died or timed out?): " + brief(e));
   }
 }
+
+void create_backend(const c10::Device& device, int64_t rank, int64_t world, std::chrono::milliseconds timeout);
 
 }  // namespace
 
@@ -84,8 +91,21 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
   } catch (const std::exception& e) {
     throw std::runtime_error("dist: rank " + std::to_string(rank) + " could not reach the rendezvous at " + addr + ":" +
                              port_text + " within " + std::to_string(timeout.count()) + " ms (WORLD_SIZE=" +
-                             std::to_string(world) + "): " + e.what());
+                             std::to_string(world) + "): " + brief(e));
   }
+  try {
+    create_backend(device, rank, world, timeout);
+  } catch (const std::exception& e) {
+    group().store.reset();
+    throw std::runtime_error("dist: rank " + std::to_string(rank) + " timed out after " + std::to_string(timeout.count()) +
+                             " ms waiting for the other ranks to join at " + addr + ":" + port_text + " (WORLD_SIZE=" +
+                             std::to_string(world) + "; are all ranks started?): " + brief(e));
+  }
+}
+
+namespace {
+
+void create_backend(const c10::Device& device, int64_t rank, int64_t world, std::chrono::milliseconds timeout) {
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>("composer", group().store);
   if (device.is_cuda()) {
 #if COMPOSER_HAS_NCCL
@@ -105,6 +125,8 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
 #endif
   }
 }
+
+}  // namespace
 
 bool is_initialized() { return static_cast<bool>(group().backend); }
 

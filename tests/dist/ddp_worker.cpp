@@ -1,7 +1,7 @@
 // A rank for the distributed tests. Modes:
 //   ddp_worker train OUT MICROBATCH GLOBAL_BATCH   fp64 training; rank 0 writes the final weights to OUT
 //   ddp_worker reducer                             bucketed all-reduce vs a plain all-reduce of every gradient
-//   ddp_worker die TIMEOUT_S                       rank 1 exits with code 3; rank 0 waits in a barrier
+//   ddp_worker die TIMEOUT_S                       rank 1 exits with code 3; rank 0 keeps running for 60 s
 //   ddp_worker rendezvous TIMEOUT_S                only joins the process group
 #include "composer/composer.h"
 
@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <iostream>
+#include <thread>
 
 using namespace composer;
 
@@ -89,11 +90,23 @@ int main(int argc, char** argv) {
   try {
     if (mode == "train" && argc == 5) return train(argv[2], std::atoll(argv[3]), std::atoll(argv[4]));
     if (mode == "reducer") return reducer();
+    if (mode == "unsharded") {  // a multi-rank run whose loader does not shard: the Trainer must refuse it
+      auto model = model_for_rank(1);
+      auto loader = std::make_shared<TensorDataLoader>(data(), TensorDataLoaderOptions(16));
+      Trainer trainer(TrainerOptions(model).train_dataloader(loader).max_duration("1ba").device("cpu").dist_timeout(30));
+      return 0;
+    }
+    if (mode == "orphan" && argc == 3) {  // rank 1 leaves; rank 0's collective must fail with a message, not hang
+      dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[2]) * 1000)));
+      if (dist::get_global_rank() == 1) return 0;
+      dist::barrier();
+      return 0;
+    }
     if ((mode == "die" || mode == "rendezvous") && argc == 3) {
       dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[2]) * 1000)));
       if (mode == "rendezvous") return 0;
       if (dist::get_global_rank() == 1) return 3;
-      dist::barrier();  // waits on the dead peer until the timeout
+      std::this_thread::sleep_for(std::chrono::seconds(60));  // a rank busy for long: the launcher must stop it
       return 0;
     }
   } catch (const std::exception& e) {

@@ -20,12 +20,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct ProcessResult {
   int status;
   std::string output;
 };
 
-Run run(const std::vector<std::string>& argv, double timeout_s = 120) {
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s = 120) {
   testing::ChildProcess p(argv);
   std::string line, all;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
@@ -71,11 +71,11 @@ struct DistTest : ::testing::Test {
 // ranks start from different initial weights (the start-up broadcast makes them rank 0's).
 TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
   const std::string single = (dir / "single.pt").string();
-  const Run one = run({DDP_WORKER, "train", single, "0", "32"});
+  const ProcessResult one = run_process({DDP_WORKER, "train", single, "0", "32"});
   ASSERT_EQ(one.status, 0) << one.output;
   for (const char* microbatch : {"0", "8"}) {
     const std::string out = (dir / (std::string("two-") + microbatch + ".pt")).string();
-    const Run two = run(launch(2, {DDP_WORKER, "train", out, microbatch, "32"}));
+    const ProcessResult two = run_process(launch(2, {DDP_WORKER, "train", out, microbatch, "32"}));
     ASSERT_EQ(two.status, 0) << two.output;
     EXPECT_NE(two.output.find("[rank 0] loss "), std::string::npos) << two.output;
     const auto a = weights(single), b = weights(out);
@@ -85,7 +85,7 @@ TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
 }
 
 TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
-  const Run r = run(launch(2, {DDP_WORKER, "reducer"}));
+  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "reducer"}));
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* rank : {"[rank 0] buckets ", "[rank 1] buckets "}) {
     const auto pos = r.output.find(rank);
@@ -98,7 +98,7 @@ TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
 
 TEST_F(DistTest, LauncherStopsTheOtherRanksWhenOneDies) {
   const auto start = std::chrono::steady_clock::now();
-  const Run r = run(launch(2, {DDP_WORKER, "die", "60"}, {"--grace", "2"}));
+  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "die", "60"}, {"--grace", "2"}));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.status, 3) << r.output;
   EXPECT_NE(r.output.find("rank 1 failed with exit code 3"), std::string::npos) << r.output;
@@ -111,13 +111,26 @@ TEST_F(DistTest, WrongWorldSizeTimesOutWithAClearError) {
   ::setenv("RANK", "0", 1);
   ::setenv("MASTER_PORT", std::to_string(unused_port()).c_str(), 1);
   const auto start = std::chrono::steady_clock::now();
-  const Run r = run({DDP_WORKER, "rendezvous", "3"});
+  const ProcessResult r = run_process({DDP_WORKER, "rendezvous", "3"});
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::unsetenv("WORLD_SIZE");
   ::unsetenv("RANK");
   ::unsetenv("MASTER_PORT");
   EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("WORLD_SIZE=2"), std::string::npos) << r.output;
   EXPECT_LT(secs, 20.0);
+}
+
+TEST_F(DistTest, CollectiveWithADeadPeerFailsWithAMessage) {
+  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "orphan", "10"}, {"--grace", "2"}));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("barrier failed on rank 0"), std::string::npos) << r.output;
+}
+
+TEST_F(DistTest, TrainerRefusesAnUnshardedLoaderInAMultiRankRun) {
+  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "unsharded"}, {"--grace", "2"}));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("The world_size(2) > 1 but the training dataloader does not shard"), std::string::npos) << r.output;
 }
 
 TEST_F(DistTest, UnreachableMasterFailsWithinTheTimeout) {
@@ -145,9 +158,7 @@ TEST(DistSingleProcess, CollectivesAreIdentityAtWorldSizeOne) {
   EXPECT_EQ(dist::all_gather_object("x"), std::vector<std::string>{"x"});
 }
 
-TEST(DistSingleProcess, MultiRankTrainingNeedsAShardedLoader) {
-  // A non-distributed sampler in a multi-rank run is an error, as in Composer (checked before any collective).
-  auto model = ComposerClassifier::wrap(torch::nn::Linear(2, 2));
+TEST(DistSingleProcess, LoadersReportWhetherTheyShard) {
   TensorDataLoader plain(Batch(at::randn({4, 2}), at::zeros({4}, at::kLong)), TensorDataLoaderOptions(2));
   EXPECT_FALSE(plain.is_distributed());
   TensorDataLoader sharded(Batch(at::randn({4, 2}), at::zeros({4}, at::kLong)), TensorDataLoaderOptions(2).num_replicas(2).rank(1));

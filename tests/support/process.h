@@ -1,4 +1,4 @@
-// Child processes for tests: start a program with its stdout on a pipe, read lines, kill, wait.
+// Child processes for tests: start a program with its stdout and stderr on one pipe, read lines, kill, wait.
 #pragma once
 
 #include <fcntl.h>
@@ -23,6 +23,7 @@ class ChildProcess {
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
+      ::dup2(fds[1], STDERR_FILENO);
       ::close(fds[0]);
       ::close(fds[1]);
       std::vector<char*> args;

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   launch->add_option("--master-addr", lo.master_addr, "address of rank 0");
   launch->add_option("--master-port", lo.master_port, "port of rank 0's store (default: a free port)");
   launch->add_option("--grace", lo.grace_seconds, "seconds between SIGTERM and SIGKILL when a rank fails");
-  launch->prefix_command();
+  launch->add_option("command", lo.command, "the program and its arguments (after --), or: train CONFIG ...");
 
   std::string kinds;
   for (const auto& k : composer::cli::registry_kinds()) kinds += (kinds.empty() ? "" : "|") + k;
@@ -48,8 +48,6 @@ int main(int argc, char** argv) {
   if (*train) return composer::cli::train_command(config, overrides, std::cout, std::cerr);
   if (*eval) return composer::cli::eval_command(config, overrides, std::cout, std::cerr);
   if (*launch) {
-    lo.command = launch->remaining();
-    if (!lo.command.empty() && lo.command.front() == "--") lo.command.erase(lo.command.begin());
     return composer::cli::launch_command(lo, std::cout, std::cerr);
   }
   if (*inspect) return composer::cli::inspect_command(checkpoint, std::cout, std::cerr);
