@@ -58,7 +58,9 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> params, int64_t bucket_
   for (size_t i = 0; i < trainable.size(); ++i) {
     const at::Tensor& p = trainable[i];
     const int64_t bytes = p.numel() * static_cast<int64_t>(p.element_size());
-    const bool fresh = impl.buckets.empty() || used + bytes > bucket_bytes ||
+    // The first bucket is small (1 MB, as in PyTorch's DDP) so its all-reduce starts early in the backward pass.
+    const int64_t cap = impl.buckets.size() <= 1 ? std::min<int64_t>(bucket_bytes, 1024 * 1024) : bucket_bytes;
+    const bool fresh = impl.buckets.empty() || used + bytes > cap ||
                        impl.slots[impl.buckets.back().slots.front()].param.scalar_type() != p.scalar_type() ||
                        impl.slots[impl.buckets.back().slots.front()].param.device() != p.device();
     if (fresh) {

@@ -19,7 +19,10 @@ int configure_threads(int n) {
       }
       n = static_cast<int>(v);
     } else {
-      n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      // Ranks started together on one node share its cores.
+      const char* local = std::getenv("LOCAL_WORLD_SIZE");
+      const unsigned ranks = local && std::atoi(local) > 0 ? static_cast<unsigned>(std::atoi(local)) : 1u;
+      n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency() / ranks));
     }
   }
   if (at::get_num_threads() != n) at::set_num_threads(n);

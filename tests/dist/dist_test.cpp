@@ -148,6 +148,20 @@ TEST_F(DistTest, UnreachableMasterFailsWithinTheTimeout) {
   EXPECT_LT(secs, 20.0);
 }
 
+// The YAML CLI under the launcher: training data is sharded automatically and only rank 0 prints the summary.
+TEST_F(DistTest, LaunchTrainFromAConfig) {
+  const std::string cfg = (dir / "ddp.yaml").string();
+  std::ofstream(cfg) << "model: {name: mlp, in_features: 64, hidden: [16]}\n"
+                        "train_data: {dataset: synthetic_images, channels: 1, size: 8, num_samples: 256, batch_size: 16, num_workers: 0}\n"
+                        "eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, num_samples: 64, batch_size: 64}\n"
+                        "max_duration: 1ep\nprogress_bar: false\nrun_name: ddp\n";
+  const ProcessResult r = run_process({COMPOSER_CPP, "launch", "-n", "2", "train", cfg});
+  ASSERT_EQ(r.status, 0) << r.output;
+  // 256 samples over 2 ranks with 16 per rank per batch: 8 batches, 256 samples counted globally.
+  EXPECT_NE(r.output.find("[rank 0] composer-cpp: trained run 'ddp' to 1ep (8 batches)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[rank 1] composer-cpp: trained"), std::string::npos) << r.output;
+}
+
 TEST(DistSingleProcess, CollectivesAreIdentityAtWorldSizeOne) {
   at::Tensor t = at::arange(4).to(at::kFloat);
   dist::all_reduce(t);

@@ -2,6 +2,7 @@
 
 #include "cli/registry.h"
 #include "composer/data/dataset_loader.h"
+#include "composer/dist/env.h"
 #include "composer/data/text.h"
 #include "composer/data/vision.h"
 
@@ -10,8 +11,12 @@
 namespace composer::cli {
 namespace {
 
+// Training data is sharded across ranks (each reads a disjoint part); evaluation data is read whole by every rank,
+// which keeps metrics exact (their summed states divide out) without padding duplicates.
 DatasetLoaderOptions loader_options(const ConfigNode& n, bool train, uint64_t seed) {
   return DatasetLoaderOptions(ConfigNode::positive(n.get_int("batch_size", 64), n.key_path("batch_size")))
+      .num_replicas(train ? dist::get_world_size() : 1)
+      .rank(train ? dist::get_global_rank() : 0)
       .shuffle(n.get_bool("shuffle", train))
       .seed(static_cast<uint64_t>(n.get_int("seed", static_cast<int64_t>(seed))))
       .drop_last(n.get_bool("drop_last", false))

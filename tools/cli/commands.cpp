@@ -47,13 +47,16 @@ int run_guarded(std::ostream& err, F&& f) {
 
 }  // namespace
 
-int train_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out, std::ostream& err) {
+int train_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out_stream,
+                  std::ostream& err) {
   return run_guarded(err, [&] {
     RunSpec spec = build_run(load_with_overrides(config, overrides), /*need_train_data=*/true);
     Trainer trainer(std::move(*spec.options));
     State& s = trainer.state();
     const auto start = std::chrono::steady_clock::now();
     trainer.fit();
+    std::ostringstream discard;
+    std::ostream& out = dist::get_global_rank() == 0 ? out_stream : discard;  // only rank 0 reports
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     out << "composer-cpp: trained run '" << s.run_name << "' to " << s.timestamp.get(s.max_duration->unit()).to_string()
         << " (" << s.timestamp.batch << " batches) in " << std::fixed << std::setprecision(1) << secs << " s\n";

@@ -13,7 +13,8 @@ namespace composer::dist {
 
 /// Contract: construct once over the trainable parameters (same order on every rank). Before the backward pass
 /// whose gradients should be synchronised call prepare(true) (prepare(false), or nothing, for microbatches that only
-/// accumulate). Each parameter's hook copies its accumulated gradient into a flat bucket of about `bucket_bytes`;
+/// accumulate). Each parameter's hook copies its accumulated gradient into a flat bucket (the first up to 1 MB, the
+/// rest up to `bucket_bytes`);
 /// a full bucket's all-reduce starts at once, overlapping the rest of the backward pass. finalize() after backward
 /// starts any incomplete buckets (unused parameters count as zero), waits, and writes the averages into .grad.
 class GradientReducer {
