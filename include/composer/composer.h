@@ -51,3 +51,4 @@
 #include "composer/checkpoint/safetensors.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/gradient_reducer.h"
+#include "composer/utils/allocator.h"

@@ -11,6 +11,7 @@
 #include "composer/optim/decoupled_sgdw.h"
 #include "composer/optim/grad_scaler.h"
 #include "composer/optim/scheduler.h"
+#include "composer/utils/allocator.h"
 #include "composer/utils/compat.h"
 #include "composer/utils/run_name.h"
 #include "composer/utils/threads.h"
@@ -160,6 +161,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   o.validate();
   State& s = t.state;
   configure_threads(o.num_threads());
+  if (o.tune_allocator()) tune_allocator();
   s.device = detail::resolve_device(o.device());
   dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);

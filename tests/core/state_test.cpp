@@ -83,3 +83,20 @@ TEST(StateTest, StrictModelLoadNamesMissingKeys) {
 
 }  // namespace
 }  // namespace composer
+
+namespace composer {
+namespace {
+
+TEST(AllocatorTest, TunesGlibcUnlessTheUserConfiguredIt) {
+#if defined(__GLIBC__)
+  if (std::getenv("GLIBC_TUNABLES") == nullptr) EXPECT_TRUE(tune_allocator());
+  ::setenv("MALLOC_ARENA_MAX", "2", 1);  // an explicit user setting wins
+  EXPECT_FALSE(tune_allocator());
+  ::unsetenv("MALLOC_ARENA_MAX");
+#else
+  EXPECT_FALSE(tune_allocator());
+#endif
+}
+
+}  // namespace
+}  // namespace composer

@@ -91,8 +91,10 @@ struct TrainerOptions {
   TORCH_ARG(std::optional<uint64_t>, seed);
   /// torch deterministic algorithms on.
   TORCH_ARG(bool, deterministic_mode) = false;
-  /// Intra-op threads; 0 = $OMP_NUM_THREADS, else all cores.
+  /// Intra-op threads; 0 = $OMP_NUM_THREADS, else all cores (divided among ranks on a node).
   TORCH_ARG(int, num_threads) = 0;
+  /// Keep freed tensor memory in the process (glibc malloc thresholds; see utils/allocator.h). Off: glibc defaults.
+  TORCH_ARG(bool, tune_allocator) = true;
 
   // Checkpoints (a CheckpointSaver is added after the other callbacks when save_folder is set).
   /// Folder for checkpoints; format variables allowed ("runs/{run_name}/checkpoints"). Empty = no saving.
