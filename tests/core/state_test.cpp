@@ -89,7 +89,9 @@ namespace {
 
 TEST(AllocatorTest, TunesGlibcUnlessTheUserConfiguredIt) {
 #if defined(__GLIBC__)
-  if (std::getenv("GLIBC_TUNABLES") == nullptr) EXPECT_TRUE(tune_allocator());
+  if (std::getenv("GLIBC_TUNABLES") == nullptr) {
+    EXPECT_TRUE(tune_allocator());
+  }
   ::setenv("MALLOC_ARENA_MAX", "2", 1);  // an explicit user setting wins
   EXPECT_FALSE(tune_allocator());
   ::unsetenv("MALLOC_ARENA_MAX");
