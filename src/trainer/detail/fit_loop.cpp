@@ -53,12 +53,16 @@ void run_batch(TrainerImpl& t, Batch batch, Clock::time_point& last_batch_end) {
   const int64_t local_samples = s.batch.num_samples();
   const int64_t local_tokens = s.batch.num_tokens();
   const at::Tensor loss = run_train_step(t, s.device_train_microbatch_size);
-  // One all-reduce for the loss (averaged over ranks) and the batch's samples and tokens (summed).
-  at::Tensor reduced = at::tensor({loss.defined() ? loss.item<double>() : 0.0, double(local_samples), double(local_tokens)}, at::kDouble);
-  dist::all_reduce(reduced);
-  const double loss_value = reduced[0].item<double>() / static_cast<double>(dist::get_world_size());
-  const auto samples = static_cast<int64_t>(reduced[1].item<double>());
-  const auto tokens = static_cast<int64_t>(reduced[2].item<double>());
+  double loss_value = loss.defined() ? loss.item<double>() : 0.0;
+  int64_t samples = local_samples, tokens = local_tokens;
+  if (dist::get_world_size() > 1) {  // one all-reduce: the loss averaged over ranks, samples and tokens summed
+    at::Tensor reduced = at::tensor({loss_value, double(local_samples), double(local_tokens)}, at::kDouble);
+    dist::all_reduce(reduced);
+    const auto r = reduced.accessor<double, 1>();
+    loss_value = r[0] / static_cast<double>(dist::get_world_size());
+    samples = static_cast<int64_t>(r[1]);
+    tokens = static_cast<int64_t>(r[2]);
+  }
   s.total_loss_dict["loss/train/total"] = loss_value;
   t.logger.log_metrics({{"loss/train/total", loss_value}});
   if (t.options.step_schedulers_every_batch()) apply_schedulers(s, t.base_lrs, t.options.scale_schedule_ratio());

@@ -64,9 +64,12 @@ at::Tensor train_microbatches(TrainerImpl& t, const Batch& full_batch, int64_t m
       microbatch_size > 0 ? batch.split(microbatch_size) : std::vector<Batch>{batch};
   // Composer: each microbatch's loss is weighted by its samples over the rank-average batch size, so the
   // gradients averaged across ranks are the sample-weighted mean over the global batch.
-  at::Tensor samples = at::full({1}, static_cast<double>(batch.num_samples()), at::kDouble);
-  dist::all_reduce(samples);
-  const double total_samples = samples.item<double>() / static_cast<double>(dist::get_world_size());
+  double total_samples = static_cast<double>(batch.num_samples());
+  if (dist::get_world_size() > 1) {
+    at::Tensor samples = at::full({1}, total_samples, at::kDouble);
+    dist::all_reduce(samples);
+    total_samples = samples.item<double>() / static_cast<double>(dist::get_world_size());
+  }
   at::Tensor total;
   for (size_t i = 0; i < microbatches.size(); ++i) {
     s.batch = microbatches[i];
