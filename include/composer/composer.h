@@ -52,3 +52,4 @@
 #include "composer/dist/dist.h"
 #include "composer/dist/gradient_reducer.h"
 #include "composer/utils/allocator.h"
+#include "composer/utils/format_name.h"

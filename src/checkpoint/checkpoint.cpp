@@ -58,10 +58,6 @@ c10::IValue prune(const c10::IValue& value, const std::string& path, const std::
   return out;
 }
 
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
-}
-
 }  // namespace
 
 c10::IValue make_checkpoint(const State& state, bool weights_only) {
@@ -135,31 +131,6 @@ void restore_rng(const c10::IValue& rng, int64_t rank) {
       set_generator_state(at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))), cuda.get(i));
     }
   }
-}
-
-std::string format_name(const std::string& pattern, const State& state) {
-  std::string s = pattern;
-  const Timestamp& t = state.timestamp;
-  const std::vector<std::pair<std::string, std::string>> vars{
-      {"{run_name}", state.run_name},
-      {"{rank}", std::to_string(dist::get_global_rank())},
-      {"{local_rank}", std::to_string(dist::get_local_rank())},
-      {"{world_size}", std::to_string(dist::get_world_size())},
-      {"{local_world_size}", std::to_string(dist::get_local_world_size())},
-      {"{node_rank}", std::to_string(dist::get_node_rank())},
-      {"{epoch}", std::to_string(t.epoch)},
-      {"{batch}", std::to_string(t.batch)},
-      {"{batch_in_epoch}", std::to_string(t.batch_in_epoch)},
-      {"{sample}", std::to_string(t.sample)},
-      {"{sample_in_epoch}", std::to_string(t.sample_in_epoch)},
-      {"{token}", std::to_string(t.token)},
-      {"{token_in_epoch}", std::to_string(t.token_in_epoch)},
-      {"{total_wct}", std::to_string(static_cast<int64_t>(t.total_wct.count()))},
-      {"{epoch_wct}", std::to_string(static_cast<int64_t>(t.epoch_wct.count()))},
-      {"{batch_wct}", std::to_string(static_cast<int64_t>(t.batch_wct.count()))},
-  };
-  for (const auto& [k, v] : vars) replace_all(s, k, v);
-  return s;
 }
 
 c10::IValue remove_keys(c10::IValue payload, const std::vector<std::string>& patterns) { return prune(payload, "", patterns); }

@@ -49,9 +49,7 @@ std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string&
                         "{total_wct}", "{epoch_wct}", "{batch_wct}"}) {
     for (auto pos = pattern.find(v); pos != std::string::npos; pos = pattern.find(v)) pattern.replace(pos, std::strlen(v), "@D@");
   }
-  State names;
-  names.run_name = state.run_name;
-  pattern = format_name(pattern, names);
+  pattern = format_name_with_dist(pattern, state.run_name);
   for (auto pos = pattern.find("@D@"); pos != std::string::npos; pos = pattern.find("@D@")) pattern.replace(pos, 3, R"(\d+)");
   pattern.replace(pattern.find("@KEY@"), 5, R"((\d+))");
   const std::regex re(pattern);

@@ -1,6 +1,7 @@
 #include "composer/core/logger.h"
 
 #include "composer/core/state.h"
+#include "composer/utils/format_name.h"
 
 namespace composer {
 
@@ -32,8 +33,7 @@ void Logger::log_images(const at::Tensor& images, const std::string& name, std::
 }
 
 void Logger::upload_file(const std::string& remote_file_name, const std::string& file_path, bool overwrite) {
-  std::string name = remote_file_name;
-  if (auto pos = name.find("{run_name}"); pos != std::string::npos) name.replace(pos, 10, state_.run_name);
+  const std::string name = format_name_with_dist(remote_file_name, state_.run_name);
   for (auto& d : destinations_)
     if (d->can_upload_files()) d->upload_file(name, file_path, overwrite);
 }

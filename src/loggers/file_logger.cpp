@@ -1,29 +1,19 @@
 #include "composer/loggers/file_logger.h"
 
 #include "composer/core/state.h"
-#include "composer/dist/env.h"
+#include "composer/utils/format_name.h"
 
 #include <filesystem>
 #include <stdexcept>
 
 namespace composer {
-namespace {
-
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
-}
-
-}  // namespace
-
 FileLogger::FileLogger(FileLoggerOptions options) : options_(std::move(options)) {
   if (options_.filename().empty()) throw std::invalid_argument("FileLogger.filename must not be empty");
   if (options_.flush_interval() <= 0) throw std::invalid_argument("FileLogger.flush_interval must be > 0");
 }
 
 void FileLogger::init(State& state, Logger&) {
-  path_ = options_.filename();
-  replace_all(path_, "{run_name}", state.run_name);
-  replace_all(path_, "{rank}", std::to_string(dist::get_global_rank()));
+  path_ = format_name_with_dist(options_.filename(), state.run_name);
   const std::filesystem::path p(path_);
   if (std::filesystem::exists(p) && !options_.overwrite()) {
     throw std::invalid_argument("FileLogger: '" + path_ + "' already exists; set overwrite or choose another filename");

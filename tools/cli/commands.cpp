@@ -20,12 +20,6 @@ YAML::Node load_with_overrides(const std::string& config, const std::vector<std:
   return root;
 }
 
-std::string fill(std::string pattern, const std::string& run_name) {
-  for (auto pos = pattern.find("{run_name}"); pos != std::string::npos; pos = pattern.find("{run_name}")) pattern.replace(pos, 10, run_name);
-  for (auto pos = pattern.find("{rank}"); pos != std::string::npos; pos = pattern.find("{rank}")) pattern.replace(pos, 6, "0");
-  return pattern;
-}
-
 void print_eval_metrics(const State& s, std::ostream& out) {
   for (const auto& [label, metrics] : s.eval_metrics)
     for (const auto& [name, value] : s.eval_metric_values)
@@ -63,7 +57,7 @@ int train_command(const std::string& config, const std::vector<std::string>& ove
     out << std::defaultfloat << std::setprecision(6);
     out << "  loss/train/total = " << s.total_loss_dict["loss/train/total"] << "\n";
     print_eval_metrics(s, out);
-    for (const auto& p : spec.log_file_patterns) out << "  logs: " << fill(p, s.run_name) << "\n";
+    for (const auto& p : spec.log_file_patterns) out << "  logs: " << format_name_with_dist(p, s.run_name) << "\n";
     for (const auto& cb : s.callbacks) {
       const auto* saver = dynamic_cast<const CheckpointSaver*>(cb.get());
       if (saver && !saver->saved_checkpoints().empty()) {

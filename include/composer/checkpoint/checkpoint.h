@@ -6,6 +6,8 @@
 // A weights-only checkpoint has {"state": {"model", "metadata"}}.
 #pragma once
 
+#include "composer/utils/format_name.h"
+
 #include <ATen/core/ivalue.h>
 
 #include <optional>
@@ -45,11 +47,6 @@ std::optional<c10::IValue> apply_checkpoint(State& state, c10::IValue payload, c
                                             const std::string& path);
 /// Restores the torch CPU (and CUDA) generators from a checkpoint's "rng" entry (this rank's element).
 void restore_rng(const c10::IValue& rng, int64_t rank = 0);
-
-/// Fills Composer's format variables: {run_name} {rank} {local_rank} {world_size} {local_world_size} {node_rank}
-/// {epoch} {batch} {batch_in_epoch} {sample} {sample_in_epoch} {token} {token_in_epoch} {total_wct} {epoch_wct}
-/// {batch_wct}. Unknown placeholders are kept.
-std::string format_name(const std::string& pattern, const State& state);
 
 /// Removes the entries of `payload` matched by the glob patterns (paths like "state/model/fc.weight").
 c10::IValue remove_keys(c10::IValue payload, const std::vector<std::string>& patterns);

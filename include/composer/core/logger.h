@@ -50,7 +50,7 @@ class Logger {
   void log_traces(const std::map<std::string, double>& traces);
   void log_images(const at::Tensor& images, const std::string& name = "Images",
                   std::optional<int64_t> step = std::nullopt);
-  /// Sends a file to every destination that can upload files; `{run_name}` etc. in the name are formatted.
+  /// Sends a file to every destination that can upload files; {run_name} and the dist variables are filled in.
   void upload_file(const std::string& remote_file_name, const std::string& file_path, bool overwrite = false);
 
   const std::vector<std::shared_ptr<LoggerDestination>>& destinations() const { return destinations_; }

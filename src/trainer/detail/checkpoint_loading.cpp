@@ -28,25 +28,15 @@ bool try_autoresume(TrainerImpl& t) {
   State& s = t.state;
   const TrainerOptions& o = t.options;
   const std::string folder = format_name(o.save_folder(), s);
+  // Newest first by batch (find_checkpoints' order): a kill between a checkpoint's rename and the link update leaves
+  // the link one behind. A link target outside the naming pattern is tried last.
   std::vector<std::string> candidates;
+  for (const auto& [count, path] : find_checkpoints(folder, o.save_filename(), s)) candidates.push_back(fs::canonical(path).string());
   const fs::path latest = fs::path(folder) / format_name(o.save_latest_filename(), s);
   if (!o.save_latest_filename().empty() && fs::is_symlink(latest) && fs::exists(latest)) {
-    candidates.push_back(fs::canonical(latest).string());
+    const std::string target = fs::canonical(latest).string();
+    if (std::find(candidates.begin(), candidates.end(), target) == candidates.end()) candidates.push_back(target);
   }
-  for (const auto& [count, path] : find_checkpoints(folder, o.save_filename(), s)) {
-    if (std::find(candidates.begin(), candidates.end(), fs::canonical(path).string()) == candidates.end()) {
-      candidates.push_back(fs::canonical(path).string());
-    }
-  }
-  // Newest first by batch: a kill between a checkpoint's rename and the link update leaves the link one behind.
-  std::stable_sort(candidates.begin(), candidates.end(), [&](const std::string& a, const std::string& b) {
-    int64_t ka = -1, kb = -1;
-    for (const auto& [count, path] : find_checkpoints(folder, o.save_filename(), s)) {
-      if (fs::canonical(path).string() == a) ka = count;
-      if (fs::canonical(path).string() == b) kb = count;
-    }
-    return ka > kb;
-  });
   for (const auto& path : candidates) {
     c10::IValue payload;
     try {
