@@ -1,6 +1,7 @@
 // Composer C++: the whole public API in one include.
 #pragma once
 
+#include "composer/algorithms/algorithms.h"
 #include "composer/callbacks/lr_monitor.h"
 #include "composer/callbacks/speed_monitor.h"
 #include "composer/core/algorithm.h"

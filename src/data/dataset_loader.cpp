@@ -71,6 +71,19 @@ void DatasetLoader::skip(int64_t n) {
   cursor_ = std::min(num_batches_, cursor_ + std::max<int64_t>(0, n));
 }
 
+void DatasetLoader::prepend_transform(BatchTransform transform) {
+  if (!transform) throw std::invalid_argument("DatasetLoader::prepend_transform: the transform is empty");
+  stop_workers();
+  BatchTransform rest = options_.transform();
+  if (!rest) {
+    options_.transform(std::move(transform));
+    return;
+  }
+  options_.transform([first = std::move(transform), rest = std::move(rest)](Batch batch, at::Generator& gen) {
+    return rest(first(std::move(batch), gen), gen);
+  });
+}
+
 std::pair<int64_t, int64_t> DatasetLoader::position() const { return {epoch_, cursor_}; }
 
 Batch DatasetLoader::make_batch(int64_t index) const {

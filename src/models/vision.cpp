@@ -69,13 +69,6 @@ BasicBlock::BasicBlock(int64_t in, int64_t channels, int64_t stride) {
   if (stride != 1 || in != channels) add("downsample", projection(in, channels, stride));
 }
 
-at::Tensor BasicBlock::forward(const at::Tensor& x) {
-  at::Tensor out = at::relu(child("bn1").forward(child("conv1").forward(x)));
-  out = child("bn2").forward(child("conv2").forward(out));
-  const at::Tensor identity = named_children().contains("downsample") ? child("downsample").forward(x) : x;
-  return at::relu(out + identity);
-}
-
 ResNetBottleneck::ResNetBottleneck(int64_t in, int64_t channels, int64_t stride) {
   add("conv1", std::make_shared<nn::Conv2d>(in, channels, 1, 1, 0, false));
   add("bn1", std::make_shared<nn::BatchNorm2d>(channels));
@@ -86,12 +79,23 @@ ResNetBottleneck::ResNetBottleneck(int64_t in, int64_t channels, int64_t stride)
   if (stride != 1 || in != channels * kExpansion) add("downsample", projection(in, channels * kExpansion, stride));
 }
 
+at::Tensor basic_residual(nn::Composite& b, const at::Tensor& x) {
+  const at::Tensor out = at::relu(b.child("bn1").forward(b.child("conv1").forward(x)));
+  return b.child("bn2").forward(b.child("conv2").forward(out));
+}
+
+at::Tensor bottleneck_residual(nn::Composite& b, const at::Tensor& x) {
+  at::Tensor out = at::relu(b.child("bn1").forward(b.child("conv1").forward(x)));
+  out = at::relu(b.child("bn2").forward(b.child("conv2").forward(out)));
+  return b.child("bn3").forward(b.child("conv3").forward(out));
+}
+
+at::Tensor block_shortcut(nn::Composite& b, const at::Tensor& x) { return b.has("downsample") ? b.child("downsample").forward(x) : x; }
+
+at::Tensor BasicBlock::forward(const at::Tensor& x) { return at::relu(basic_residual(*this, x) + block_shortcut(*this, x)); }
+
 at::Tensor ResNetBottleneck::forward(const at::Tensor& x) {
-  at::Tensor out = at::relu(child("bn1").forward(child("conv1").forward(x)));
-  out = at::relu(child("bn2").forward(child("conv2").forward(out)));
-  out = child("bn3").forward(child("conv3").forward(out));
-  const at::Tensor identity = named_children().contains("downsample") ? child("downsample").forward(x) : x;
-  return at::relu(out + identity);
+  return at::relu(bottleneck_residual(*this, x) + block_shortcut(*this, x));
 }
 
 at::Tensor ResNet::forward(const at::Tensor& x) {

@@ -67,6 +67,7 @@ at::Tensor Embedding::forward(const at::Tensor& ids) { return at::embedding(weig
 
 at::Tensor ReLU::forward(const at::Tensor& x) { return at::relu(x); }
 at::Tensor GELU::forward(const at::Tensor& x) { return at::gelu(x); }
+at::Tensor Sigmoid::forward(const at::Tensor& x) { return at::sigmoid(x); }
 
 MaxPool2d::MaxPool2d(int64_t k, int64_t s, int64_t p) : kernel_size(k), stride(s), padding(p) {}
 at::Tensor MaxPool2d::forward(const at::Tensor& x) { return at::max_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding}); }

@@ -116,7 +116,6 @@ void setup_evaluation(TrainerImpl& t) {
 
 void setup_optimization(TrainerImpl& t) {
   State& s = t.state;
-  s.optimizer = t.options.optimizer();
   if (!s.optimizer) s.optimizer = std::make_shared<optim::DecoupledSGDW>(s.model->parameters(), optim::DecoupledSGDWOptions(0.1));
   t.base_lrs = base_lrs_of(*s.optimizer);
   s.schedulers = t.options.schedulers();
@@ -180,6 +179,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   s.model = o.model();
   s.model->to(s.device);
   s.algorithms = o.algorithms();
+  s.optimizer = o.optimizer();  // before INIT, so surgery moves its parameters (the default one is built after)
   detail::install_callbacks(t);
   for (const auto& pass : o.algorithm_passes()) t.engine.register_pass(pass);
   t.engine.set_log_traces(o.log_traces());

@@ -58,8 +58,14 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_NE(err.str().find("train_data.batch_size: expected a positive integer"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("f.yaml", synthetic("schedulers: [{name: linear_with_warmup}]\n"))), 2);
   EXPECT_NE(err.str().find("schedulers.0.t_warmup: required"), std::string::npos) << err.str();
-  EXPECT_EQ(train(config("g.yaml", synthetic("algorithms: [{name: BlurPool}]\n"))), 2);
-  EXPECT_NE(err.str().find("algorithms.0.name: unknown algorithm 'BlurPool'"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("g.yaml", synthetic("algorithms: [{name: BlurPol}]\n"))), 2);
+  EXPECT_NE(err.str().find("algorithms.0.name: unknown algorithm 'BlurPol'; registered: augmix, blurpool"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("h.yaml", synthetic("algorithms: [{name: mixup, alpha: lots}]\n"))), 2);
+  EXPECT_NE(err.str().find("algorithms.0.alpha: expected a number, got 'lots'"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("i.yaml", synthetic("algorithms: [{name: cutout, holes: 2}]\n"))), 2);
+  EXPECT_NE(err.str().find("algorithms.0.holes: unknown hyperparameter; known:"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("j.yaml", synthetic("algorithms: [{name: label_smoothing, smoothing: 1.5}]\n"))), 2);
+  EXPECT_NE(err.str().find("LabelSmoothing.smoothing must be in [0.0, 1.0), got 1.5"), std::string::npos) << err.str();
 }
 
 TEST_F(CliTest, MissingFilesAndBadYaml) {
@@ -132,6 +138,26 @@ TEST_F(CliTest, InspectAndExportSafetensors) {
   EXPECT_NE(be.str().find("nope.pt"), std::string::npos);
 }
 
+TEST_F(CliTest, TrainsWithAlgorithmsFromYaml) {
+  const std::string cfg = config("algos.yaml",
+      "model: {name: mnist_cnn, in_channels: 1, width: 16}\n"
+      "train_data: {dataset: synthetic_images, channels: 1, size: 28, num_samples: 128, batch_size: 32, num_workers: 0}\n"
+      "max_duration: 2ba\nprogress_bar: false\n"
+      "algorithms:\n"
+      "  - {name: BlurPool, min_channels: 1}\n"
+      "  - {name: channels_last}\n"
+      "  - {name: label_smoothing, smoothing: 0.2}\n"
+      "  - {name: cutout, length: 0.25}\n"
+      "  - {name: mixup, alpha: 0.3}\n"
+      "save_folder: " + (dir / "algos").string() + "\nsave_interval: 2ba\n");
+  ASSERT_EQ(train(cfg), 0) << err.str();
+  std::ostringstream iout, ierr;
+  ASSERT_EQ(inspect_command((dir / "algos" / "ep0-ba2-rank0.pt").string(), iout, ierr), 0) << ierr.str();
+  EXPECT_NE(iout.str().find("BlurPool(replace_convs=True, replace_maxpools=True, blur_first=True, min_channels=1)"),
+            std::string::npos) << iout.str();
+  EXPECT_NE(iout.str().find("LabelSmoothing(smoothing=0.2"), std::string::npos) << iout.str();
+}
+
 TEST_F(CliTest, ListShowsRegistries) {
   std::ostringstream o, e;
   ASSERT_EQ(list_command("schedulers", o, e), 0);
@@ -139,6 +165,14 @@ TEST_F(CliTest, ListShowsRegistries) {
   std::ostringstream o2, e2;
   ASSERT_EQ(list_command("models", o2, e2), 0);
   EXPECT_NE(o2.str().find("mnist_cnn"), std::string::npos);
+  std::ostringstream oa, ea;
+  ASSERT_EQ(list_command("algorithms", oa, ea), 0);
+  for (const char* name : {"augmix", "blurpool", "channels_last", "colout", "cutmix", "cutout", "factorize", "ghost_batchnorm",
+                           "label_smoothing", "mixup", "progressive_resizing", "randaugment", "squeeze_excite",
+                           "stochastic_depth", "weight_standardization"}) {
+    EXPECT_NE(oa.str().find(name), std::string::npos) << name;
+  }
+  EXPECT_NE(oa.str().find("BlurPool: anti-aliased"), std::string::npos) << oa.str();
   std::ostringstream o3, e3;
   EXPECT_EQ(list_command("widgets", o3, e3), 1);
   EXPECT_NE(e3.str().find("unknown kind 'widgets'"), std::string::npos);

@@ -124,6 +124,24 @@ std::shared_ptr<ComposerScheduler> build_scheduler(const ConfigNode& n) {
   return std::make_shared<MultiStepWithWarmupScheduler>(required("t_warmup"), n.get_times("milestones", TimeUnit::EPOCH), n.get_double("gamma", 0.1), scale);
 }
 
+// `- name: blurpool` plus the algorithm's hyperparameters as scalars; the registry checks names and values.
+std::shared_ptr<Algorithm> build_algorithm(const ConfigNode& n) {
+  const std::string name = n.require_string("name");
+  if (!algorithms::find_algorithm(name)) require_registered("algorithms", name, n.key_path("name"));  // throws
+  std::map<std::string, std::string> hparams;
+  for (const auto& kv : n.yaml()) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "name") continue;
+    if (!kv.second.IsScalar()) throw ConfigError(n.key_path(key) + ": expected a scalar value");
+    hparams[key] = kv.second.Scalar();
+  }
+  try {
+    return algorithms::make_algorithm(name, hparams, n.path());
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+}
+
 std::shared_ptr<Callback> build_callback(const ConfigNode& n) {
   n.expect_keys({"name", "window_size", "time_unit", "monitor", "dataloader_label", "threshold", "stop_on_batch"});
   const std::string name = n.require_string("name");
@@ -209,7 +227,9 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   std::vector<std::shared_ptr<ComposerScheduler>> schedulers;
   for (const auto& s : root.children("schedulers")) schedulers.push_back(build_scheduler(s));
   o.schedulers(schedulers);
-  for (const auto& a : root.children("algorithms")) require_registered("algorithms", a.require_string("name"), a.key_path("name"));
+  std::vector<std::shared_ptr<Algorithm>> algorithms;
+  for (const auto& a : root.children("algorithms")) algorithms.push_back(build_algorithm(a));
+  o.algorithms(algorithms);
   std::vector<std::shared_ptr<Callback>> callbacks;
   for (const auto& c : root.children("callbacks")) callbacks.push_back(build_callback(c));
   o.callbacks(callbacks);

@@ -107,8 +107,15 @@ int inspect_command(const std::string& checkpoint, std::ostream& out, std::ostre
       out << "algorithms:";
       const auto algos = state.at("algorithms").toList();
       if (algos.size() == 0) out << " (none)";
-      for (const auto& a : algos) out << " " << a.get().toTupleRef().elements().at(0).toStringRef();
       out << "\n";
+      for (const auto& a : algos) {  // the repr Composer stores tells how to re-create each one
+        const auto& entry = a.get().toTupleRef().elements();
+        std::string shown = entry.at(0).toStringRef();
+        if (entry.at(1).isGenericDict() && entry.at(1).toGenericDict().contains("repr")) {
+          shown = entry.at(1).toGenericDict().at("repr").toStringRef();
+        }
+        out << "  " << shown << "\n";
+      }
     }
     if (state.contains("optimizers")) {
       out << "optimizers:";

@@ -1,6 +1,7 @@
 #include "cli/registry.h"
 
 #include "cli/config_node.h"
+#include "composer/algorithms/registry.h"
 
 #include <map>
 #include <stdexcept>
@@ -51,10 +52,14 @@ const std::map<std::string, std::vector<RegistryEntry>>& tables() {
       {"loggers",
        {{"file", "JSON lines per rank: filename, flush_interval, overwrite"},
         {"console", "Composer's console lines: log_interval"}}},
-      // Speed-up algorithms arrive with their own issue; the registry is where they will be listed.
-      {"algorithms", {}},
   };
-  return t;
+  static const std::map<std::string, std::vector<RegistryEntry>> all = [] {
+    auto tables = t;
+    auto& algos = tables["algorithms"];
+    for (const auto& a : algorithms::algorithm_registry()) algos.push_back({a.name, a.class_name + ": " + a.summary});
+    return tables;
+  }();
+  return all;
 }
 
 std::string names(const std::vector<RegistryEntry>& entries) {

@@ -58,6 +58,9 @@ class DatasetLoader : public DataLoader {
   /// Position in the current pass: (epoch, batches consumed).
   std::pair<int64_t, int64_t> position() const;
   const Dataset& dataset() const { return *dataset_; }
+  /// Runs `transform` before the configured transform (algorithms add theirs at FIT_START). Stops prefetching
+  /// workers; the next reset() starts them with the new pipeline.
+  void prepend_transform(BatchTransform transform);
 
  private:
   struct Pipeline;

@@ -31,6 +31,13 @@ class ResNetBottleneck : public nn::Composite {
   static constexpr int64_t kExpansion = 4;
 };
 
+/// The two halves of a residual block built with BasicBlock's or ResNetBottleneck's child names, for blocks that
+/// recombine them differently (StochasticDepth): relu(residual(x) + shortcut(x)) is the plain block.
+at::Tensor basic_residual(nn::Composite& block, const at::Tensor& x);
+at::Tensor bottleneck_residual(nn::Composite& block, const at::Tensor& x);
+/// downsample(x) when the block has a "downsample" child, else x.
+at::Tensor block_shortcut(nn::Composite& block, const at::Tensor& x);
+
 /// conv1, bn1, [maxpool], layer1..layerN (Sequentials of blocks), global average pool, fc.
 class ResNet : public nn::Composite {
  public:

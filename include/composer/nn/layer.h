@@ -30,6 +30,7 @@ class Composite : public Layer {
  public:
   /// Registers `layer` as child `name` (also in the torch registry: parameters(), to(), named_modules()).
   std::shared_ptr<Layer> add(const std::string& name, std::shared_ptr<Layer> layer);
+  bool has(const std::string& name) const { return layers_.count(name) > 0; }
   /// The child called `name`; throws std::out_of_range naming it.
   Layer& child(const std::string& name) const;
   std::shared_ptr<Layer> child_ptr(const std::string& name) const;

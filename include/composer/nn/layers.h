@@ -58,6 +58,11 @@ class GELU : public Layer {
   at::Tensor forward(const at::Tensor& x) override;
 };
 
+class Sigmoid : public Layer {
+ public:
+  at::Tensor forward(const at::Tensor& x) override;
+};
+
 class MaxPool2d : public Layer {
  public:
   MaxPool2d(int64_t kernel_size, int64_t stride, int64_t padding = 0);

@@ -38,6 +38,8 @@ class DecoupledAdamW : public torch::optim::Optimizer {
   at::Tensor step(LossClosure closure = nullptr) override;
   c10::IValue state_dict() const;
   void load_state_dict(const c10::IValue& state);
+  /// Forgets the moments of `param` (module surgery removed it).
+  void erase_state(const at::Tensor& param) { state_by_param_.erase(param.unsafeGetTensorImpl()); }
 
  private:
   struct ParamState {

@@ -39,6 +39,8 @@ class DecoupledSGDW : public torch::optim::Optimizer {
   /// Python-style {"state": {index: {"momentum_buffer": t}}, "param_groups": [...]}.
   c10::IValue state_dict() const;
   void load_state_dict(const c10::IValue& state);
+  /// Forgets the momentum buffer of `param` (module surgery removed it).
+  void erase_state(const at::Tensor& param) { momentum_buffers_.erase(param.unsafeGetTensorImpl()); }
 
  private:
   void init_groups();

@@ -114,6 +114,17 @@ inline at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::
 #endif
 }
 
+/// Drops a parameter's entry from a torch::optim optimizer's state (keyed by the TensorImpl address printed as a
+/// string in 1.13, by the address itself in 2.x). A template so this header need not include the optimizer API.
+template <class Optimizer>
+void erase_optimizer_state(Optimizer& optimizer, const at::Tensor& param) {
+#if COMPOSER_TORCH_AT_LEAST(2, 0)
+  optimizer.state().erase(param.unsafeGetTensorImpl());
+#else
+  optimizer.state().erase(c10::guts::to_string(param.unsafeGetTensorImpl()));
+#endif
+}
+
 /// The LibTorch version as "MAJOR.MINOR.PATCH" (recorded in checkpoint metadata and hparams).
 inline std::string torch_version() { return TORCH_VERSION; }
 

@@ -1,0 +1,61 @@
+// ColOut: drops random rows and columns of images, shrinking them (Composer's ColOut).
+#pragma once
+
+#include "composer/core/algorithm.h"
+#include "composer/data/dataset_loader.h"
+
+#include <torch/arg.h>
+
+#include <optional>
+#include <utility>
+
+namespace composer {
+namespace functional {
+
+/// Whether to crop the targets too: always, never, or when they are images with the input's height and width.
+enum class ResizeTarget { Auto, Yes, No };
+
+/// Keeps int((1 - p_row) H) random rows and int((1 - p_col) W) random columns (in order, the same for the whole
+/// batch) of `input` [..., H, W]; `target` gets the same crop when resize_target says so (an undefined target is
+/// returned undefined). Randomness from `gen` when given, else the default generator.
+std::pair<at::Tensor, at::Tensor> colout_batch(const at::Tensor& input, const at::Tensor& target = {},
+                                               double p_row = 0.15, double p_col = 0.15,
+                                               ResizeTarget resize_target = ResizeTarget::Auto,
+                                               std::optional<at::Generator> gen = std::nullopt);
+
+/// ColOut per image (a different crop for each sample), as a data-loader transform on the batch's "input" field.
+BatchTransform colout_transform(double p_row = 0.15, double p_col = 0.15);
+
+}  // namespace functional
+
+namespace algorithms {
+
+struct ColOutOptions {
+  TORCH_ARG(double, p_row) = 0.15;
+  TORCH_ARG(double, p_col) = 0.15;
+  /// true: one crop per batch on the device at AFTER_DATALOADER; false: per-sample crops in the data loader.
+  TORCH_ARG(bool, batch) = true;
+  TORCH_ARG(functional::ResizeTarget, resize_target) = functional::ResizeTarget::Auto;
+  TORCH_ARG(BatchKey, input_key) = BatchKey{int64_t{0}};
+  TORCH_ARG(BatchKey, target_key) = BatchKey{int64_t{1}};
+
+ public:
+  void validate() const;
+};
+
+/// Batch mode: AFTER_DATALOADER. Sample mode: FIT_START adds colout_transform() in front of the training
+/// DatasetLoader's transforms (other loaders are an error).
+class ColOut : public Algorithm {
+ public:
+  explicit ColOut(ColOutOptions options = {});
+  bool match(Event event, const State& state) override;
+  std::optional<int> apply(Event event, State& state, Logger& logger) override;
+  std::string repr() const override;
+
+ private:
+  ColOutOptions options_;
+  bool transform_added_ = false;
+};
+
+}  // namespace algorithms
+}  // namespace composer

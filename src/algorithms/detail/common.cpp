@@ -1,0 +1,108 @@
+#include "algorithms/detail/common.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <iomanip>
+
+namespace composer::algorithms::detail {
+namespace {
+
+at::Tensor gamma(double shape, int64_t n, const std::optional<at::Generator>& gen) {
+  const at::Tensor alpha = at::full({n}, shape, at::kDouble);
+  return gen ? at::_standard_gamma(alpha, *gen) : at::_standard_gamma(alpha);
+}
+
+std::string format_double(double v) {
+  std::ostringstream os;
+  os << std::setprecision(10) << v;
+  std::string s = os.str();
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // Python prints floats with a decimal point
+  return s;
+}
+
+}  // namespace
+
+double sample_beta(double a, double b, std::optional<at::Generator> gen) {
+  const double x = gamma(a, 1, gen).item<double>();
+  const double y = gamma(b, 1, gen).item<double>();
+  return x + y > 0 ? x / (x + y) : 0.5;
+}
+
+std::vector<double> sample_dirichlet(double alpha, int64_t n, std::optional<at::Generator> gen) {
+  const at::Tensor g = gamma(alpha, n, gen);
+  const double total = g.sum().item<double>();
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = total > 0 ? g[i].item<double>() / total : 1.0 / static_cast<double>(n);
+  return out;
+}
+
+int64_t randint(int64_t lo, int64_t hi, std::optional<at::Generator> gen) {
+  if (hi <= lo) throw std::invalid_argument("randint: empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+  const at::Tensor r = gen ? at::randint(lo, hi, {1}, *gen, at::kLong) : at::randint(lo, hi, {1}, at::kLong);
+  return r.item<int64_t>();
+}
+
+double uniform(double lo, double hi, std::optional<at::Generator> gen) {
+  const at::Tensor r = gen ? at::rand({1}, *gen, at::kDouble) : at::rand({1}, at::kDouble);
+  return lo + (hi - lo) * r.item<double>();
+}
+
+at::Tensor randperm(int64_t n, const c10::Device& device) {
+  return at::randperm(n, at::TensorOptions().dtype(at::kLong)).to(device);
+}
+
+Repr& Repr::add(const std::string& key, double v) {
+  items_.emplace_back(key, format_double(v));
+  return *this;
+}
+Repr& Repr::add(const std::string& key, int64_t v) {
+  items_.emplace_back(key, std::to_string(v));
+  return *this;
+}
+Repr& Repr::add(const std::string& key, bool v) {
+  items_.emplace_back(key, v ? "True" : "False");
+  return *this;
+}
+Repr& Repr::add(const std::string& key, const std::string& v) {
+  items_.emplace_back(key, "'" + v + "'");
+  return *this;
+}
+Repr& Repr::add(const std::string& key, const BatchKey& v) {
+  if (std::holds_alternative<int64_t>(v)) return add(key, std::get<int64_t>(v));
+  return add(key, std::get<std::string>(v));
+}
+
+std::string Repr::str() const {
+  std::string s = name_ + "(";
+  for (size_t i = 0; i < items_.size(); ++i) s += (i ? ", " : "") + items_[i].first + "=" + items_[i].second;
+  return s + ")";
+}
+
+void bad_option(const std::string& what, const std::string& field, const std::string& expected, double value) {
+  throw std::invalid_argument(what + "." + field + " must be " + expected + ", got " + format_double(value));
+}
+
+void require_range(const std::string& what, const std::string& field, double value, double lo, double hi, bool lo_open,
+                   bool hi_open) {
+  const bool ok = (lo_open ? value > lo : value >= lo) && (hi_open ? value < hi : value <= hi) && !std::isnan(value);
+  if (!ok) {
+    const std::string hi_s = std::isinf(hi) ? "inf" : format_double(hi);
+    bad_option(what, field, std::string("in ") + (lo_open ? "(" : "[") + format_double(lo) + ", " + hi_s + (hi_open ? ")" : "]"),
+               value);
+  }
+}
+
+at::Tensor& batch_field(Batch& batch, const BatchKey& key, const std::string& algorithm) {
+  try {
+    return batch.at(key);
+  } catch (const std::out_of_range& e) {
+    throw std::out_of_range(algorithm + ": " + e.what());
+  }
+}
+
+std::string key_string(const BatchKey& key) {
+  return std::holds_alternative<int64_t>(key) ? std::to_string(std::get<int64_t>(key)) : std::get<std::string>(key);
+}
+
+}  // namespace composer::algorithms::detail

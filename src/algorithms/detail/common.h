@@ -1,0 +1,61 @@
+// Pieces shared by the algorithm implementations: random draws, repr strings, option checks, batch fields.
+#pragma once
+
+#include "composer/data/batch.h"
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace composer::algorithms::detail {
+
+/// Beta(a, b) from two Gamma draws (numpy.random.beta), on the default generator or `gen`.
+double sample_beta(double a, double b, std::optional<at::Generator> gen = std::nullopt);
+/// Dirichlet(alpha, ..., alpha) with `n` components.
+std::vector<double> sample_dirichlet(double alpha, int64_t n, std::optional<at::Generator> gen = std::nullopt);
+/// Uniform integer in [lo, hi) (numpy.random.randint(lo, hi)).
+int64_t randint(int64_t lo, int64_t hi, std::optional<at::Generator> gen = std::nullopt);
+/// Uniform real in [lo, hi).
+double uniform(double lo, double hi, std::optional<at::Generator> gen = std::nullopt);
+/// A random permutation of [0, n) on `device`.
+at::Tensor randperm(int64_t n, const c10::Device& device);
+
+/// min(max(v, lo), hi).
+inline int64_t clip(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+/// Python's v // 2 (rounds toward minus infinity).
+inline int64_t floor_div2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+
+/// "Name(key=value, ...)" in Composer's repr style.
+class Repr {
+ public:
+  explicit Repr(std::string name) : name_(std::move(name)) {}
+  Repr& add(const std::string& key, double v);
+  Repr& add(const std::string& key, int64_t v);
+  Repr& add(const std::string& key, int v) { return add(key, static_cast<int64_t>(v)); }
+  Repr& add(const std::string& key, bool v);
+  Repr& add(const std::string& key, const std::string& v);
+  Repr& add(const std::string& key, const char* v) { return add(key, std::string(v)); }
+  Repr& add(const std::string& key, const BatchKey& v);
+  std::string str() const;
+
+ private:
+  std::string name_;
+  std::vector<std::pair<std::string, std::string>> items_;
+};
+
+/// Throws std::invalid_argument "<what>.<field> must be <expected>, got <value>".
+[[noreturn]] void bad_option(const std::string& what, const std::string& field, const std::string& expected, double value);
+void require_range(const std::string& what, const std::string& field, double value, double lo, double hi,
+                   bool lo_open = false, bool hi_open = false);
+
+/// The field `key` of the state's batch, with an error naming the algorithm when it is missing.
+at::Tensor& batch_field(Batch& batch, const BatchKey& key, const std::string& algorithm);
+std::string key_string(const BatchKey& key);
+
+}  // namespace composer::algorithms::detail

@@ -1,0 +1,59 @@
+#include "composer/algorithms/label_smoothing.h"
+
+#include "algorithms/detail/common.h"
+#include "composer/core/state.h"
+
+#include <torch/torch.h>
+
+namespace composer {
+namespace functional {
+
+at::Tensor ensure_targets_one_hot(const at::Tensor& logits, const at::Tensor& target) {
+  if (target.sizes() == logits.sizes() && target.is_floating_point()) return target;
+  if (target.is_floating_point()) {
+    throw std::invalid_argument("ensure_targets_one_hot: dense targets of shape " + c10::str(target.sizes()) +
+                                " do not match logits of shape " + c10::str(logits.sizes()));
+  }
+  if (logits.dim() != target.dim() + 1) {
+    throw std::invalid_argument("ensure_targets_one_hot: index targets of shape " + c10::str(target.sizes()) +
+                                " need logits with one more (class) dimension, got " + c10::str(logits.sizes()));
+  }
+  at::Tensor onehot = at::one_hot(target, logits.size(1)).to(logits.scalar_type());
+  if (onehot.dim() > 2) onehot = onehot.movedim(-1, 1);  // [N, d..., K] -> [N, K, d...]
+  return onehot;
+}
+
+at::Tensor smooth_labels(const at::Tensor& logits, const at::Tensor& target, double smoothing) {
+  algorithms::detail::require_range("smooth_labels", "smoothing", smoothing, 0.0, 1.0, false, true);
+  const at::Tensor onehot = ensure_targets_one_hot(logits, target);
+  return onehot * (1.0 - smoothing) + smoothing / static_cast<double>(logits.size(1));
+}
+
+}  // namespace functional
+
+namespace algorithms {
+
+void LabelSmoothingOptions::validate() const { detail::require_range("LabelSmoothing", "smoothing", smoothing_, 0.0, 1.0, false, true); }
+
+LabelSmoothing::LabelSmoothing(LabelSmoothingOptions options) : options_(std::move(options)) { options_.validate(); }
+
+bool LabelSmoothing::match(Event event, const State&) { return event == Event::BEFORE_LOSS || event == Event::AFTER_LOSS; }
+
+std::optional<int> LabelSmoothing::apply(Event event, State& state, Logger&) {
+  at::Tensor& target = detail::batch_field(state.batch, options_.target_key(), "LabelSmoothing");
+  if (event == Event::BEFORE_LOSS) {
+    original_ = target;
+    state.batch.set(options_.target_key(), functional::smooth_labels(state.outputs, target, options_.smoothing()));
+  } else if (original_.defined()) {
+    state.batch.set(options_.target_key(), original_);
+    original_ = at::Tensor();
+  }
+  return std::nullopt;
+}
+
+std::string LabelSmoothing::repr() const {
+  return detail::Repr("LabelSmoothing").add("smoothing", options_.smoothing()).add("target_key", options_.target_key()).str();
+}
+
+}  // namespace algorithms
+}  // namespace composer

@@ -1,0 +1,57 @@
+#include "composer/algorithms/randaugment.h"
+
+#include "algorithms/detail/common.h"
+#include "algorithms/detail/transforms.h"
+#include "composer/core/state.h"
+
+#include <torch/torch.h>
+
+namespace composer {
+namespace functional {
+
+void RandAugmentOptions::validate() const {
+  algorithms::detail::require_range("RandAugment", "severity", severity_, 0.0, 10.0);
+  if (depth_ < 1) algorithms::detail::bad_option("RandAugment", "depth", ">= 1", static_cast<double>(depth_));
+  functional::augmentation_set(augmentation_set_);
+}
+
+at::Tensor randaugment_image(const at::Tensor& image, const RandAugmentOptions& options, at::Generator& gen) {
+  const std::vector<Augmentation> ops = augmentation_set(options.augmentation_set());
+  at::Tensor out = image;
+  for (int64_t d = 0; d < options.depth(); ++d) {
+    out = augment(out, ops[static_cast<size_t>(algorithms::detail::randint(0, static_cast<int64_t>(ops.size()), gen))],
+                  options.severity(), gen);
+  }
+  return out;
+}
+
+BatchTransform randaugment_transform(const RandAugmentOptions& options) {
+  options.validate();
+  return algorithms::detail::per_image_transform(
+      [options](const at::Tensor& image, at::Generator& gen) { return randaugment_image(image, options, gen); });
+}
+
+}  // namespace functional
+
+namespace algorithms {
+
+RandAugment::RandAugment(RandAugmentOptions options) : options_(std::move(options)) { options_.validate(); }
+
+bool RandAugment::match(Event event, const State&) { return event == Event::FIT_START && !added_; }
+
+std::optional<int> RandAugment::apply(Event, State& state, Logger&) {
+  detail::add_train_transform(state, "RandAugment", functional::randaugment_transform(options_));
+  added_ = true;
+  return std::nullopt;
+}
+
+std::string RandAugment::repr() const {
+  return detail::Repr("RandAugment")
+      .add("severity", options_.severity())
+      .add("depth", options_.depth())
+      .add("augmentation_set", options_.augmentation_set())
+      .str();
+}
+
+}  // namespace algorithms
+}  // namespace composer

@@ -1,0 +1,41 @@
+// Fixtures for the algorithm tests: a tiny conv net that has every layer surgery targets, and image data.
+#pragma once
+
+#include "support/test_support.h"
+
+namespace composer::testing {
+
+/// conv(3->16) BN ReLU, strided conv(16->16) BN ReLU, ResNetBottleneck(16 -> 16), MaxPool, GlobalAvgPool, Linear.
+/// Input [N, 3, 16, 16].
+inline std::shared_ptr<nn::Sequential> tiny_convnet(uint64_t seed = 0, int64_t classes = 10) {
+  torch::manual_seed(seed);
+  auto seq = std::make_shared<nn::Sequential>();
+  seq->push_back(std::make_shared<nn::Conv2d>(3, 16, 3, 1, 1, false));
+  seq->push_back(std::make_shared<nn::BatchNorm2d>(16));
+  seq->push_back(std::make_shared<nn::ReLU>());
+  seq->push_back(std::make_shared<nn::Conv2d>(16, 16, 3, 2, 1, false));
+  seq->push_back(std::make_shared<nn::BatchNorm2d>(16));
+  seq->push_back(std::make_shared<nn::ReLU>());
+  seq->push_back(std::make_shared<models::ResNetBottleneck>(16, 4, 1));
+  seq->push_back(std::make_shared<nn::MaxPool2d>(2, 2));
+  seq->push_back(std::make_shared<nn::GlobalAvgPool>());
+  seq->push_back(std::make_shared<nn::Linear>(16, classes));
+  return seq;
+}
+
+/// uint8 images [n, 3, 16, 16] whose class (of 10) depends on the mean colour, as a Dataset.
+inline std::shared_ptr<TensorDataset> tiny_images(int64_t n = 128, uint64_t seed = 3) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  const at::Tensor x = at::randint(0, 256, {n, 3, 16, 16}, gen, at::TensorOptions().dtype(at::kByte));
+  const at::Tensor y = (x.to(at::kFloat).mean({1, 2, 3}) * 7).to(at::kLong).remainder(10);
+  return std::make_shared<TensorDataset>(Batch(x, y));
+}
+
+/// A DatasetLoader over tiny_images that normalizes the uint8 images.
+inline std::shared_ptr<DatasetLoader> tiny_image_loader(int64_t batch_size = 32, int64_t n = 128) {
+  return std::make_shared<DatasetLoader>(
+      tiny_images(n), DatasetLoaderOptions(batch_size).shuffle(false).num_workers(0).transform(
+                          make_image_transform(ImageTransformOptions().mean({0.5, 0.5, 0.5}).std({0.25, 0.25, 0.25}))));
+}
+
+}  // namespace composer::testing

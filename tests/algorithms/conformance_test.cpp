@@ -1,0 +1,128 @@
+// Conformance over the registry: every algorithm constructs with defaults, matches only its events, keeps its state
+// through a checkpoint, trains a step on a tiny model, and agrees with its functional form.
+#include "algorithms/algo_support.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+using namespace composer;
+using composer::testing::tiny_convnet;
+using composer::testing::tiny_image_loader;
+
+namespace {
+
+const std::map<std::string, std::set<Event>>& expected_events() {
+  static const std::map<std::string, std::set<Event>> e{
+      {"augmix", {Event::FIT_START}},
+      {"blurpool", {Event::INIT}},
+      {"channels_last", {Event::INIT}},
+      {"colout", {Event::AFTER_DATALOADER}},
+      {"cutmix", {Event::BEFORE_FORWARD, Event::BEFORE_LOSS}},
+      {"cutout", {Event::AFTER_DATALOADER}},
+      {"factorize", {Event::INIT}},
+      {"ghost_batchnorm", {Event::INIT}},
+      {"label_smoothing", {Event::BEFORE_LOSS, Event::AFTER_LOSS}},
+      {"mixup", {Event::BEFORE_FORWARD, Event::BEFORE_LOSS}},
+      {"progressive_resizing", {Event::AFTER_DATALOADER}},
+      {"randaugment", {Event::FIT_START}},
+      {"squeeze_excite", {Event::INIT}},
+      {"stochastic_depth", {Event::INIT}},
+      {"weight_standardization", {Event::INIT}},
+  };
+  return e;
+}
+
+std::vector<std::string> registered() {
+  std::vector<std::string> names;
+  for (const auto& e : algorithms::algorithm_registry()) names.push_back(e.name);
+  return names;
+}
+
+std::shared_ptr<ComposerClassifier> tiny_model(uint64_t seed = 0) { return ComposerClassifier::wrap(tiny_convnet(seed)); }
+
+TrainerOptions tiny_run(std::shared_ptr<ComposerModel> model, std::shared_ptr<Algorithm> algorithm) {
+  return composer::testing::quiet_options(std::move(model))
+      .train_dataloader(tiny_image_loader())
+      .max_duration(Time::from_batch(2))
+      .algorithms({std::move(algorithm)});
+}
+
+std::vector<at::Tensor> weights(torch::nn::Module& m) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : m.parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+class Conformance : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
+  std::vector<std::string> expected;
+  for (const auto& [name, events] : expected_events()) expected.push_back(name);
+  EXPECT_EQ(registered(), expected);
+  EXPECT_EQ(algorithms::make_algorithm("BlurPool")->name(), "BlurPool");
+  try {
+    algorithms::make_algorithm("blurpol");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown algorithm 'blurpol'; registered: augmix, blurpool"), std::string::npos);
+  }
+  try {
+    algorithms::make_algorithm("mixup", {{"alpah", "0.3"}});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("mixup.alpah: unknown hyperparameter; known:"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(algorithms::make_algorithm("mixup", {{"alpha", "lots"}}), std::invalid_argument);
+  EXPECT_THROW(algorithms::make_algorithm("mixup", {{"alpha", "-1"}}), std::invalid_argument);
+  EXPECT_THROW(algorithms::make_algorithm("colout", {{"resize_target", "maybe"}}), std::invalid_argument);
+  EXPECT_EQ(algorithms::make_algorithm("cutout", {{"num_holes", "2"}, {"length", "0.25"}})->repr(),
+            "CutOut(num_holes=2, length=0.25, uniform_sampling=False, input_key=0)");
+}
+
+TEST_P(Conformance, ConstructsWithDefaultsAndMatchesOnlyItsEvents) {
+  auto algorithm = algorithms::make_algorithm(GetParam());
+  const auto& entry = *std::find_if(algorithms::algorithm_registry().begin(), algorithms::algorithm_registry().end(),
+                                    [&](const auto& e) { return e.name == GetParam(); });
+  EXPECT_EQ(algorithm->name(), entry.class_name);
+  EXPECT_EQ(algorithm->repr().rfind(entry.class_name + "(", 0), 0u) << algorithm->repr();
+  State state;
+  state.max_duration = Time::from_batch(10);
+  state.timestamp.batch = 3;
+  const auto& events = expected_events().at(GetParam());
+  for (Event e : all_events()) EXPECT_EQ(algorithm->match(e, state), events.count(e) > 0) << event_name(e);
+}
+
+TEST_P(Conformance, TrainsAStepAndKeepsItsStateThroughACheckpoint) {
+  const auto dir = std::filesystem::temp_directory_path() / ("conformance_" + GetParam());
+  std::filesystem::remove_all(dir);
+  auto model = tiny_model();
+  const auto before = weights(*model);
+  Trainer trainer(tiny_run(model, algorithms::make_algorithm(GetParam())));
+  trainer.fit();
+  EXPECT_TRUE(std::isfinite(trainer.state().total_loss_dict.at("loss/train/total")));
+  const auto after = weights(*model);
+  bool changed = after.size() != before.size();
+  for (size_t i = 0; !changed && i < after.size(); ++i) changed = !torch::equal(after[i], before[i]);
+  EXPECT_TRUE(changed) << "no parameter moved";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "ep0.pt").string();
+  save_checkpoint(trainer.state(), path);
+
+  auto fresh_model = tiny_model(1);  // different weights, same structure once the algorithm has run at INIT
+  auto algorithm = algorithms::make_algorithm(GetParam());
+  Trainer resumed(tiny_run(fresh_model, algorithm));
+  apply_checkpoint(resumed.state(), read_checkpoint(path), CheckpointLoadOptions(), path);
+  EXPECT_EQ(algorithm->state_dict().toGenericDict().at("repr").toStringRef(),
+            trainer.state().algorithms.at(0)->state_dict().toGenericDict().at("repr").toStringRef());
+  const auto loaded = weights(*fresh_model);
+  ASSERT_EQ(loaded.size(), after.size());
+  for (size_t i = 0; i < loaded.size(); ++i) EXPECT_TRUE(torch::equal(loaded[i], after[i]));
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(registered()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });

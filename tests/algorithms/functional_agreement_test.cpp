@@ -1,0 +1,151 @@
+// For every registered algorithm, the Algorithm class and its composer::functional form give the same result from
+// the same random state.
+#include "algorithms/algo_support.h"
+
+#include <gtest/gtest.h>
+
+using namespace composer;
+using composer::testing::tiny_convnet;
+
+namespace {
+
+struct Run {
+  Run() : logger(state) {
+    torch::manual_seed(11);
+    state.batch = Batch(torch::randn({8, 3, 16, 16}), torch::arange(8) % 4);
+    state.outputs = torch::randn({8, 4});
+    state.max_duration = Time::from_batch(100);
+    state.timestamp.batch = 65;
+  }
+  State state;
+  Logger logger;
+};
+
+// Runs `algorithm` at `event` on a fresh Run seeded with `seed`, returns the batch field `key`.
+at::Tensor class_batch(const std::string& name, Event event, int64_t key, uint64_t seed = 5) {
+  Run run;
+  auto algorithm = algorithms::make_algorithm(name);
+  torch::manual_seed(seed);
+  algorithm->apply(event, run.state, run.logger);
+  return run.state.batch.at(key);
+}
+
+// Model surgery through the class (at INIT on a State) and through `fn`; outputs of the two models in eval mode.
+void expect_same_model(const std::string& name, const std::function<void(torch::nn::Module&)>& fn,
+                       const std::map<std::string, std::string>& hparams = {}) {
+  Run run;
+  auto via_class = tiny_convnet(0);
+  run.state.model = ComposerClassifier::wrap(via_class);
+  torch::manual_seed(21);
+  algorithms::make_algorithm(name, hparams)->apply(Event::INIT, run.state, run.logger);
+  auto via_fn = tiny_convnet(0);
+  torch::manual_seed(21);
+  fn(*via_fn);
+  via_class->eval();
+  via_fn->eval();
+  const at::Tensor x = torch::randn({4, 3, 16, 16});
+  EXPECT_TRUE(torch::allclose(via_class->forward(x), via_fn->forward(x))) << name;
+  EXPECT_EQ(via_class->named_parameters().keys(), via_fn->named_parameters().keys()) << name;
+}
+
+// The first batch of a DatasetLoader with the algorithm installed at FIT_START vs one built with `transform`.
+void expect_same_loader_batch(const std::string& name, const BatchTransform& transform) {
+  Run run;
+  run.state.train_dataloader = std::make_shared<DatasetLoader>(composer::testing::tiny_images(16), DatasetLoaderOptions(8).shuffle(false).num_workers(0));
+  algorithms::make_algorithm(name)->apply(Event::FIT_START, run.state, run.logger);
+  DatasetLoader direct(composer::testing::tiny_images(16), DatasetLoaderOptions(8).shuffle(false).num_workers(0).transform(transform));
+  for (DataLoader* l : {run.state.train_dataloader.get(), static_cast<DataLoader*>(&direct)}) {
+    l->set_epoch(0);
+    l->reset();
+  }
+  const Batch a = *run.state.train_dataloader->next(), b = *direct.next();
+  EXPECT_TRUE(torch::equal(a.input(), b.input())) << name;
+  EXPECT_FALSE(torch::equal(a.input(), composer::testing::tiny_images(16)->data().input().slice(0, 0, 8))) << name;
+}
+
+const std::map<std::string, std::function<void()>>& checks() {
+  static const std::map<std::string, std::function<void()>> c{
+      {"augmix", [] { expect_same_loader_batch("augmix", functional::augmix_transform()); }},
+      {"randaugment", [] { expect_same_loader_batch("randaugment", functional::randaugment_transform()); }},
+      {"blurpool", [] { expect_same_model("blurpool", [](torch::nn::Module& m) { functional::apply_blurpool(m); }); }},
+      {"channels_last", [] { expect_same_model("channels_last", [](torch::nn::Module& m) { functional::apply_channels_last(m); }); }},
+      {"factorize",
+       [] {
+         expect_same_model(
+             "factorize",
+             [](torch::nn::Module& m) {
+               functional::apply_factorization(m, functional::FactorizeOptions().min_channels(4).latent_channels(2).min_features(8).latent_features(2));
+             },
+             {{"min_channels", "4"}, {"latent_channels", "2"}, {"min_features", "8"}, {"latent_features", "2"}});
+       }},
+      {"ghost_batchnorm", [] { expect_same_model("ghost_batchnorm", [](torch::nn::Module& m) { functional::apply_ghost_batchnorm(m); }); }},
+      {"squeeze_excite",
+       [] {
+         expect_same_model(
+             "squeeze_excite",
+             [](torch::nn::Module& m) { functional::apply_squeeze_excite(m, functional::SqueezeExciteOptions().min_channels(16).latent_channels(4)); },
+             {{"min_channels", "16"}, {"latent_channels", "4"}});
+       }},
+      {"stochastic_depth", [] { expect_same_model("stochastic_depth", [](torch::nn::Module& m) { functional::apply_stochastic_depth(m); }); }},
+      {"weight_standardization",
+       [] { expect_same_model("weight_standardization", [](torch::nn::Module& m) { functional::apply_weight_standardization(m); }); }},
+      {"cutout",
+       [] {
+         Run run;
+         torch::manual_seed(5);
+         EXPECT_TRUE(torch::equal(class_batch("cutout", Event::AFTER_DATALOADER, 0), functional::cutout_batch(run.state.batch.input())));
+       }},
+      {"colout",
+       [] {
+         Run run;
+         torch::manual_seed(5);
+         EXPECT_TRUE(torch::equal(class_batch("colout", Event::AFTER_DATALOADER, 0), functional::colout_batch(run.state.batch.input()).first));
+       }},
+      {"progressive_resizing",
+       [] {
+         Run run;  // elapsed 0.65: scale 0.75, width round(16 * 0.75 / 4) * 4 = 12
+         EXPECT_TRUE(torch::equal(class_batch("progressive_resizing", Event::AFTER_DATALOADER, 0),
+                                  functional::resize_batch(run.state.batch.input(), {}, 12.0 / 16.0).first));
+       }},
+      {"mixup",
+       [] {
+         Run run;
+         torch::manual_seed(5);
+         const auto [x, y, m] = functional::mixup_batch(run.state.batch.input(), run.state.batch.target());
+         EXPECT_TRUE(torch::allclose(class_batch("mixup", Event::BEFORE_FORWARD, 0), x));
+       }},
+      {"cutmix",
+       [] {
+         Run run;
+         torch::manual_seed(5);
+         const auto [x, y, lam, box] = functional::cutmix_batch(run.state.batch.input(), run.state.batch.target());
+         EXPECT_TRUE(torch::equal(class_batch("cutmix", Event::BEFORE_FORWARD, 0), x));
+       }},
+      {"label_smoothing",
+       [] {
+         Run run;
+         EXPECT_TRUE(torch::allclose(class_batch("label_smoothing", Event::BEFORE_LOSS, 1),
+                                     functional::smooth_labels(run.state.outputs, run.state.batch.target(), 0.1)));
+       }},
+  };
+  return c;
+}
+
+class FunctionalAgreement : public ::testing::TestWithParam<std::string> {};
+
+std::vector<std::string> registered() {
+  std::vector<std::string> names;
+  for (const auto& e : algorithms::algorithm_registry()) names.push_back(e.name);
+  return names;
+}
+
+}  // namespace
+
+TEST_P(FunctionalAgreement, ClassAndFunctionalFormAgree) {
+  auto it = checks().find(GetParam());
+  ASSERT_NE(it, checks().end()) << "no agreement check for registered algorithm " << GetParam();
+  it->second();
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, FunctionalAgreement, ::testing::ValuesIn(registered()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });

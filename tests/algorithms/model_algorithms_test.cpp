@@ -1,0 +1,175 @@
+// The math of the algorithms that change the model: BlurPool, ChannelsLast, Factorize, GhostBatchNorm,
+// SqueezeExcite, StochasticDepth, WeightStandardization.
+#include "algorithms/algo_support.h"
+
+#include <gtest/gtest.h>
+
+using namespace composer;
+using composer::testing::tiny_convnet;
+
+TEST(BlurPoolTest, FilterOnAnImpulseIsTheBinomialKernel) {
+  at::Tensor x = torch::zeros({1, 2, 5, 5});
+  x[0][0][2][2] = 16;
+  x[0][1][2][2] = 32;
+  const at::Tensor y = functional::blur_2d(x);
+  const at::Tensor k = torch::tensor({{1., 2., 1.}, {2., 4., 2.}, {1., 2., 1.}}).to(at::kFloat);
+  EXPECT_TRUE(torch::allclose(y[0][0].slice(0, 1, 4).slice(1, 1, 4), k));
+  EXPECT_TRUE(torch::allclose(y[0][1].slice(0, 1, 4).slice(1, 1, 4), k * 2));
+  EXPECT_EQ(y[0][0].sum().item<double>(), 16.0);
+  EXPECT_EQ(functional::blur_2d(torch::ones({1, 1, 8, 8}), 2).sizes(), (std::vector<int64_t>{1, 1, 4, 4}));
+}
+
+TEST(BlurPoolTest, ReplacesStridedWideConvsAndMaxPoolsOnly) {
+  auto net = tiny_convnet();
+  net->eval();
+  const at::Tensor x = torch::randn({2, 3, 16, 16});
+  const auto shape = net->forward(x).sizes().vec();
+  const auto done = functional::apply_blurpool(*net);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].path, "3");  // the stride-2 conv with 16 input channels; the stem has 3
+  EXPECT_EQ(done[1].path, "7");
+  EXPECT_EQ(count_module_instances<nn::BlurConv2d>(*net), 1);
+  EXPECT_EQ(count_module_instances<nn::BlurMaxPool2d>(*net), 1);
+  EXPECT_EQ(net->forward(x).sizes().vec(), shape);
+  EXPECT_TRUE(functional::apply_blurpool(*net).empty() || count_module_instances<nn::BlurConv2d>(*net) == 1);
+  auto wide = tiny_convnet();
+  functional::apply_blurpool(*wide, functional::BlurPoolOptions().min_channels(17).blur_first(false));
+  EXPECT_EQ(count_module_instances<nn::BlurConv2d>(*wide), 0);
+  auto late = tiny_convnet();
+  functional::apply_blurpool(*late, functional::BlurPoolOptions().blur_first(false).replace_maxpools(false));
+  auto* blur = dynamic_cast<nn::BlurConv2d*>(late->child_ptr("3").get());
+  ASSERT_NE(blur, nullptr);
+  EXPECT_EQ(dynamic_cast<nn::Conv2d&>(blur->child("conv")).stride, 1);
+  EXPECT_EQ(blur->blur_stride, 2);
+  // The blurred conv equals blur then the original strided conv.
+  auto orig = tiny_convnet();
+  auto& conv = dynamic_cast<nn::Conv2d&>(orig->child("3"));
+  const at::Tensor h = torch::randn({1, 16, 8, 8});
+  auto fresh = tiny_convnet();
+  functional::apply_blurpool(*fresh);
+  EXPECT_TRUE(torch::allclose(fresh->child("3").forward(h), conv.forward(functional::blur_2d(h)), 1e-5, 1e-6));
+}
+
+TEST(ChannelsLastTest, ParametersAndActivationsAreChannelsLast) {
+  auto net = tiny_convnet();
+  std::vector<at::Tensor> before = net->parameters();
+  functional::apply_channels_last(*net);
+  const auto after = net->parameters();
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_TRUE(after[i].is_same(before[i]));
+    if (after[i].dim() == 4) EXPECT_TRUE(after[i].is_contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  const at::Tensor act = net->child("0").forward(torch::randn({2, 3, 16, 16}));
+  EXPECT_TRUE(act.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(act.is_contiguous());
+}
+
+TEST(FactorizeTest, RanksAndShapes) {
+  EXPECT_EQ(functional::factorized_rank(0.25, 512, 256), 64);
+  EXPECT_EQ(functional::factorized_rank(128, 512, 256), 128);
+  EXPECT_EQ(functional::factorized_rank(0.001, 100, 100), 1);
+  EXPECT_EQ(functional::max_rank_with_speedup(256, 256), 127);    // 256*256/512 = 128 -> 127
+  EXPECT_EQ(functional::max_rank_with_speedup(512, 512, 9), 460);  // ceil(4608 * 512 / 5120 - 1)
+  auto seq = std::make_shared<nn::Sequential>();
+  seq->push_back(std::make_shared<nn::Conv2d>(512, 512, 3, 1, 1));
+  seq->push_back(std::make_shared<nn::Flatten>());
+  seq->push_back(std::make_shared<nn::Linear>(512 * 4, 512));
+  seq->push_back(std::make_shared<nn::Linear>(512, 256));  // max rank ceil(512 * 256 / 768 - 1) = 170 >= 128
+  const auto done = functional::apply_factorization(*seq);
+  ASSERT_EQ(done.size(), 3u);
+  auto* fc = dynamic_cast<nn::FactorizedConv2d*>(seq->child_ptr("0").get());
+  ASSERT_NE(fc, nullptr);
+  EXPECT_EQ(dynamic_cast<nn::Conv2d&>(fc->child("conv0")).weight.sizes(), (std::vector<int64_t>{128, 512, 3, 3}));
+  EXPECT_EQ(dynamic_cast<nn::Conv2d&>(fc->child("conv1")).weight.sizes(), (std::vector<int64_t>{512, 128, 1, 1}));
+  EXPECT_FALSE(dynamic_cast<nn::Conv2d&>(fc->child("conv0")).bias.defined());
+  auto* fl = dynamic_cast<nn::FactorizedLinear*>(seq->child_ptr("2").get());
+  ASSERT_NE(fl, nullptr);
+  EXPECT_EQ(fl->latent_features, 128);
+  EXPECT_EQ(seq->forward(torch::randn({1, 512, 2, 2})).sizes(), (std::vector<int64_t>{1, 256}));
+  auto small = std::make_shared<nn::Sequential>();
+  small->push_back(std::make_shared<nn::Linear>(256, 256));  // rank 128 would save nothing (max 127)
+  EXPECT_TRUE(functional::apply_factorization(*small).empty());
+}
+
+TEST(GhostBatchNormTest, EachGhostBatchIsNormalizedWithItsOwnStatistics) {
+  torch::manual_seed(4);
+  auto bn = std::make_shared<nn::BatchNorm2d>(3);
+  nn::GhostBatchNorm2d ghost(bn, 4);
+  at::Tensor x = torch::randn({12, 3, 5, 5});
+  x.slice(0, 4, 8) += 10;  // a shifted middle ghost batch
+  const at::Tensor y = ghost.forward(x);
+  for (int64_t g = 0; g < 3; ++g) {
+    const at::Tensor chunk = y.slice(0, 4 * g, 4 * g + 4);
+    EXPECT_TRUE(torch::allclose(chunk.mean({0, 2, 3}), torch::zeros({3}), 1e-4, 1e-4));
+    EXPECT_TRUE(torch::allclose(chunk.var({0, 2, 3}, false), torch::ones({3}), 1e-3, 1e-3));
+  }
+  // Running mean: three updates with momentum 0.1 / 3.
+  at::Tensor expected = torch::zeros({3});
+  for (int64_t g = 0; g < 3; ++g) expected = expected * (1 - 0.1 / 3) + x.slice(0, 4 * g, 4 * g + 4).mean({0, 2, 3}) * (0.1 / 3);
+  EXPECT_TRUE(torch::allclose(bn->running_mean, expected, 1e-5, 1e-5));
+  EXPECT_DOUBLE_EQ(bn->momentum, 0.1);
+  EXPECT_THROW(ghost.forward(torch::randn({3, 3, 5, 5})), std::invalid_argument);
+  ghost.eval();
+  EXPECT_NO_THROW(ghost.forward(torch::randn({3, 3, 5, 5})));
+  auto net = tiny_convnet();
+  EXPECT_EQ(functional::apply_ghost_batchnorm(*net, 8).size(), 5u);
+  EXPECT_EQ(count_module_instances<nn::GhostBatchNorm2d>(*net), 5);
+}
+
+TEST(SqueezeExciteTest, AddsABlockAfterWideConvsWithComposerNames) {
+  auto net = tiny_convnet();
+  const auto done = functional::apply_squeeze_excite(*net, functional::SqueezeExciteOptions().min_channels(16).latent_channels(0.25));
+  ASSERT_EQ(done.size(), 1u);  // only the 16 -> 16 stem conv; the bottleneck's convs have 4 channels on one side
+  const auto names = net->named_parameters().keys();
+  EXPECT_NE(std::find(names.begin(), names.end(), "3.se.pool_and_mlp.2.weight"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "3.conv.weight"), names.end());
+  nn::SqueezeExcite2d se(8, 2);
+  const at::Tensor x = torch::randn({2, 8, 4, 4});
+  const at::Tensor y = se.forward(x);
+  const at::Tensor scale = y / x;  // one coefficient in (0, 1) per sample and channel
+  EXPECT_TRUE(torch::allclose(scale.amax({2, 3}), scale.amin({2, 3}), 1e-4, 1e-5));
+  EXPECT_TRUE(torch::all(scale > 0).item<bool>() && torch::all(scale < 1).item<bool>());
+}
+
+TEST(StochasticDepthTest, LinearRatesAndSampleDropRate) {
+  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(0, 4, 0.2, functional::DropDistribution::Linear), 0.05);
+  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(3, 4, 0.2, functional::DropDistribution::Linear), 0.2);
+  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(0, 4, 0.2, functional::DropDistribution::Uniform), 0.2);
+  torch::manual_seed(5);
+  const at::Tensor kept = functional::sample_drop(torch::ones({20000, 2}), 0.3, true);
+  EXPECT_NEAR((kept.select(1, 0) == 0).to(at::kFloat).mean().item<double>(), 0.3, 0.02);
+  EXPECT_TRUE(torch::equal(kept.select(1, 0), kept.select(1, 1)));  // whole samples
+  EXPECT_TRUE(torch::allclose(functional::sample_drop(torch::ones({3}), 0.3, false), torch::full({3}, 0.7)));
+}
+
+TEST(StochasticDepthTest, BlocksKeepTheirLayersAndDropTheBranch) {
+  auto net = models::resnet(50, 10);
+  const auto done = functional::apply_stochastic_depth(*net, "ResNetBottleneck", functional::StochasticMethod::Block, 1.0,
+                                                       functional::DropDistribution::Uniform);
+  ASSERT_EQ(done.size(), 16u);
+  EXPECT_EQ(count_module_instances<models::ResNetBottleneck>(*net), 0);
+  const auto names = net->named_parameters().keys();
+  EXPECT_NE(std::find(names.begin(), names.end(), "layer1.1.conv2.weight"), names.end());
+  // Rate 1 while training: an identity block returns its input.
+  auto& block = dynamic_cast<nn::StochasticBlock&>(*done[1].new_module);
+  const at::Tensor x = torch::randn({1, 256, 4, 4});
+  EXPECT_TRUE(torch::equal(block.forward(x), x));
+  block.eval();  // eval: branch scaled by 1 - rate = 0
+  EXPECT_TRUE(torch::allclose(block.forward(x), at::relu(x)));
+  EXPECT_THROW(functional::apply_stochastic_depth(*net, "Bottleneck"), std::invalid_argument);
+}
+
+TEST(WeightStandardizationTest, WeightsHaveZeroMeanUnitVarianceAndLastConvsAreSkipped) {
+  torch::manual_seed(6);
+  const at::Tensor w = torch::randn({8, 4, 3, 3}) * 3 + 1;
+  const at::Tensor s = functional::standardize_weights(w);
+  EXPECT_TRUE(torch::allclose(s.mean({1, 2, 3}), torch::zeros({8}), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(s.var({1, 2, 3}, false), torch::ones({8}), 1e-4, 1e-4));
+  auto net = tiny_convnet();
+  const auto done = functional::apply_weight_standardization(*net, 2);
+  EXPECT_EQ(done.size(), 3u);  // 5 convs, the last 2 kept
+  EXPECT_EQ(count_module_instances<nn::StandardizedConv2d>(*net), 3);
+  auto& conv = dynamic_cast<nn::StandardizedConv2d&>(net->child("0"));
+  const at::Tensor x = torch::randn({1, 3, 8, 8});
+  EXPECT_TRUE(torch::allclose(conv.forward(x), at::conv2d(x, functional::standardize_weights(conv.weight), {}, 1, 1), 1e-5, 1e-5));
+}
