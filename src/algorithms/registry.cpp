@@ -3,6 +3,7 @@
 #include "composer/algorithms/algorithms.h"
 
 #include <algorithm>
+#include <sstream>
 #include <stdexcept>
 
 namespace composer::algorithms {
@@ -233,6 +234,34 @@ std::shared_ptr<Algorithm> make_algorithm(const std::string& name, const std::ma
   auto algorithm = e->make(h);
   h.check_all_used();
   return algorithm;
+}
+
+std::shared_ptr<Algorithm> make_algorithm_from_repr(const std::string& repr) {
+  const auto open = repr.find('(');
+  if (open == std::string::npos || open == 0 || repr.back() != ')') {
+    throw std::invalid_argument("algorithm repr '" + repr + "' is not of the form Name(key=value, ...)");
+  }
+  std::map<std::string, std::string> hparams;
+  std::stringstream args(repr.substr(open + 1, repr.size() - open - 2));
+  for (std::string item; std::getline(args, item, ',');) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      if (item.find_first_not_of(' ') == std::string::npos) continue;
+      throw std::invalid_argument("algorithm repr '" + repr + "': argument '" + item + "' has no '='");
+    }
+    const auto trim = [](std::string v) {
+      v.erase(0, v.find_first_not_of(' '));
+      v.erase(v.find_last_not_of(' ') + 1);
+      if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+      return v;
+    };
+    hparams[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));
+  }
+  try {
+    return make_algorithm(repr.substr(0, open), hparams);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("algorithm repr '" + repr + "': " + e.what());
+  }
 }
 
 }  // namespace composer::algorithms

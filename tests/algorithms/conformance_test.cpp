@@ -89,6 +89,7 @@ TEST_P(Conformance, ConstructsWithDefaultsAndMatchesOnlyItsEvents) {
                                     [&](const auto& e) { return e.name == GetParam(); });
   EXPECT_EQ(algorithm->name(), entry.class_name);
   EXPECT_EQ(algorithm->repr().rfind(entry.class_name + "(", 0), 0u) << algorithm->repr();
+  EXPECT_EQ(algorithms::make_algorithm_from_repr(algorithm->repr())->repr(), algorithm->repr());  // checkpoints re-create it
   State state;
   state.max_duration = Time::from_batch(10);
   state.timestamp.batch = 3;
@@ -126,3 +127,48 @@ TEST_P(Conformance, TrainsAStepAndKeepsItsStateThroughACheckpoint) {
 
 INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(registered()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(RequiredOnLoadTest, SurgeryFromTheCheckpointIsRedoneBeforeItsWeightsLoad) {
+  const auto dir = std::filesystem::temp_directory_path() / "required_on_load";
+  std::filesystem::remove_all(dir);
+  auto model = tiny_model();
+  Trainer trainer(composer::testing::quiet_options(model)
+                      .train_dataloader(tiny_image_loader())
+                      .max_duration(Time::from_batch(2))
+                      .algorithms({algorithms::make_algorithm("blurpool"),
+                                   algorithms::make_algorithm("squeeze_excite", {{"min_channels", "16"}, {"latent_channels", "4"}}),
+                                   algorithms::make_algorithm("label_smoothing")})
+                      .save_folder(dir.string())
+                      .save_interval(Time::from_batch(2)));
+  trainer.fit();
+  const std::string path = (dir / "ep0-ba2-rank0.pt").string();
+  ASSERT_TRUE(std::filesystem::exists(path));
+
+  auto plain = tiny_model(1);
+  Trainer loaded(composer::testing::quiet_options(plain).train_dataloader(tiny_image_loader()).load_path(path));
+  EXPECT_EQ(count_module_instances<nn::BlurConv2d>(*plain), 1);
+  EXPECT_EQ(count_module_instances<nn::SqueezeExciteConv2d>(*plain), 1);
+  std::vector<std::string> names;
+  for (const auto& a : loaded.state().algorithms) names.push_back(a->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"BlurPool", "SqueezeExcite"}));  // LabelSmoothing does not change the model
+  const auto a = weights(*model), b = weights(*plain);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RequiredOnLoadTest, ReprsParseAndBadOnesAreNamed) {
+  auto a = algorithms::make_algorithm_from_repr("BlurPool(replace_convs=True, replace_maxpools=False, blur_first=True, min_channels=8)");
+  EXPECT_EQ(a->repr(), "BlurPool(replace_convs=True, replace_maxpools=False, blur_first=True, min_channels=8)");
+  EXPECT_EQ(algorithms::make_algorithm_from_repr("ChannelsLast()")->name(), "ChannelsLast");
+  EXPECT_EQ(algorithms::make_algorithm_from_repr(algorithms::make_algorithm("colout")->repr())->repr(),
+            algorithms::make_algorithm("colout")->repr());
+  try {
+    algorithms::make_algorithm_from_repr("BlurPool(min_channels=lots)");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("algorithm repr 'BlurPool(min_channels=lots)'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(algorithms::make_algorithm_from_repr("BlurPool"), std::invalid_argument);
+  EXPECT_THROW(algorithms::make_algorithm_from_repr("Nope(x=1)"), std::invalid_argument);
+}

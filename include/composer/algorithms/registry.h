@@ -51,4 +51,8 @@ const AlgorithmEntry* find_algorithm(const std::string& name);
 std::shared_ptr<Algorithm> make_algorithm(const std::string& name, const std::map<std::string, std::string>& hparams = {},
                                           const std::string& where = "");
 
+/// Re-creates an algorithm from its repr, "BlurPool(replace_convs=True, min_channels=16)" (how checkpoints record
+/// them). Throws std::invalid_argument naming the repr when it cannot be parsed or built.
+std::shared_ptr<Algorithm> make_algorithm_from_repr(const std::string& repr);
+
 }  // namespace composer::algorithms

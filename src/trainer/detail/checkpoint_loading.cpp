@@ -1,6 +1,8 @@
 #include "trainer/detail/checkpoint_loading.h"
 
+#include "composer/algorithms/registry.h"
 #include "composer/checkpoint/checkpoint.h"
+#include "composer/core/algorithm.h"
 #include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/dist/env.h"
 
@@ -21,6 +23,33 @@ CheckpointLoadOptions load_options(const TrainerOptions& o) {
 
 void report(const std::string& what) {
   if (dist::get_global_rank() == 0) std::cerr << "composer: " << what << "\n";
+}
+
+// Composer's required_on_load: a checkpoint made after model surgery fits only a model with the same surgery.
+// Algorithms the checkpoint lists that this run lacks are re-created from their repr through the registry and
+// applied at INIT; names the registry does not know (user algorithms) are left to the model-key check.
+void restore_required_algorithms(TrainerImpl& t, const c10::IValue& payload, const std::string& path) {
+  const auto state = payload.toGenericDict().at("state").toGenericDict();
+  if (!state.contains("algorithms")) return;
+  for (const auto& entry : state.at("algorithms").toList()) {
+    const auto tuple = entry.get().toTuple();
+    const std::string name = tuple->elements().at(0).toStringRef();
+    const c10::IValue& saved = tuple->elements().at(1);
+    const auto& present = t.state.algorithms;
+    if (std::any_of(present.begin(), present.end(), [&](const auto& a) { return a->name() == name; })) continue;
+    if (!algorithms::find_algorithm(name) || !saved.isGenericDict() || !saved.toGenericDict().contains("repr")) continue;
+    const std::string repr = saved.toGenericDict().at("repr").toStringRef();
+    std::shared_ptr<Algorithm> algorithm;
+    try {
+      algorithm = algorithms::make_algorithm_from_repr(repr);
+    } catch (const std::invalid_argument& e) {
+      throw CheckpointError("checkpoint '" + path + "' was trained with " + repr + ", which cannot be re-created: " + e.what());
+    }
+    if (!algorithm->required_on_load()) continue;
+    algorithm->apply(Event::INIT, t.state, t.logger);
+    t.state.algorithms.push_back(algorithm);
+    report("re-created " + repr + " from '" + path + "' (required on load: it changes the model)");
+  }
 }
 
 // The newest readable checkpoint of this run in save_folder, or "" when there is none.
@@ -49,6 +78,7 @@ bool try_autoresume(TrainerImpl& t) {
       continue;
     }
     CheckpointLoadOptions lo;  // Composer: autoresume ignores load_weights_only / load_ignore_keys
+    restore_required_algorithms(t, payload, path);
     t.pending_rng = apply_checkpoint(s, payload, lo, path);
     report("autoresume: resumed run '" + s.run_name + "' from '" + path + "' at batch " + std::to_string(s.timestamp.batch));
     return true;
@@ -68,7 +98,9 @@ void load_checkpoints(TrainerImpl& t) {
   }
   if (o.load_path().empty()) return;
   const std::string path = format_name(o.load_path(), t.state);
-  t.pending_rng = apply_checkpoint(t.state, read_checkpoint(path), load_options(o), path);
+  const c10::IValue payload = read_checkpoint(path);
+  restore_required_algorithms(t, payload, path);
+  t.pending_rng = apply_checkpoint(t.state, payload, load_options(o), path);
   report("loaded '" + path + "' (batch " + std::to_string(t.state.timestamp.batch) + ")");
 }
 
