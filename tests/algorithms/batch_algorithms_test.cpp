@@ -165,3 +165,21 @@ TEST(ProgressiveResizingTest, AlgorithmResizesByElapsedDuration) {
   h.state.max_duration.reset();
   EXPECT_THROW(pr.apply(Event::AFTER_DATALOADER, h.state, h.logger), std::invalid_argument);
 }
+
+TEST(MixUpTest, InterpolateLossMixesTheTwoLosses) {
+  Harness h(Batch(torch::randn({8, 4}), torch::arange(8) % 4), 4);
+  const at::Tensor x = h.state.batch.input(), y = h.state.batch.target();
+  algorithms::MixUp mixup(algorithms::MixUpOptions().alpha(1.0).interpolate_loss(true));
+  torch::manual_seed(7);
+  mixup.apply(Event::BEFORE_FORWARD, h.state, h.logger);
+  torch::manual_seed(7);  // the same draws through the functional form give the permuted targets
+  const auto [mixed, y_perm, m] = functional::mixup_batch(x, y, std::nullopt, 1.0);
+  ASSERT_TRUE(torch::allclose(h.state.batch.input(), mixed));
+  h.state.outputs = h.state.model->forward(h.state.batch);
+  h.state.loss = h.state.model->loss(h.state.outputs, h.state.batch);
+  const at::Tensor own = h.state.loss.detach().clone();
+  mixup.apply(Event::BEFORE_BACKWARD, h.state, h.logger);
+  const at::Tensor other = h.state.model->loss(h.state.outputs, Batch(mixed, y_perm));
+  EXPECT_TRUE(torch::allclose(h.state.loss, own * (1 - m) + other * m));
+  EXPECT_TRUE(torch::equal(h.state.batch.target(), y));  // targets untouched with interpolate_loss
+}

@@ -173,3 +173,13 @@ TEST(WeightStandardizationTest, WeightsHaveZeroMeanUnitVarianceAndLastConvsAreSk
   const at::Tensor x = torch::randn({1, 3, 8, 8});
   EXPECT_TRUE(torch::allclose(conv.forward(x), at::conv2d(x, functional::standardize_weights(conv.weight), {}, 1, 1), 1e-5, 1e-5));
 }
+
+TEST(StochasticDepthTest, SampleMethodDropsWholeSamplesOfTheBranch) {
+  torch::manual_seed(8);
+  models::ResNetBottleneck original(16, 4, 1);
+  nn::StochasticBlock block(original, nn::StochasticBlock::Kind::Bottleneck, functional::StochasticMethod::Sample, 1.0);
+  const at::Tensor x = torch::randn({4, 16, 5, 5});
+  EXPECT_TRUE(torch::allclose(block.forward(x), at::relu(x)));  // every branch dropped: relu(0 + x)
+  nn::StochasticBlock keep(original, nn::StochasticBlock::Kind::Bottleneck, functional::StochasticMethod::Sample, 0.0);
+  EXPECT_TRUE(torch::allclose(keep.forward(x), original.forward(x)));
+}

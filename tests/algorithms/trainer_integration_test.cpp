@@ -1,0 +1,83 @@
+// Algorithms inside the Trainer: surgery keeps a user optimizer in step, loader transforms need a DatasetLoader,
+// sample-wise ColOut, StochasticDepth's warmup.
+#include "algorithms/algo_support.h"
+
+#include <gtest/gtest.h>
+
+using namespace composer;
+using composer::testing::tiny_convnet;
+using composer::testing::tiny_image_loader;
+
+TEST(AlgorithmTrainerTest, SurgeryAtInitUpdatesTheUserOptimizer) {
+  auto model = ComposerClassifier::wrap(tiny_convnet());
+  auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
+  Trainer trainer(composer::testing::quiet_options(model)
+                      .train_dataloader(tiny_image_loader())
+                      .optimizer(opt)
+                      .max_duration(Time::from_batch(2))
+                      .algorithms({algorithms::make_algorithm("squeeze_excite", {{"min_channels", "16"}, {"latent_channels", "4"}}),
+                                   algorithms::make_algorithm("factorize", {{"min_channels", "4"}, {"latent_channels", "2"}})}));
+  const auto params = model->parameters();
+  const auto& in_opt = opt->param_groups().at(0).params();
+  ASSERT_EQ(in_opt.size(), params.size());
+  for (const auto& p : params) {
+    EXPECT_TRUE(std::any_of(in_opt.begin(), in_opt.end(), [&](const at::Tensor& q) { return q.is_same(p); }));
+  }
+  const at::Tensor se_weight = model->named_parameters()["module.3.se.pool_and_mlp.2.weight"].detach().clone();
+  trainer.fit();
+  EXPECT_FALSE(torch::equal(se_weight, model->named_parameters()["module.3.se.pool_and_mlp.2.weight"]));  // trained
+}
+
+TEST(AlgorithmTrainerTest, LoaderTransformsNeedADatasetLoader) {
+  auto data = composer::testing::tiny_images(64);
+  auto loader = std::make_shared<TensorDataLoader>(data->data(), TensorDataLoaderOptions(32));
+  auto model = ComposerClassifier::wrap(tiny_convnet());
+  Trainer trainer(composer::testing::quiet_options(model)
+                      .train_dataloader(loader)
+                      .max_duration(Time::from_batch(1))
+                      .algorithms({algorithms::make_algorithm("augmix")}));
+  try {
+    trainer.fit();
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("AugMix: the training dataloader is a TensorDataLoader"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AlgorithmTrainerTest, SampleWiseColOutCropsEachImageInTheLoader) {
+  auto loader = std::make_shared<DatasetLoader>(composer::testing::tiny_images(64), DatasetLoaderOptions(32).shuffle(false).num_workers(0));
+  State state;
+  Logger logger(state);
+  state.train_dataloader = loader;
+  algorithms::ColOut colout(algorithms::ColOutOptions().batch(false).p_row(0.25).p_col(0.5));
+  ASSERT_TRUE(colout.match(Event::FIT_START, state));
+  EXPECT_FALSE(colout.match(Event::AFTER_DATALOADER, state));
+  colout.apply(Event::FIT_START, state, logger);
+  EXPECT_FALSE(colout.match(Event::FIT_START, state));  // a second fit() does not stack a second crop
+  loader->set_epoch(0);
+  loader->reset();
+  const Batch b = *loader->next();
+  EXPECT_EQ(b.input().sizes(), (std::vector<int64_t>{32, 3, 12, 8}));
+  EXPECT_EQ(b.input().scalar_type(), at::kByte);
+}
+
+TEST(AlgorithmTrainerTest, StochasticDepthWarmupRampsTheRates) {
+  auto net = models::resnet(50, 10);
+  auto model = ComposerClassifier::wrap(net);
+  auto sd = std::make_shared<algorithms::StochasticDepth>(algorithms::StochasticDepthOptions().drop_rate(0.4).drop_warmup(0.5));
+  State state;
+  Logger logger(state);
+  state.model = model;
+  state.max_duration = Time::from_batch(100);
+  sd->apply(Event::INIT, state, logger);
+  auto* last = dynamic_cast<nn::StochasticBlock*>(net->child("layer4").as<nn::Sequential>()->child_ptr("2").get());
+  ASSERT_NE(last, nullptr);
+  EXPECT_DOUBLE_EQ(last->drop_rate, 0.0);
+  state.timestamp.batch = 25;  // a quarter of training: half of the warmup
+  ASSERT_TRUE(sd->match(Event::BATCH_START, state));
+  sd->apply(Event::BATCH_START, state, logger);
+  EXPECT_NEAR(last->drop_rate, 0.2, 1e-12);
+  state.timestamp.batch = 80;
+  sd->apply(Event::BATCH_START, state, logger);
+  EXPECT_NEAR(last->drop_rate, 0.4, 1e-12);
+}
