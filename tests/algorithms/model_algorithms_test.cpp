@@ -57,7 +57,9 @@ TEST(ChannelsLastTest, ParametersAndActivationsAreChannelsLast) {
   const auto after = net->parameters();
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_TRUE(after[i].is_same(before[i]));
-    if (after[i].dim() == 4) EXPECT_TRUE(after[i].is_contiguous(at::MemoryFormat::ChannelsLast));
+    if (after[i].dim() == 4) {
+      EXPECT_TRUE(after[i].is_contiguous(at::MemoryFormat::ChannelsLast));
+    }
   }
   const at::Tensor act = net->child("0").forward(torch::randn({2, 3, 16, 16}));
   EXPECT_TRUE(act.is_contiguous(at::MemoryFormat::ChannelsLast));

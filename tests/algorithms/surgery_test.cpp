@@ -124,7 +124,10 @@ TEST(SurgeryTest, NewLayersFollowTheOldDtype) {
   auto net = tiny_convnet();
   net->to(at::kDouble);
   functional::apply_blurpool(*net);
-  for (const auto& b : net->buffers())
-    if (b.is_floating_point()) EXPECT_EQ(b.scalar_type(), at::kDouble);
+  for (const auto& b : net->buffers()) {
+    if (b.is_floating_point()) {
+      EXPECT_EQ(b.scalar_type(), at::kDouble);
+    }
+  }
   EXPECT_NO_THROW(net->forward(torch::randn({2, 3, 16, 16}, at::kDouble)));
 }
