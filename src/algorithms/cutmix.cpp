@@ -83,6 +83,19 @@ std::optional<int> CutMix::apply(Event event, State& state, Logger&) {
     state.batch.set(options_.input_key(), mixed);
     permuted_ = permuted;
     keep_ = keep;
+    box_ = box;
+    return std::nullopt;
+  }
+  const at::Tensor& input = detail::batch_field(state.batch, options_.input_key(), "CutMix");
+  const bool dense = !original_.is_floating_point() && original_.dim() >= 3 &&
+                     original_.size(-2) == input.size(2) && original_.size(-1) == input.size(3);
+  if (dense && event == Event::BEFORE_LOSS) {  // Composer: segmentation masks get the same box pasted in
+    at::Tensor y = original_.clone();
+    const auto [x1, y1, x2, y2] = box_;
+    if (x2 > x1 && y2 > y1) {
+      y.narrow(-2, x1, x2 - x1).narrow(-1, y1, y2 - y1).copy_(permuted_.narrow(-2, x1, x2 - x1).narrow(-1, y1, y2 - y1));
+    }
+    state.batch.set(options_.target_key(), y);
     return std::nullopt;
   }
   detail::mix_targets_or_loss(event, state, {original_, permuted_, keep_}, options_.target_key());

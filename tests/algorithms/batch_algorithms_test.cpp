@@ -183,3 +183,23 @@ TEST(MixUpTest, InterpolateLossMixesTheTwoLosses) {
   EXPECT_TRUE(torch::allclose(h.state.loss, own * (1 - m) + other * m));
   EXPECT_TRUE(torch::equal(h.state.batch.target(), y));  // targets untouched with interpolate_loss
 }
+
+TEST(CutMixTest, SegmentationMasksGetTheSameBoxPasted) {
+  const at::Tensor x = torch::arange(2).view({2, 1, 1, 1}).to(at::kFloat).expand({2, 1, 8, 8}).contiguous();
+  const at::Tensor masks = torch::arange(2).view({2, 1, 1}).expand({2, 8, 8}).contiguous();  // mask value = sample index
+  int64_t pasted = 0;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    torch::manual_seed(seed);
+    Harness h(Batch(x, masks), 2);
+    h.state.outputs = torch::zeros({2, 2, 8, 8});
+    algorithms::CutMix cutmix;
+    cutmix.apply(Event::BEFORE_FORWARD, h.state, h.logger);
+    cutmix.apply(Event::BEFORE_LOSS, h.state, h.logger);
+    const at::Tensor y = h.state.batch.target();
+    EXPECT_EQ(y.scalar_type(), at::kLong);
+    // Where the image got pixels from another sample, the mask did too.
+    EXPECT_TRUE(torch::equal(y.to(at::kFloat), h.state.batch.input().squeeze(1)));
+    pasted += (y != masks).sum().item<int64_t>();
+  }
+  EXPECT_GT(pasted, 0);
+}

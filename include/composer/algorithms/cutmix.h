@@ -44,7 +44,8 @@ struct CutMixOptions {
   void validate() const;
 };
 
-/// BEFORE_FORWARD cuts and pastes; BEFORE_LOSS mixes the targets by area (or BEFORE_BACKWARD the losses).
+/// BEFORE_FORWARD cuts and pastes; BEFORE_LOSS mixes the targets by area (or BEFORE_BACKWARD the losses). Index
+/// targets with the image's height and width (segmentation masks) get the same box pasted in instead.
 class CutMix : public Algorithm {
  public:
   explicit CutMix(CutMixOptions options = {});
@@ -58,6 +59,7 @@ class CutMix : public Algorithm {
   CutMixOptions options_;
   at::Tensor original_, permuted_;
   double keep_ = 1.0;
+  functional::BoundingBox box_{};
 };
 
 }  // namespace algorithms
