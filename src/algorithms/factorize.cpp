@@ -27,6 +27,82 @@ FactorizedLinear::FactorizedLinear(const Linear& l, int64_t r) : latent_features
 
 at::Tensor FactorizedLinear::forward(const at::Tensor& x) { return child("module1").forward(child("module0").forward(x)); }
 
+namespace {
+
+// Reduced-rank regression: the rank-r W' minimising ||X W'^T - X W^T|| is W' = V_r V_r^T W, with V_r the top r right
+// singular vectors of X W^T. Returns (V_r^T W  [r, in], V_r  [out, r]).
+std::pair<at::Tensor, at::Tensor> best_factors(const at::Tensor& x, const at::Tensor& w, int64_t rank) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor y = x.to(at::kDouble).matmul(w.to(at::kDouble).t());
+  const at::Tensor v = std::get<2>(at::linalg_svd(y, /*full_matrices=*/false)).t().narrow(1, 0, rank);  // [out, r]
+  return {v.t().matmul(w.to(at::kDouble)).to(w.scalar_type()), v.to(w.scalar_type())};
+}
+
+void check_rank(const char* what, int64_t rank, int64_t current) {
+  if (rank < 1 || rank > current) {
+    throw std::invalid_argument(std::string(what) + "::set_rank: rank must be in [1, " + std::to_string(current) + "], got " +
+                                std::to_string(rank));
+  }
+}
+
+// Puts `fresh` in place of child `name`; the optimizer swaps the parameters.
+void swap_child(Composite& parent, const std::string& name, const std::shared_ptr<Layer>& fresh, torch::optim::Optimizer* optimizer) {
+  const auto old = parent.child_ptr(name);
+  if (optimizer) update_params_in_optimizer(old->parameters(), fresh->parameters(), *optimizer);
+  parent.replace(name, fresh);
+}
+
+}  // namespace
+
+void FactorizedConv2d::set_rank(const at::Tensor& input, int64_t rank, torch::optim::Optimizer* optimizer) {
+  check_rank("FactorizedConv2d", rank, latent_channels);
+  if (rank == latent_channels) return;
+  auto& c0 = dynamic_cast<Conv2d&>(child("conv0"));
+  auto& c1 = dynamic_cast<Conv2d&>(child("conv1"));
+  const int64_t k = c0.kernel_size;
+  // Patches of the input as rows: [N * L, in * k * k]; the current map is W = W1 W0 over them.
+  const at::Tensor patches = at::im2col(input.detach(), {k, k}, {1, 1}, {c0.padding, c0.padding}, {c0.stride, c0.stride})
+                                 .transpose(1, 2)
+                                 .reshape({-1, c0.in_channels * k * k});
+  const at::Tensor w = c1.weight.detach().flatten(1).matmul(c0.weight.detach().flatten(1));  // [out, in*k*k]
+  const auto [w0, w1] = best_factors(patches, w, rank);
+  auto n0 = std::make_shared<Conv2d>(c0.in_channels, rank, k, c0.stride, c0.padding, false);
+  auto n1 = std::make_shared<Conv2d>(rank, c1.out_channels, 1, 1, 0, c1.bias.defined());
+  n0->to(c0.weight.device(), c0.weight.scalar_type());
+  n1->to(c1.weight.device(), c1.weight.scalar_type());
+  {
+    torch::NoGradGuard no_grad;
+    n0->weight.copy_(w0.view({rank, c0.in_channels, k, k}));
+    n1->weight.copy_(w1.view({c1.out_channels, rank, 1, 1}));
+    if (c1.bias.defined()) n1->bias.copy_(c1.bias);
+  }
+  swap_child(*this, "conv0", n0, optimizer);
+  swap_child(*this, "conv1", n1, optimizer);
+  latent_channels = rank;
+}
+
+void FactorizedLinear::set_rank(const at::Tensor& input, int64_t rank, torch::optim::Optimizer* optimizer) {
+  check_rank("FactorizedLinear", rank, latent_features);
+  if (rank == latent_features) return;
+  auto& m0 = dynamic_cast<Linear&>(child("module0"));
+  auto& m1 = dynamic_cast<Linear&>(child("module1"));
+  const at::Tensor w = m1.weight.detach().matmul(m0.weight.detach());  // [out, in]
+  const auto [w0, w1] = best_factors(input.detach().reshape({-1, m0.in_features}), w, rank);
+  auto n0 = std::make_shared<Linear>(m0.in_features, rank, false);
+  auto n1 = std::make_shared<Linear>(rank, m1.out_features, m1.bias.defined());
+  n0->to(m0.weight.device(), m0.weight.scalar_type());
+  n1->to(m1.weight.device(), m1.weight.scalar_type());
+  {
+    torch::NoGradGuard no_grad;
+    n0->weight.copy_(w0);
+    n1->weight.copy_(w1);
+    if (m1.bias.defined()) n1->bias.copy_(m1.bias);
+  }
+  swap_child(*this, "module0", n0, optimizer);
+  swap_child(*this, "module1", n1, optimizer);
+  latent_features = rank;
+}
+
 }  // namespace nn
 
 namespace functional {

@@ -185,3 +185,40 @@ TEST(StochasticDepthTest, SampleMethodDropsWholeSamplesOfTheBranch) {
   nn::StochasticBlock keep(original, nn::StochasticBlock::Kind::Bottleneck, functional::StochasticMethod::Sample, 0.0);
   EXPECT_TRUE(torch::allclose(keep.forward(x), original.forward(x)));
 }
+
+TEST(FactorizeTest, SetRankKeepsOutputsWhenTheMapAlreadyHasThatRank) {
+  torch::manual_seed(10);
+  nn::FactorizedLinear fl(nn::Linear(32, 24), 8);
+  {  // make the current map W = W1 W0 rank 3
+    torch::NoGradGuard no_grad;
+    dynamic_cast<nn::Linear&>(fl.child("module0")).weight.narrow(0, 3, 5).zero_();
+  }
+  const at::Tensor x = torch::randn({64, 32});
+  const at::Tensor before = fl.forward(x);
+  auto opt = std::make_shared<optim::DecoupledSGDW>(fl.parameters(), optim::DecoupledSGDWOptions(0.1));
+  fl.set_rank(x, 3, opt.get());
+  EXPECT_EQ(fl.latent_features, 3);
+  EXPECT_EQ(dynamic_cast<nn::Linear&>(fl.child("module0")).weight.sizes(), (std::vector<int64_t>{3, 32}));
+  EXPECT_TRUE(torch::allclose(fl.forward(x), before, 1e-4, 1e-4));
+  EXPECT_EQ(opt->param_groups()[0].params().size(), fl.parameters().size());
+  EXPECT_THROW(fl.set_rank(x, 4), std::invalid_argument);  // above the current rank
+  EXPECT_THROW(fl.set_rank(x, 0), std::invalid_argument);
+
+  nn::FactorizedConv2d fc(nn::Conv2d(8, 16, 3, 2, 1), 8);
+  const at::Tensor img = torch::randn({4, 8, 10, 10});
+  const at::Tensor full = fc.forward(img);
+  double previous = 0;
+  for (int64_t r : {6, 4, 2}) {  // lower ranks reproduce the outputs less well
+    nn::FactorizedConv2d copy(nn::Conv2d(8, 16, 3, 2, 1), 8);
+    {
+      torch::NoGradGuard no_grad;
+      auto source = fc.named_parameters();
+      for (auto& p : copy.named_parameters()) p.value().copy_(source[p.key()]);
+    }
+    copy.set_rank(img, r);
+    ASSERT_EQ(copy.forward(img).sizes(), full.sizes());
+    const double err = (copy.forward(img) - full).pow(2).sum().item<double>();
+    EXPECT_GT(err, previous) << r;
+    previous = err;
+  }
+}

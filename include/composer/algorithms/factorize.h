@@ -17,6 +17,10 @@ class FactorizedConv2d : public Composite {
  public:
   FactorizedConv2d(const Conv2d& original, int64_t latent_channels);
   at::Tensor forward(const at::Tensor& x) override;
+  /// Lowers the rank to `rank` (<= latent_channels) with the factors that best reproduce this module's current
+  /// outputs on `input` (least squares over the input's patches: reduced-rank regression). New parameter tensors
+  /// replace the old ones, in `optimizer` too when given. Throws when rank is not in [1, latent_channels].
+  void set_rank(const at::Tensor& input, int64_t rank, torch::optim::Optimizer* optimizer = nullptr);
   int64_t latent_channels;
 };
 
@@ -25,6 +29,8 @@ class FactorizedLinear : public Composite {
  public:
   FactorizedLinear(const Linear& original, int64_t latent_features);
   at::Tensor forward(const at::Tensor& x) override;
+  /// As FactorizedConv2d::set_rank, for inputs [..., in_features].
+  void set_rank(const at::Tensor& input, int64_t rank, torch::optim::Optimizer* optimizer = nullptr);
   int64_t latent_features;
 };
 
