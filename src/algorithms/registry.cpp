@@ -1,6 +1,7 @@
 #include "composer/algorithms/registry.h"
 
 #include "composer/algorithms/algorithms.h"
+#include "utils/detail/text.h"
 
 #include <algorithm>
 #include <sstream>
@@ -134,11 +135,6 @@ std::vector<AlgorithmEntry> entries() {
   return e;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 }  // namespace
 
 Hparams::Hparams(std::map<std::string, std::string> values, std::string where) : values_(std::move(values)), where_(std::move(where)) {}
@@ -181,7 +177,7 @@ int64_t Hparams::get_int(const std::string& key, int64_t fallback) {
 bool Hparams::get_bool(const std::string& key, bool fallback) {
   const std::string* v = find(key);
   if (!v) return fallback;
-  const std::string l = lower(*v);
+  const std::string l = composer::detail::to_lower(*v);
   if (l == "true" || l == "yes" || l == "on" || l == "1") return true;
   if (l == "false" || l == "no" || l == "off" || l == "0") return false;
   fail(key, "true or false");
@@ -194,7 +190,7 @@ std::string Hparams::get_string(const std::string& key, const std::string& fallb
 
 std::string Hparams::get_choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed) {
   const std::string* v = find(key);
-  const std::string value = v ? (std::find(allowed.begin(), allowed.end(), *v) != allowed.end() ? *v : lower(*v)) : fallback;
+  const std::string value = v ? (std::find(allowed.begin(), allowed.end(), *v) != allowed.end() ? *v : composer::detail::to_lower(*v)) : fallback;
   if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;

@@ -1,9 +1,7 @@
 #include "composer/callbacks/threshold_stopper.h"
 
 #include "composer/core/state.h"
-
-#include <algorithm>
-#include <cctype>
+#include "utils/detail/text.h"
 
 namespace composer {
 
@@ -13,8 +11,7 @@ ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_l
       stop_on_batch_(stop_on_batch) {
   if (monitor_.empty()) throw std::invalid_argument("ThresholdStopper.monitor must name a metric");
   if (!comp_) {
-    std::string lower = monitor_;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string lower = detail::to_lower(monitor_);
     const bool minimize = lower.find("loss") != std::string::npos || lower.find("error") != std::string::npos ||
                           lower.find("perplexity") != std::string::npos;
     comp_ = minimize ? Compare([](double v, double t) { return v <= t; }) : Compare([](double v, double t) { return v >= t; });

@@ -1,5 +1,7 @@
 #include "composer/core/time.h"
 
+#include "utils/detail/text.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -14,6 +16,8 @@
 namespace composer {
 namespace {
 
+using detail::python_float_str;
+
 constexpr std::array<std::pair<TimeUnit, const char*>, 7> kUnitNames{{
     {TimeUnit::ITERATION, "iter"},
     {TimeUnit::EPOCH, "ep"},
@@ -23,20 +27,6 @@ constexpr std::array<std::pair<TimeUnit, const char*>, 7> kUnitNames{{
     {TimeUnit::DURATION, "dur"},
     {TimeUnit::SECOND, "sec"},
 }};
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-// Python's str(float): the shortest string that round-trips, with ".0" on whole numbers.
-std::string python_float_str(double v) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  std::string s(buf, res.ptr);
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
-}
 
 // Parses the whole of `s` as a finite float; false if anything is left over.
 bool parse_float(const std::string& s, double& out) {
@@ -56,7 +46,7 @@ const char* to_string(TimeUnit unit) {
 }
 
 TimeUnit parse_time_unit(const std::string& unit) {
-  const std::string l = lower(unit);
+  const std::string l = detail::to_lower(unit);
   for (const auto& [u, name] : kUnitNames)
     if (l == name) return u;
   throw std::invalid_argument("Invalid time unit '" + unit + "': expected one of iter, ep, ba, sp, tok, dur, sec");
@@ -72,7 +62,7 @@ Time::Time(double value, TimeUnit unit) : value_(value), unit_(unit) {
 }
 
 Time Time::from_string(const std::string& text) {
-  const std::string s = lower(text);
+  const std::string s = detail::to_lower(text);
   // Wall-clock form first: any subset of XhYmZs, in that order.
   static const std::regex wall(R"(^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$)");
   std::smatch m;

@@ -1,9 +1,10 @@
 #include "algorithms/detail/common.h"
 
+#include "utils/detail/text.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
-#include <iomanip>
 
 namespace composer::algorithms::detail {
 namespace {
@@ -11,14 +12,6 @@ namespace {
 at::Tensor gamma(double shape, int64_t n, const std::optional<at::Generator>& gen) {
   const at::Tensor alpha = at::full({n}, shape, at::kDouble);
   return gen ? at::_standard_gamma(alpha, *gen) : at::_standard_gamma(alpha);
-}
-
-std::string format_double(double v) {
-  std::ostringstream os;
-  os << std::setprecision(10) << v;
-  std::string s = os.str();
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // Python prints floats with a decimal point
-  return s;
 }
 
 }  // namespace
@@ -53,7 +46,7 @@ at::Tensor randperm(int64_t n, const c10::Device& device) {
 }
 
 Repr& Repr::add(const std::string& key, double v) {
-  items_.emplace_back(key, format_double(v));
+  items_.emplace_back(key, composer::detail::python_float_str(v));
   return *this;
 }
 Repr& Repr::add(const std::string& key, int64_t v) {
@@ -80,15 +73,15 @@ std::string Repr::str() const {
 }
 
 void bad_option(const std::string& what, const std::string& field, const std::string& expected, double value) {
-  throw std::invalid_argument(what + "." + field + " must be " + expected + ", got " + format_double(value));
+  throw std::invalid_argument(what + "." + field + " must be " + expected + ", got " + composer::detail::python_float_str(value));
 }
 
 void require_range(const std::string& what, const std::string& field, double value, double lo, double hi, bool lo_open,
                    bool hi_open) {
   const bool ok = (lo_open ? value > lo : value >= lo) && (hi_open ? value < hi : value <= hi) && !std::isnan(value);
   if (!ok) {
-    const std::string hi_s = std::isinf(hi) ? "inf" : format_double(hi);
-    bad_option(what, field, std::string("in ") + (lo_open ? "(" : "[") + format_double(lo) + ", " + hi_s + (hi_open ? ")" : "]"),
+    const std::string hi_s = std::isinf(hi) ? "inf" : composer::detail::python_float_str(hi);
+    bad_option(what, field, std::string("in ") + (lo_open ? "(" : "[") + composer::detail::python_float_str(lo) + ", " + hi_s + (hi_open ? ")" : "]"),
                value);
   }
 }

@@ -7,7 +7,6 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
