@@ -10,23 +10,8 @@
 
 namespace composer {
 namespace functional {
-using algorithms::detail::clip;
-using algorithms::detail::floor_div2;
-namespace {
 
-BoundingBox random_box(int64_t h, int64_t w, int64_t cut_h, int64_t cut_w, bool uniform_sampling) {
-  int64_t cx = 0, cy = 0;
-  if (uniform_sampling) {
-    cx = algorithms::detail::randint(floor_div2(-cut_h), h + cut_h / 2);
-    cy = algorithms::detail::randint(floor_div2(-cut_w), w + cut_w / 2);
-  } else {
-    cx = algorithms::detail::randint(0, h);
-    cy = algorithms::detail::randint(0, w);
-  }
-  return {clip(cx - cut_h / 2, 0, h), clip(cy - cut_w / 2, 0, w), clip(cx + cut_h / 2, 0, h), clip(cy + cut_w / 2, 0, w)};
-}
-
-}  // namespace
+using algorithms::detail::random_box;
 
 std::tuple<at::Tensor, at::Tensor, double, BoundingBox> cutmix_batch(const at::Tensor& input, const at::Tensor& target,
                                                                      std::optional<int64_t> length, double alpha,

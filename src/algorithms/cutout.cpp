@@ -7,8 +7,6 @@
 
 namespace composer {
 namespace functional {
-using algorithms::detail::clip;
-using algorithms::detail::floor_div2;
 
 at::Tensor cutout_batch(const at::Tensor& input, int64_t num_holes, double length, bool uniform_sampling) {
   if (input.dim() < 3) throw std::invalid_argument("cutout_batch: input must be [..., H, W], got shape " + c10::str(input.sizes()));
@@ -18,16 +16,7 @@ at::Tensor cutout_batch(const at::Tensor& input, int64_t num_holes, double lengt
   const int64_t side = static_cast<int64_t>(length > 0 && length < 1 ? static_cast<double>(std::min(h, w)) * length : length);
   at::Tensor mask = at::ones({h, w}, input.options());
   for (int64_t i = 0; i < num_holes; ++i) {
-    int64_t cy = 0, cx = 0;
-    if (uniform_sampling) {
-      cy = algorithms::detail::randint(floor_div2(-side), h + side / 2);
-      cx = algorithms::detail::randint(floor_div2(-side), w + side / 2);
-    } else {
-      cy = algorithms::detail::randint(0, h);
-      cx = algorithms::detail::randint(0, w);
-    }
-    const int64_t y1 = clip(cy - side / 2, 0, h), y2 = clip(cy + side / 2, 0, h);
-    const int64_t x1 = clip(cx - side / 2, 0, w), x2 = clip(cx + side / 2, 0, w);
+    const auto [y1, x1, y2, x2] = algorithms::detail::random_box(h, w, side, side, uniform_sampling);
     if (y2 > y1 && x2 > x1) mask.narrow(0, y1, y2 - y1).narrow(1, x1, x2 - x1).zero_();
   }
   return input * mask;

@@ -14,7 +14,22 @@ at::Tensor gamma(double shape, int64_t n, const std::optional<at::Generator>& ge
   return gen ? at::_standard_gamma(alpha, *gen) : at::_standard_gamma(alpha);
 }
 
+int64_t clip(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+int64_t floor_div2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }  // Python's v // 2
+
 }  // namespace
+
+std::array<int64_t, 4> random_box(int64_t h, int64_t w, int64_t cut_h, int64_t cut_w, bool uniform_sampling) {
+  int64_t cy = 0, cx = 0;
+  if (uniform_sampling) {
+    cy = randint(floor_div2(-cut_h), h + cut_h / 2);
+    cx = randint(floor_div2(-cut_w), w + cut_w / 2);
+  } else {
+    cy = randint(0, h);
+    cx = randint(0, w);
+  }
+  return {clip(cy - cut_h / 2, 0, h), clip(cx - cut_w / 2, 0, w), clip(cy + cut_h / 2, 0, h), clip(cx + cut_w / 2, 0, w)};
+}
 
 double sample_beta(double a, double b, std::optional<at::Generator> gen) {
   const double x = gamma(a, 1, gen).item<double>();

@@ -6,6 +6,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -25,10 +26,10 @@ double uniform(double lo, double hi, std::optional<at::Generator> gen = std::nul
 /// A random permutation of [0, n) on `device`.
 at::Tensor randperm(int64_t n, const c10::Device& device);
 
-/// min(max(v, lo), hi).
-inline int64_t clip(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
-/// Python's v // 2 (rounds toward minus infinity).
-inline int64_t floor_div2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+/// A random cut_h x cut_w box in an h x w image, as Composer's CutMix and CutOut draw it: centre uniform in the image
+/// (or, with uniform_sampling, in the image grown by half a box), sides [c - cut/2, c + cut/2) clipped to the image.
+/// Returns {row1, col1, row2, col2}; the row centre is drawn first.
+std::array<int64_t, 4> random_box(int64_t h, int64_t w, int64_t cut_h, int64_t cut_w, bool uniform_sampling);
 
 /// "Name(key=value, ...)" in Composer's repr style.
 class Repr {
