@@ -181,4 +181,15 @@ at::Tensor augment(const at::Tensor& image, Augmentation op, double severity, at
   return image;
 }
 
+at::Tensor augment_chain(const at::Tensor& image, const std::vector<Augmentation>& ops, int64_t depth, double severity,
+                         at::Generator& gen) {
+  if (ops.empty()) throw std::invalid_argument("augment_chain: no operations to draw from");
+  at::Tensor out = image;
+  for (int64_t d = 0; d < depth; ++d) {
+    const auto pick = static_cast<size_t>(algorithms::detail::randint(0, static_cast<int64_t>(ops.size()), gen));
+    out = augment(out, ops[pick], severity, gen);
+  }
+  return out;
+}
+
 }  // namespace composer::functional

@@ -23,13 +23,8 @@ at::Tensor augmix_image(const at::Tensor& image, const AugMixOptions& options, a
   const at::Tensor x = image.to(at::kFloat);
   at::Tensor mix = at::zeros_like(x);
   for (int64_t chain = 0; chain < options.width(); ++chain) {
-    at::Tensor aug = image;
     const int64_t depth = options.depth() > 0 ? options.depth() : algorithms::detail::randint(1, 4, gen);
-    for (int64_t d = 0; d < depth; ++d) {
-      aug = augment(aug, ops[static_cast<size_t>(algorithms::detail::randint(0, static_cast<int64_t>(ops.size()), gen))],
-                    options.severity(), gen);
-    }
-    mix += aug.to(at::kFloat) * weights[static_cast<size_t>(chain)];
+    mix += augment_chain(image, ops, depth, options.severity(), gen).to(at::kFloat) * weights[static_cast<size_t>(chain)];
   }
   const at::Tensor mixed = x * (1.0 - m) + mix * m;
   if (at::isFloatingType(image.scalar_type())) return mixed.clamp(0, 1).to(image.scalar_type());

@@ -16,13 +16,7 @@ void RandAugmentOptions::validate() const {
 }
 
 at::Tensor randaugment_image(const at::Tensor& image, const RandAugmentOptions& options, at::Generator& gen) {
-  const std::vector<Augmentation> ops = augmentation_set(options.augmentation_set());
-  at::Tensor out = image;
-  for (int64_t d = 0; d < options.depth(); ++d) {
-    out = augment(out, ops[static_cast<size_t>(algorithms::detail::randint(0, static_cast<int64_t>(ops.size()), gen))],
-                  options.severity(), gen);
-  }
-  return out;
+  return augment_chain(image, augmentation_set(options.augmentation_set()), options.depth(), options.severity(), gen);
 }
 
 BatchTransform randaugment_transform(const RandAugmentOptions& options) {

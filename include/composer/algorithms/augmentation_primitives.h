@@ -55,5 +55,9 @@ std::vector<Augmentation> augmentation_set(const std::string& name);
 /// (rotate 30 degrees, shear 0.3, translate a third of the side, posterize 4 bits, solarize 256, enhance factor
 /// 0.1-1.9), with a random sign for geometric ops. severity in [0, 10].
 at::Tensor augment(const at::Tensor& image, Augmentation op, double severity, at::Generator& gen);
+/// `depth` operations, each drawn uniformly from `ops` and applied with augment() (RandAugment's sequence; one
+/// AugMix chain).
+at::Tensor augment_chain(const at::Tensor& image, const std::vector<Augmentation>& ops, int64_t depth, double severity,
+                         at::Generator& gen);
 
 }  // namespace composer::functional
