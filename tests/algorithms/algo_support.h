@@ -38,4 +38,11 @@ inline std::shared_ptr<DatasetLoader> tiny_image_loader(int64_t batch_size = 32,
                           make_image_transform(ImageTransformOptions().mean({0.5, 0.5, 0.5}).std({0.25, 0.25, 0.25}))));
 }
 
+/// The config names of every registered algorithm, for parameterised suites.
+inline std::vector<std::string> registered_algorithms() {
+  std::vector<std::string> names;
+  for (const auto& e : algorithms::algorithm_registry()) names.push_back(e.name);
+  return names;
+}
+
 }  // namespace composer::testing

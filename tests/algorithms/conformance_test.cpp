@@ -34,12 +34,6 @@ const std::map<std::string, std::set<Event>>& expected_events() {
   return e;
 }
 
-std::vector<std::string> registered() {
-  std::vector<std::string> names;
-  for (const auto& e : algorithms::algorithm_registry()) names.push_back(e.name);
-  return names;
-}
-
 std::shared_ptr<ComposerClassifier> tiny_model(uint64_t seed = 0) { return ComposerClassifier::wrap(tiny_convnet(seed)); }
 
 TrainerOptions tiny_run(std::shared_ptr<ComposerModel> model, std::shared_ptr<Algorithm> algorithm) {
@@ -62,7 +56,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {};
 TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
   std::vector<std::string> expected;
   for (const auto& [name, events] : expected_events()) expected.push_back(name);
-  EXPECT_EQ(registered(), expected);
+  EXPECT_EQ(composer::testing::registered_algorithms(), expected);
   EXPECT_EQ(algorithms::make_algorithm("BlurPool")->name(), "BlurPool");
   try {
     algorithms::make_algorithm("blurpol");
@@ -125,7 +119,7 @@ TEST_P(Conformance, TrainsAStepAndKeepsItsStateThroughACheckpoint) {
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(registered()),
+INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(composer::testing::registered_algorithms()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(RequiredOnLoadTest, SurgeryFromTheCheckpointIsRedoneBeforeItsWeightsLoad) {

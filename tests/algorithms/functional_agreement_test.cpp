@@ -133,12 +133,6 @@ const std::map<std::string, std::function<void()>>& checks() {
 
 class FunctionalAgreement : public ::testing::TestWithParam<std::string> {};
 
-std::vector<std::string> registered() {
-  std::vector<std::string> names;
-  for (const auto& e : algorithms::algorithm_registry()) names.push_back(e.name);
-  return names;
-}
-
 }  // namespace
 
 TEST_P(FunctionalAgreement, ClassAndFunctionalFormAgree) {
@@ -147,5 +141,5 @@ TEST_P(FunctionalAgreement, ClassAndFunctionalFormAgree) {
   it->second();
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, FunctionalAgreement, ::testing::ValuesIn(registered()),
+INSTANTIATE_TEST_SUITE_P(Registry, FunctionalAgreement, ::testing::ValuesIn(composer::testing::registered_algorithms()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
