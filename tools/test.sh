@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# tools/test.sh -- the README's test command: installs dependencies, fetches data, builds, runs every test.
+# tools/test.sh -- the README's test command: installs dependencies (Debian packages and the project environment
+# .venv), fetches the data, builds, runs every test (labels unit, slow, dist, peer; peer compares with MosaicML
+# Composer running in .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install_deps.sh
-if [ -x tools/fetch_data.sh ]; then bash tools/fetch_data.sh data; fi
-export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+bash tools/fetch_data.sh
+# ccache keys on paths relative to the checkout, so a fresh clone reuses what an earlier one compiled.
+export CCACHE_BASEDIR="$PWD" CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"

@@ -32,7 +32,6 @@ DecoupledAdamW::DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> gr
 void DecoupledAdamW::init_groups() { detail::init_decoupled_groups<DecoupledAdamWOptions>(param_groups_, "DecoupledAdamW"); }
 
 bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::vector<at::Tensor>& params) {
-#if COMPOSER_HAS_FUSED_OPTIM
   if (!params.front().is_cuda()) return false;
   for (const auto& p : params)
     if (p.device() != params.front().device() || p.scalar_type() != params.front().scalar_type()) return false;
@@ -53,11 +52,6 @@ bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::v
   at::_fused_adamw_(params, grads, m, v, vmax, steps, o.lr(), o.beta1(), o.beta2(), o.weight_decay() / o.initial_lr(),
                     o.eps(), o.amsgrad(), /*maximize=*/false);
   return true;
-#else
-  (void)group;
-  (void)params;
-  return false;
-#endif
 }
 
 at::Tensor DecoupledAdamW::step(LossClosure closure) {

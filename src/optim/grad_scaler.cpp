@@ -12,7 +12,7 @@
 namespace composer {
 namespace {
 
-// Whether the fused _amp_ kernels run on `device` (they are CUDA-only in 1.13); probed once per device type.
+// Whether the fused _amp_ kernels run on `device` (not every backend has them); probed once per device type.
 bool fused_amp_available(const at::Device& device) {
   static std::mutex mu;
   static std::map<c10::DeviceType, bool> cache;

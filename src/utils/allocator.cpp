@@ -3,11 +3,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <unistd.h>  // environ
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-
-extern char** environ;
 
 namespace composer {
 

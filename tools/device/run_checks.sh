@@ -2,7 +2,7 @@
 # tools/device/run_checks.sh -- run ON THE DEVICE MACHINE (the device tool), after tools/device/fetch_deps.sh here:
 #   device run, carry [".deps"], command "bash tools/device/run_checks.sh", timeout_s 540
 # Builds the library, tests and benchmarks against the PyTorch install's LibTorch (CUDA), runs the unit tests (the
-# CLI and multi-process suites need yaml-cpp and Gloo, which are not there), then the GPU benchmarks. Every step's
+# CLI and multi-process suites need yaml-cpp, which is not there), then the GPU benchmarks. Every step's
 # log goes to $OUT; a failing step does not stop the later ones, so one run reports everything it can.
 # Dry run on this Debian machine (checks the plumbing, not LibTorch 2.x):
 #   OUT=/tmp/devsim TORCH_PREFIX=/usr BUILD=build-devsim \
@@ -25,7 +25,7 @@ ZLIB_LIB="$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so
 step "configure"
 TORCH_CUDA_ARCH_LIST="9.0" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" -Dnlohmann_json_DIR="$DEPS/share/cmake/nlohmann_json" \
-  -DZLIB_INCLUDE_DIR="$DEPS/include" -DZLIB_LIBRARY="$ZLIB_LIB" \
+  -DZLIB_INCLUDE_DIR="$DEPS/include" -DZLIB_LIBRARY="$ZLIB_LIB" -DCOMPOSER_GLOO_INCLUDE_DIR="$DEPS/include" \
   -DCOMPOSER_BUILD_TOOLS=OFF -DCOMPOSER_GTEST_SOURCE_DIR="$DEPS/src/googletest" > "$OUT/configure.log" 2>&1
 echo "configure exit $?" | tee -a "$OUT/summary.txt"
 

@@ -25,7 +25,7 @@ struct GradScalerOptions {
 
 /// Contract per step: scale(loss).backward(); optionally unscale_(opt); step(opt) skips the optimizer step when any
 /// gradient is inf/NaN; update() then backs the scale off (inf seen) or grows it after growth_interval clean steps.
-/// Uses the fused `_amp_` kernels where the device has them and plain tensor ops elsewhere (1.13 CPU).
+/// Uses the fused `_amp_` kernels where the device has them and plain tensor ops elsewhere.
 class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options = GradScalerOptions());
