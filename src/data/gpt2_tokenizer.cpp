@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace composer {
@@ -78,6 +79,33 @@ std::vector<std::string> pre_tokenize(const std::string& text) {
   return out;
 }
 
+// Standard base64 (RFC 4648, with padding); nullopt for anything else.
+std::optional<std::string> base64_decode(const std::string& in) {
+  static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '=') {
+      if (i + 2 < in.size()) return std::nullopt;
+      ++pad;
+      continue;
+    }
+    if (pad) return std::nullopt;
+    const auto v = alphabet.find(in[i]);
+    if (v == std::string::npos) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Gpt2Tokenizer Gpt2Tokenizer::from_files(const std::string& encoder_json, const std::string& vocab_bpe) {
@@ -111,6 +139,11 @@ Gpt2Tokenizer Gpt2Tokenizer::from_files(const std::string& encoder_json, const s
     tok.ranks_[{line.substr(0, sp), line.substr(sp + 1)}] = rank++;
   }
   if (rank == 0) throw std::runtime_error("GPT-2 merges '" + vocab_bpe + "' has no merges");
+  tok.init_byte_table();
+  return tok;
+}
+
+void Gpt2Tokenizer::init_byte_table() {
   // GPT-2's reversible byte -> printable character table.
   std::vector<int> printable;
   for (int b = '!'; b <= '~'; ++b) printable.push_back(b);
@@ -119,10 +152,69 @@ Gpt2Tokenizer Gpt2Tokenizer::from_files(const std::string& encoder_json, const s
   int extra = 0;
   for (int b = 0; b < 256; ++b) {
     const bool direct = std::find(printable.begin(), printable.end(), b) != printable.end();
-    tok.byte_to_unicode_[static_cast<size_t>(b)] = utf8(direct ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + extra++));
-    tok.unicode_to_byte_[tok.byte_to_unicode_[static_cast<size_t>(b)]] = static_cast<unsigned char>(b);
+    byte_to_unicode_[static_cast<size_t>(b)] = utf8(direct ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + extra++));
+    unicode_to_byte_[byte_to_unicode_[static_cast<size_t>(b)]] = static_cast<unsigned char>(b);
   }
+}
+
+Gpt2Tokenizer Gpt2Tokenizer::from_tiktoken(const std::string& ranks_file) {
+  std::ifstream in(ranks_file);
+  if (!in) throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' cannot be opened (missing? run tools/fetch_data.sh)");
+  std::vector<std::string> tokens;  // raw bytes, by rank
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    const auto sp = line.find(' ');
+    const auto bad = [&](const std::string& why) {
+      return std::runtime_error("GPT-2 ranks '" + ranks_file + "' line " + std::to_string(line_no) + ": " + why);
+    };
+    if (sp == std::string::npos) throw bad("expected 'base64-token rank'");
+    const std::optional<std::string> bytes = base64_decode(line.substr(0, sp));
+    if (!bytes || bytes->empty()) throw bad("the token is not base64");
+    const std::string rank_text = line.substr(sp + 1);
+    if (rank_text.empty() || rank_text.size() > 9 || rank_text.find_first_not_of("0123456789") != std::string::npos) {
+      throw bad("the rank '" + rank_text + "' is not a number below 10^9");
+    }
+    const auto rank = static_cast<size_t>(std::stoll(rank_text));
+    if (rank != tokens.size()) throw bad("rank " + rank_text + " out of order (expected " + std::to_string(tokens.size()) + ")");
+    tokens.push_back(*bytes);
+  }
+  if (tokens.size() < 256) throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' has " + std::to_string(tokens.size()) + " tokens; a byte-level BPE needs at least the 256 bytes");
+  Gpt2Tokenizer tok;
+  tok.init_byte_table();
+  tok.decoder_.reserve(tokens.size() + 1);
+  for (size_t rank = 0; rank < tokens.size(); ++rank) {
+    std::string piece;
+    for (unsigned char b : tokens[rank]) piece += tok.byte_to_unicode_[b];
+    if (!tok.encoder_.emplace(piece, static_cast<int64_t>(rank)).second) {
+      throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' lists a token twice (rank " + std::to_string(rank) + ")");
+    }
+    tok.decoder_.push_back(piece);
+    if (tokens[rank].size() < 2) continue;
+    // The merge that forms this token: BPE with the merges of the lower ranks leaves exactly two parts.
+    const std::vector<std::string> parts = tok.bpe(tokens[rank]);
+    if (parts.size() != 2) {
+      throw std::runtime_error("GPT-2 ranks '" + ranks_file + "': the token of rank " + std::to_string(rank) + " is not one merge of lower-ranked tokens");
+    }
+    tok.ranks_[{parts[0], parts[1]}] = static_cast<int64_t>(rank);
+  }
+  for (int b = 0; b < 256; ++b) {
+    if (!tok.encoder_.count(tok.byte_to_unicode_[static_cast<size_t>(b)])) {
+      throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' lacks the single byte " + std::to_string(b));
+    }
+  }
+  tok.encoder_["<|endoftext|>"] = static_cast<int64_t>(tokens.size());
+  tok.decoder_.push_back("<|endoftext|>");
   return tok;
+}
+
+Gpt2Tokenizer Gpt2Tokenizer::from_dir(const std::string& dir) {
+  const std::string ranks = dir + "/gpt2.tiktoken";
+  if (std::ifstream(ranks)) return from_tiktoken(ranks);
+  if (std::ifstream(dir + "/encoder.json")) return from_files(dir + "/encoder.json", dir + "/vocab.bpe");
+  throw std::runtime_error("GPT-2 vocabulary: neither '" + ranks + "' nor '" + dir + "/encoder.json' exists (run tools/fetch_data.sh gpt2)");
 }
 
 std::vector<std::string> Gpt2Tokenizer::bpe(const std::string& word) const {

@@ -178,11 +178,12 @@ TEST_F(CliTest, ListShowsRegistries) {
   EXPECT_NE(e3.str().find("unknown kind 'widgets'"), std::string::npos);
 }
 
-// End to end on real data (labelled slow): the demo CNN on an MNIST slice reaches >= 90% test accuracy.
-TEST_F(CliTest, MnistSliceReachesNinetyPercent) {
-  COMPOSER_REQUIRE_DATA(testing::data_path("mnist/train-images-idx3-ubyte"));
-  const std::string cfg = testing::source_dir() + "/examples/configs/mnist_cnn.yaml";
-  ASSERT_EQ(train(cfg, {"train_data.path=" + testing::data_path("mnist"), "eval_data.path=" + testing::data_path("mnist"),
+// End to end on real data (labelled slow): the demo CNN trained 2 epochs on an 8,000-image Fashion-MNIST slice
+// reaches >= 84% on 2,000 test images (it gives 86.2%; chance is 10%, the full demo reaches >= 90%).
+TEST_F(CliTest, FashionMnistSliceLearns) {
+  COMPOSER_REQUIRE_DATA(testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"));
+  const std::string cfg = testing::source_dir() + "/examples/configs/fashion_cnn.yaml";
+  ASSERT_EQ(train(cfg, {"train_data.path=" + testing::data_path("fashion-mnist"), "eval_data.path=" + testing::data_path("fashion-mnist"),
                         "train_data.limit=8000", "eval_data.limit=2000", "max_duration=2ep", "loggers=[]", "save_overwrite=false",
                         "schedulers=[{name: cosine_annealing_with_warmup, t_warmup: 10ba}]",
                         "save_folder=", "progress_bar=false"}),
@@ -191,7 +192,7 @@ TEST_F(CliTest, MnistSliceReachesNinetyPercent) {
   const auto pos = out.str().find("metrics/eval/Accuracy = ");
   ASSERT_NE(pos, std::string::npos) << out.str();
   const double acc = std::stod(out.str().substr(pos + 24));
-  EXPECT_GE(acc, 0.90) << out.str();
+  EXPECT_GE(acc, 0.84) << out.str();
 }
 
 // End to end: a character-level GPT on Moby Dick pushes the training loss below 2.5 nats.

@@ -10,12 +10,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Gpt2Tokenizer gpt2() {
-  return Gpt2Tokenizer::from_files(testing::data_path("gpt2/encoder.json"), testing::data_path("gpt2/vocab.bpe"));
+Gpt2Tokenizer gpt2() { return Gpt2Tokenizer::from_tiktoken(testing::data_path("gpt2/gpt2.tiktoken")); }
+
+// A ranks file with `text`, written by the test.
+std::string ranks_file(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / ("composer_ranks_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(p) << text;
+  return p.string();
 }
 
 TEST(Gpt2TokenizerTest, GoldenIds) {
-  COMPOSER_REQUIRE_DATA(testing::data_path("gpt2/vocab.bpe"));
+  COMPOSER_REQUIRE_DATA(testing::data_path("gpt2/gpt2.tiktoken"));
   const auto tok = gpt2();
   EXPECT_EQ(tok.vocab_size(), 50257);
   EXPECT_EQ(tok.eot_token(), 50256);
@@ -25,10 +30,39 @@ TEST(Gpt2TokenizerTest, GoldenIds) {
 }
 
 TEST(Gpt2TokenizerTest, RoundTripsText) {
-  COMPOSER_REQUIRE_DATA(testing::data_path("gpt2/vocab.bpe"));
+  COMPOSER_REQUIRE_DATA(testing::data_path("gpt2/gpt2.tiktoken"));
   const auto tok = gpt2();
   const std::string text = "Call me Ishmael.  Some years ago--never mind how long precisely--\nhaving little or no money, it's 1851!\t";
   EXPECT_EQ(tok.decode(tok.encode(text)), text);
+}
+
+TEST(Gpt2TokenizerTest, FromDirFindsTheRanksFile) {
+  COMPOSER_REQUIRE_DATA(testing::data_path("gpt2/gpt2.tiktoken"));
+  EXPECT_EQ(Gpt2Tokenizer::from_dir(testing::data_path("gpt2")).encode("Hello world"), (std::vector<int64_t>{15496, 995}));
+  try {
+    Gpt2Tokenizer::from_dir("/nonexistent/gpt2");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/gpt2/gpt2.tiktoken"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Gpt2TokenizerTest, MalformedRanksNameFileAndLine) {
+  const std::string not_base64 = ranks_file("b64", "IQ== 0\n!!!! 1\n");
+  const std::string out_of_order = ranks_file("order", "IQ== 0\nIg== 5\n");
+  const std::string too_few = ranks_file("few", "IQ== 0\nIg== 1\n");
+  const auto message = [](const std::string& path) {
+    try {
+      Gpt2Tokenizer::from_tiktoken(path);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(not_base64).find(not_base64 + "' line 2: the token is not base64"), std::string::npos) << message(not_base64);
+  EXPECT_NE(message(out_of_order).find("line 2: rank 5 out of order (expected 1)"), std::string::npos) << message(out_of_order);
+  EXPECT_NE(message(too_few).find("has 2 tokens"), std::string::npos) << message(too_few);
+  for (const auto& p : {not_base64, out_of_order, too_few}) fs::remove(p);
 }
 
 TEST(Gpt2TokenizerTest, MissingVocabularyNamesTheFile) {

