@@ -1,5 +1,6 @@
 #include "composer/dist/dist.h"
 
+#include "composer/utils/compat.h"
 #include "dist/detail/comm_backend.h"
 
 #include <torch/csrc/distributed/c10d/Types.hpp>
@@ -69,6 +70,11 @@ void run(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
 
 void create_backend(const c10::Device& device, int64_t rank, int64_t world, std::chrono::milliseconds timeout);
 
+bool uses_agent_store() { return env_or("TORCHELASTIC_USE_AGENT_STORE", "") == "True"; }
+
+// Keys of one attempt: torchrun restarts reuse its store, so each restart gets a fresh namespace.
+std::string store_prefix() { return "composer/attempt_" + env_or("TORCHELASTIC_RESTART_COUNT", "0"); }
+
 }  // namespace
 
 void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeout) {
@@ -83,7 +89,8 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
   if (port <= 0 || port > 65535) throw std::invalid_argument("dist: MASTER_PORT='" + port_text + "' is not a port number");
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(port);
-  so.isServer = rank == 0;
+  // Under torchrun the elastic agent already serves the store at MASTER_ADDR:MASTER_PORT; every rank is a client.
+  so.isServer = rank == 0 && !uses_agent_store();
   so.numWorkers = static_cast<int>(world);
   so.timeout = timeout;
   try {
@@ -106,7 +113,7 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
 namespace {
 
 void create_backend(const c10::Device& device, int64_t rank, int64_t world, std::chrono::milliseconds timeout) {
-  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("composer", group().store);
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(store_prefix(), group().store);
   if (device.is_cuda()) {
 #if COMPOSER_HAS_NCCL
     auto opts = c10d::ProcessGroupNCCL::Options::create();

@@ -24,6 +24,7 @@ int64_t get_global_rank() { return env_int("RANK", 0); }
 int64_t get_world_size() { return env_int("WORLD_SIZE", 1); }
 int64_t get_local_rank() { return env_int("LOCAL_RANK", 0); }
 int64_t get_local_world_size() { return env_int("LOCAL_WORLD_SIZE", 1); }
-int64_t get_node_rank() { return env_int("NODE_RANK", 0); }
+// NODE_RANK (composer-cpp launch, Composer's launcher), else GROUP_RANK (torchrun).
+int64_t get_node_rank() { return env_int("NODE_RANK", env_int("GROUP_RANK", 0)); }
 
 }  // namespace composer::dist

@@ -3,9 +3,6 @@
 
 #include "composer/composer.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <torch/serialize.h>
 
 #include <gtest/gtest.h>
@@ -49,17 +46,6 @@ std::map<std::string, at::Tensor> weights(const fs::path& path) {
   return out;
 }
 
-int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct DistTest : ::testing::Test {
   fs::path dir = fs::temp_directory_path() / ("composer_dist_" + std::to_string(::getpid()));
@@ -109,7 +95,7 @@ TEST_F(DistTest, WrongWorldSizeTimesOutWithAClearError) {
   // Rank 0 of a world of 2 whose second rank never comes.
   ::setenv("WORLD_SIZE", "2", 1);
   ::setenv("RANK", "0", 1);
-  ::setenv("MASTER_PORT", std::to_string(unused_port()).c_str(), 1);
+  ::setenv("MASTER_PORT", std::to_string(testing::unused_port()).c_str(), 1);
   const auto start = std::chrono::steady_clock::now();
   const ProcessResult r = run_process({DDP_WORKER, "rendezvous", "3"});
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -136,7 +122,7 @@ TEST_F(DistTest, TrainerRefusesAnUnshardedLoaderInAMultiRankRun) {
 TEST_F(DistTest, UnreachableMasterFailsWithinTheTimeout) {
   ::setenv("WORLD_SIZE", "2", 1);
   ::setenv("RANK", "1", 1);
-  ::setenv("MASTER_PORT", std::to_string(unused_port()).c_str(), 1);
+  ::setenv("MASTER_PORT", std::to_string(testing::unused_port()).c_str(), 1);
   const auto start = std::chrono::steady_clock::now();
   testing::ChildProcess p({DDP_WORKER, "rendezvous", "3"});
   const int status = p.wait();

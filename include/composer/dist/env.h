@@ -14,7 +14,7 @@ int64_t get_world_size();
 int64_t get_local_rank();
 /// LOCAL_WORLD_SIZE, default 1.
 int64_t get_local_world_size();
-/// NODE_RANK, default 0.
+/// NODE_RANK, else GROUP_RANK (set by torchrun), default 0.
 int64_t get_node_rank();
 
 }  // namespace composer::dist

@@ -4,7 +4,10 @@
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/core/algorithm.h"
 #include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/dist/dist.h"
 #include "composer/dist/env.h"
+
+#include <ATen/ATen.h>
 
 #include <filesystem>
 #include <iostream>
@@ -52,8 +55,9 @@ void restore_required_algorithms(TrainerImpl& t, const c10::IValue& payload, con
   }
 }
 
-// The newest readable checkpoint of this run in save_folder, or "" when there is none.
-bool try_autoresume(TrainerImpl& t) {
+// Rank 0's newest readable checkpoint of this run in save_folder and its payload, or "" when there is none.
+// Unreadable candidates are set aside as <name>.corrupt.
+std::pair<std::string, c10::IValue> newest_readable_checkpoint(TrainerImpl& t) {
   State& s = t.state;
   const TrainerOptions& o = t.options;
   const std::string folder = format_name(o.save_folder(), s);
@@ -67,23 +71,43 @@ bool try_autoresume(TrainerImpl& t) {
     if (std::find(candidates.begin(), candidates.end(), target) == candidates.end()) candidates.push_back(target);
   }
   for (const auto& path : candidates) {
-    c10::IValue payload;
     try {
-      payload = read_checkpoint(path);
+      return {path, read_checkpoint(path)};
     } catch (const CheckpointError& e) {
       const std::string aside = path + ".corrupt";
       std::error_code ec;
       fs::rename(path, aside, ec);
       report(std::string(e.what()) + "; moved it to '" + aside + "' and trying the previous checkpoint");
-      continue;
     }
-    CheckpointLoadOptions lo;  // Composer: autoresume ignores load_weights_only / load_ignore_keys
-    restore_required_algorithms(t, payload, path);
-    t.pending_rng = apply_checkpoint(s, payload, lo, path);
-    report("autoresume: resumed run '" + s.run_name + "' from '" + path + "' at batch " + std::to_string(s.timestamp.batch));
-    return true;
   }
-  return false;
+  return {"", c10::IValue()};
+}
+
+// Autoresume. Only rank 0 writes checkpoints, so rank 0 picks one (its names carry rank 0) and every rank loads
+// that file; the ranks then check that they resumed at the same batch.
+bool try_autoresume(TrainerImpl& t) {
+  State& s = t.state;
+  const int64_t rank = dist::get_global_rank();
+  auto [path, payload] = rank == 0 ? newest_readable_checkpoint(t) : std::pair<std::string, c10::IValue>{};
+  if (dist::get_world_size() > 1) {
+    path = dist::all_gather_object(path).at(0);
+    if (rank != 0 && !path.empty()) payload = read_checkpoint(path);
+  }
+  if (path.empty()) return false;
+  CheckpointLoadOptions lo;  // Composer: autoresume ignores load_weights_only / load_ignore_keys
+  restore_required_algorithms(t, payload, path);
+  t.pending_rng = apply_checkpoint(s, payload, lo, path);
+  if (dist::get_world_size() > 1) {
+    at::Tensor lo_batch = at::full({1}, s.timestamp.batch, at::kLong), hi_batch = lo_batch.clone();
+    dist::all_reduce(lo_batch, dist::ReduceOp::MIN);
+    dist::all_reduce(hi_batch, dist::ReduceOp::MAX);
+    if (lo_batch.item<int64_t>() != hi_batch.item<int64_t>()) {
+      throw CheckpointError("autoresume: timestamp mismatch across ranks after loading '" + path + "' (batches " +
+                            std::to_string(lo_batch.item<int64_t>()) + " to " + std::to_string(hi_batch.item<int64_t>()) + ")");
+    }
+  }
+  report("autoresume: resumed run '" + s.run_name + "' from '" + path + "' at batch " + std::to_string(s.timestamp.batch));
+  return true;
 }
 
 }  // namespace
