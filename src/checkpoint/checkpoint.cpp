@@ -126,9 +126,9 @@ void restore_rng(const c10::IValue& rng, int64_t rank) {
   const Dict mine = list.get(static_cast<size_t>(std::min<int64_t>(rank, static_cast<int64_t>(list.size()) - 1))).toGenericDict();
   set_generator_state(at::detail::getDefaultCPUGenerator(), mine.at("torch").toTensor());
   if (mine.contains("cuda") && torch::cuda::is_available()) {
-    const auto cuda = mine.at("cuda").toTensorList();
+    const auto cuda = mine.at("cuda").toList();
     for (size_t i = 0; i < cuda.size() && i < torch::cuda::device_count(); ++i) {
-      set_generator_state(at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))), cuda.get(i));
+      set_generator_state(at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))), cuda.get(i).toTensor());
     }
   }
 }

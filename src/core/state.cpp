@@ -15,7 +15,9 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <set>
+#include <unordered_map>
 #include <sstream>
 #include <stdexcept>
 
@@ -34,11 +36,20 @@ Dict timestamp_to_dict(const Timestamp& t) {
   d.insert("batch_in_epoch", t.batch_in_epoch);
   d.insert("sample_in_epoch", t.sample_in_epoch);
   d.insert("token_in_epoch", t.token_in_epoch);
-  d.insert("total_wct", t.total_wct.count());
-  d.insert("iteration_wct", t.iteration_wct.count());
-  d.insert("epoch_wct", t.epoch_wct.count());
-  d.insert("batch_wct", t.batch_wct.count());
+  // Composer keeps these four as datetime.timedelta, which a plain torch.load(weights_only=True) refuses and a float
+  // would break in Composer's arithmetic; so they travel as seconds under their own keys (Composer ignores them).
+  d.insert("total_wct_seconds", t.total_wct.count());
+  d.insert("iteration_wct_seconds", t.iteration_wct.count());
+  d.insert("epoch_wct_seconds", t.epoch_wct.count());
+  d.insert("batch_wct_seconds", t.batch_wct.count());
   return d;
+}
+
+// `<key>_seconds` (ours), else `<key>` in seconds (a Composer checkpoint's timedelta, or our older files), else 0.
+Seconds wall_clock(const Dict& d, const std::string& key) {
+  if (d.contains(key + "_seconds")) return Seconds(d.at(key + "_seconds").toDouble());
+  if (d.contains(key)) return Seconds(d.at(key).toDouble());
+  return Seconds(0);
 }
 
 Timestamp timestamp_from_dict(const Dict& d) {
@@ -54,10 +65,10 @@ Timestamp timestamp_from_dict(const Dict& d) {
   t.batch_in_epoch = dict_get(d, "batch_in_epoch", what).toInt();
   t.sample_in_epoch = dict_get(d, "sample_in_epoch", what).toInt();
   t.token_in_epoch = dict_get(d, "token_in_epoch", what).toInt();
-  t.total_wct = Seconds(dict_get(d, "total_wct", what).toDouble());
-  t.iteration_wct = Seconds(dict_get(d, "iteration_wct", what).toDouble());
-  t.epoch_wct = Seconds(dict_get(d, "epoch_wct", what).toDouble());
-  t.batch_wct = Seconds(dict_get(d, "batch_wct", what).toDouble());
+  t.total_wct = wall_clock(d, "total_wct");
+  t.iteration_wct = wall_clock(d, "iteration_wct");
+  t.epoch_wct = wall_clock(d, "epoch_wct");
+  t.batch_wct = wall_clock(d, "batch_wct");
   return t;
 }
 
@@ -106,6 +117,74 @@ void load_model_state(torch::nn::Module& model, const Dict& saved, bool strict) 
     }
     throw std::invalid_argument(os.str());
   }
+}
+
+// Composer keys an optimizer's state by parameter name (torch.distributed.checkpoint's get_optimizer_state_dict):
+// "state" {name: {...}} and each group's "params" [names]. Our optimizers number parameters across their groups, as
+// torch.optim does; these translate between the two with the model's parameter names. Empty when some parameter
+// is not the model's (then the numbered form is kept).
+std::vector<std::string> optimizer_param_names(const torch::optim::Optimizer& opt, torch::nn::Module& model) {
+  std::unordered_map<const c10::TensorImpl*, std::string> by_impl;
+  for (const auto& p : model.named_parameters()) by_impl.emplace(p.value().unsafeGetTensorImpl(), p.key());
+  std::vector<std::string> names;
+  for (const auto& g : opt.param_groups()) {
+    for (const auto& p : g.params()) {
+      auto it = by_impl.find(p.unsafeGetTensorImpl());
+      if (it == by_impl.end()) return {};
+      names.push_back(it->second);
+    }
+  }
+  return names;
+}
+
+bool is_indexed_optimizer_state(const c10::IValue& sd) {
+  return sd.isGenericDict() && sd.toGenericDict().contains("state") && sd.toGenericDict().contains("param_groups");
+}
+
+// `d` with the keys of its "state" and the entries of each group's "params" mapped by `key`.
+c10::IValue remap_params(const Dict& d, const c10::TypePtr& key_type, const std::function<c10::IValue(const c10::IValue&)>& key) {
+  Dict state(key_type, c10::AnyType::get());
+  for (const auto& e : d.at("state").toGenericDict()) state.insert(key(e.key()), e.value());
+  c10::impl::GenericList groups(c10::AnyType::get());
+  for (const auto& g : d.at("param_groups").toList()) {
+    Dict fields = g.get().toGenericDict().copy();
+    c10::impl::GenericList params(c10::AnyType::get());
+    for (const auto& p : fields.at("params").toList()) params.push_back(key(p.get()));
+    fields.insert_or_assign("params", params);
+    groups.push_back(fields);
+  }
+  Dict out = d.copy();
+  out.insert_or_assign("state", state);
+  out.insert_or_assign("param_groups", groups);
+  return out;
+}
+
+c10::IValue with_param_names(const c10::IValue& sd, const std::vector<std::string>& names) {
+  if (names.empty() || !is_indexed_optimizer_state(sd)) return sd;
+  return remap_params(sd.toGenericDict(), c10::StringType::get(),
+                      [&](const c10::IValue& i) -> c10::IValue { return names.at(static_cast<size_t>(i.toInt())); });
+}
+
+// The inverse for name-keyed state (Composer's checkpoints and ours); numbered state passes through.
+c10::IValue with_param_indices(const c10::IValue& sd, const std::vector<std::string>& names, const std::string& what) {
+  if (!is_indexed_optimizer_state(sd)) return sd;
+  const Dict d = sd.toGenericDict();
+  bool named = false;
+  for (const auto& e : d.at("state").toGenericDict()) named = named || e.key().isString();
+  for (const auto& g : d.at("param_groups").toList()) {
+    for (const auto& p : g.get().toGenericDict().at("params").toList()) named = named || p.get().isString();
+  }
+  if (!named) return sd;
+  if (names.empty()) throw std::invalid_argument(what + " names its parameters, but this optimizer holds parameters the model does not");
+  std::unordered_map<std::string, int64_t> index;
+  for (size_t i = 0; i < names.size(); ++i) index.emplace(names[i], static_cast<int64_t>(i));
+  return remap_params(d, c10::IntType::get(), [&](const c10::IValue& name) -> c10::IValue {
+    auto it = index.find(name.toStringRef());
+    if (it == index.end()) {
+      throw std::invalid_argument(what + " has state for parameter '" + name.toStringRef() + "', which this model's optimizer does not hold");
+    }
+    return it->second;
+  });
 }
 
 c10::IValue optimizer_state(const torch::optim::Optimizer& opt) {
@@ -170,7 +249,8 @@ c10::IValue State::state_dict() const {
   if (model) d.insert("model", model_state_dict(*model));
   if (optimizer) {
     Dict opts = new_dict();
-    opts.insert(class_name_of(*optimizer), optimizer_state(*optimizer));
+    const auto names = model ? optimizer_param_names(*optimizer, *model) : std::vector<std::string>{};
+    opts.insert(class_name_of(*optimizer), with_param_names(optimizer_state(*optimizer), names));
     d.insert("optimizers", opts);
   }
   c10::impl::GenericList algos(c10::AnyType::get());
@@ -214,7 +294,8 @@ void State::load_state_dict(const c10::IValue& state, bool strict_model) {
     if (!opts.contains(key)) {
       throw std::invalid_argument("State.load_state_dict: no state for optimizer " + key + " in the checkpoint");
     }
-    load_optimizer_state(*optimizer, opts.at(key));
+    const auto names = model ? optimizer_param_names(*optimizer, *model) : std::vector<std::string>{};
+    load_optimizer_state(*optimizer, with_param_indices(opts.at(key), names, "the " + key + " state"));
   }
   if (d.contains("algorithms")) {
     const auto saved = d.at("algorithms").toList();

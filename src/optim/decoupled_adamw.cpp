@@ -111,7 +111,8 @@ c10::IValue DecoupledAdamW::state_dict() const {
         auto it = state_by_param_.find(p.unsafeGetTensorImpl());
         if (it == state_by_param_.end() || !it->second.exp_avg.defined()) return c10::nullopt;
         Dict d = new_dict();
-        d.insert("step", it->second.step);
+        // A 0-dim float tensor, as torch.optim.AdamW (and so Composer's DecoupledAdamW) keeps it.
+        d.insert("step", at::scalar_tensor(static_cast<double>(it->second.step), at::kFloat));
         d.insert("exp_avg", it->second.exp_avg);
         d.insert("exp_avg_sq", it->second.exp_avg_sq);
         if (it->second.max_exp_avg_sq.defined()) d.insert("max_exp_avg_sq", it->second.max_exp_avg_sq);
@@ -137,7 +138,8 @@ void DecoupledAdamW::load_state_dict(const c10::IValue& state) {
       [&](const at::Tensor& p, const Dict& d) {
         const std::string what = "DecoupledAdamW state";
         auto& s = state_by_param_[p.unsafeGetTensorImpl()];
-        s.step = dict_get(d, "step", what).toInt();
+        const c10::IValue step = dict_get(d, "step", what);  // a tensor (PyTorch, this library) or an int (older files)
+        s.step = step.isTensor() ? static_cast<int64_t>(step.toTensor().item<double>()) : step.toInt();
         s.exp_avg = dict_get(d, "exp_avg", what).toTensor().to(p.device()).clone();
         s.exp_avg_sq = dict_get(d, "exp_avg_sq", what).toTensor().to(p.device()).clone();
         if (d.contains("max_exp_avg_sq")) s.max_exp_avg_sq = d.at("max_exp_avg_sq").toTensor().to(p.device()).clone();

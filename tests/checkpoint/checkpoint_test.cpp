@@ -1,4 +1,5 @@
 #include "support/data_paths.h"
+#include "support/python.h"
 #include "support/test_support.h"
 
 #include <sys/resource.h>
@@ -238,12 +239,10 @@ TEST_F(CheckpointTest, AutoresumeFallsBackPastACorruptCheckpoint) {
   EXPECT_THROW(Trainer(testing::quiet_options(testing::make_classifier()).autoresume(true)), std::invalid_argument);
 }
 
-// torch.load in Python returns a plain dict whose model entry an equivalent PyTorch module loads strictly.
-TEST_F(CheckpointTest, PythonTorchLoadsTheCheckpoint) {
-  if (!fs::exists("/usr/bin/python3") || std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
-    if (testing::in_ci()) FAIL() << "python3-torch is missing under CI (tools/install_deps.sh installs it)";
-    GTEST_SKIP() << "python3-torch not installed";
-  }
+// Python's torch.load, with torch >= 2.6's default weights_only=True, returns a plain dict whose model entry an
+// equivalent PyTorch module loads strictly; safetensors.torch.load_file reads our export with the same values.
+TEST_F(CheckpointTest, PythonTorchLoadsTheCheckpointWeightsOnly) {
+  COMPOSER_REQUIRE_PYTHON("torch safetensors");
   auto net = models::mnist_cnn(1, 10, 4);
   auto model = ComposerClassifier::wrap(net);
   auto adam = std::make_shared<optim::DecoupledAdamW>(model->parameters());
@@ -256,9 +255,14 @@ TEST_F(CheckpointTest, PythonTorchLoadsTheCheckpoint) {
   t.fit();
   const std::string path = (dir / "py.pt").string();
   save_checkpoint(t.state(), path);
+  NamedTensors weights;
+  for (const auto& p : model->named_parameters()) weights.emplace_back(p.key(), p.value());
+  const std::string st_path = (dir / "py.safetensors").string();
+  write_safetensors(st_path, weights, {{"format", "pt"}});
   const std::string script = (dir / "check.py").string();
   std::ofstream(script) << R"(import sys, torch, torch.nn as nn
-ck = torch.load(sys.argv[1])
+from safetensors.torch import load_file
+ck = torch.load(sys.argv[1], weights_only=True)
 assert type(ck) is dict and type(ck["state"]) is dict, type(ck)
 w = 4
 class Classifier(nn.Module):
@@ -272,17 +276,22 @@ m.load_state_dict(ck["state"]["model"], strict=True)
 ts = ck["state"]["timestamp"]["Timestamp"]
 assert ts["batch"] == 2, ts
 opt = ck["state"]["optimizers"]["DecoupledAdamW"]
-assert opt["state"][0]["step"] == 2 and opt["param_groups"][0]["betas"] == (0.9, 0.95), opt["param_groups"]
-print("python-ok", sum(p.numel() for p in m.parameters()))
+first = opt["param_groups"][0]["params"][0]  # keyed by parameter name, as Composer's get_optimizer_state_dict
+assert first == "module.0.weight" and set(opt["state"]) <= set(dict(m.named_parameters())), opt["param_groups"]
+assert opt["state"][first]["step"].item() == 2 and opt["param_groups"][0]["betas"] == (0.9, 0.95), opt["param_groups"]
+st = load_file(sys.argv[2])
+params = dict(m.named_parameters())
+assert set(st) == set(params), (sorted(st), sorted(params))
+for k, v in st.items():
+    assert torch.equal(v, params[k].detach()), k
+print("python-ok", sum(p.numel() for p in m.parameters()), len(st))
 )";
-  const std::string cmd = "/usr/bin/python3 " + script + " " + path + " > " + (dir / "py.out").string() + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream out(dir / "py.out");
-  std::string text((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
-  ASSERT_EQ(rc, 0) << text;
+  const auto py = testing::run_python({script, path, st_path});
+  ASSERT_EQ(py.status, 0) << py.output;
   int64_t params = 0;
   for (const auto& p : net->parameters()) params += p.numel();
-  EXPECT_NE(text.find("python-ok " + std::to_string(params)), std::string::npos) << text;
+  EXPECT_NE(py.output.find("python-ok " + std::to_string(params) + " " + std::to_string(weights.size())), std::string::npos)
+      << py.output;
 }
 
 }  // namespace

@@ -50,6 +50,18 @@ class RecordingCallback : public Callback {
   std::vector<Event> events;
 };
 
+/// Calls stop_training() at the end of batch `batch` (Composer's state.stop_training(), e.g. from a callback).
+class StopAtBatch : public Callback {
+ public:
+  explicit StopAtBatch(int64_t batch) : batch_(batch) {}
+  void batch_end(State& state, Logger&) override {
+    if (state.timestamp.batch == batch_) state.stop_training();
+  }
+
+ private:
+  int64_t batch_;
+};
+
 /// Names for readable assertion messages.
 inline std::vector<std::string> names(const std::vector<Event>& events) {
   std::vector<std::string> out;

@@ -89,22 +89,13 @@ TEST(TrainerPrecisionTest, Fp16NeedsCuda) {
   EXPECT_THROW(Trainer(testing::quiet_options(testing::make_classifier()).precision(Precision::AMP_FP16)), std::invalid_argument);
 }
 
-class StopAfter : public Callback {
- public:
-  explicit StopAfter(int64_t batches) : batches_(batches) {}
-  void batch_end(State& s, Logger&) override {
-    if (s.timestamp.batch == batches_) s.stop_training();
-  }
-
- private:
-  int64_t batches_;
-};
+using testing::StopAtBatch;
 
 TEST(TrainerTest, CallbackCanStopTraining) {
   Trainer trainer(testing::quiet_options(testing::make_classifier())
                       .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
                       .max_duration("10ep")
-                      .callbacks({std::make_shared<StopAfter>(5)}));
+                      .callbacks({std::make_shared<StopAtBatch>(5)}));
   trainer.fit();
   EXPECT_EQ(trainer.state().timestamp.batch, 5);
   EXPECT_EQ(*trainer.state().max_duration, Time(5, TimeUnit::BATCH));

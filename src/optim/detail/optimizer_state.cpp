@@ -45,7 +45,7 @@ void load_state_dict(const std::string& optimizer, std::vector<torch::optim::Opt
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     const Dict fields = saved_groups.get(g).toGenericDict();
-    const auto n = dict_get(fields, "params", optimizer + " param_groups[" + std::to_string(g) + "]").toIntList().size();
+    const auto n = dict_get(fields, "params", optimizer + " param_groups[" + std::to_string(g) + "]").toList().size();
     if (n != groups[g].params().size()) {
       throw std::invalid_argument(optimizer + " param_groups[" + std::to_string(g) + "] has " + std::to_string(n) +
                                   " parameters, the optimizer has " + std::to_string(groups[g].params().size()));
