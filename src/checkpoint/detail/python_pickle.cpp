@@ -222,6 +222,13 @@ class Machine {
     return t;
   }
 
+  // Protocol 2 writes Python 2's module names (fix_imports), as Python's own unpickler maps them back.
+  static c10::IValue global(std::string module, const std::string& name) {
+    if (module == "__builtin__") module = "builtins";
+    if (module == "copy_reg") module = "copyreg";
+    return marker(kGlobalKey, module + "." + name);
+  }
+
   void memo_put(uint64_t id) { memo_[id] = top(); }
   c10::IValue memo_get(uint64_t id) {
     auto it = memo_.find(id);
@@ -264,8 +271,8 @@ class Machine {
       case 'X': case 'B': case 'T': stack_.emplace_back(bytes(little<uint32_t>())); break;  // (BIN)UNICODE, BYTES, STRING
       case 0x8c: case 'C': case 'U': stack_.emplace_back(bytes(u8())); break;               // their short forms
       case 0x8d: case 0x8e: case 0x96: stack_.emplace_back(bytes(little<uint64_t>())); break;  // 8-byte lengths
-      case 'c': { const std::string module = line(); stack_.push_back(marker(kGlobalKey, module + "." + line())); } break;
-      case 0x93: { auto name = pop(), module = pop(); stack_.push_back(marker(kGlobalKey, module.toStringRef() + "." + name.toStringRef())); } break;
+      case 'c': { const std::string module = line(); stack_.push_back(global(module, line())); } break;
+      case 0x93: { auto name = pop(), module = pop(); stack_.push_back(global(module.toStringRef(), name.toStringRef())); } break;
       case 'R': case 0x81: { auto args = pop(), callable = pop(); stack_.push_back(call(callable, args)); } break;  // REDUCE, NEWOBJ
       case 0x92: { pop(); auto args = pop(), cls = pop(); stack_.push_back(call(cls, args)); } break;           // NEWOBJ_EX
       case 'b': pop(); break;  // BUILD: object state (__setstate__) is not kept
