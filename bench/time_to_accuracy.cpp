@@ -1,6 +1,7 @@
 // bench/time_to_accuracy: wall time for the MNIST CNN to reach a test accuracy, through the Trainer.
 // Mirrors bench/python/time_to_accuracy.py (same model, optimizer, schedule, batch order rules, eval cadence).
 //   time_to_accuracy --data data/mnist --target 0.985 --max-epochs 3 [--eval-every 100] [--seed 17]
+//                    [--algorithms weight_standardization,channels_last]   (names as in `composer-cpp list algorithms`)
 #include "composer/composer.h"
 
 #include <chrono>
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   std::string data = "data/mnist";
   double target = 0.985;
   int64_t max_epochs = 3, eval_every = 100, seed = 17, workers = 2;
+  std::string algorithm_names;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--data") data = argv[i + 1];
@@ -21,6 +23,7 @@ int main(int argc, char** argv) {
     else if (a == "--eval-every") eval_every = std::atoll(argv[i + 1]);
     else if (a == "--seed") seed = std::atoll(argv[i + 1]);
     else if (a == "--workers") workers = std::atoll(argv[i + 1]);
+    else if (a == "--algorithms") algorithm_names = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -37,8 +40,15 @@ int main(int argc, char** argv) {
   auto model = ComposerClassifier::wrap(models::mnist_cnn(1, 10, 32));
   auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
                                                     optim::DecoupledSGDWOptions(0.05).momentum(0.9).weight_decay(5e-4));
+  std::vector<std::shared_ptr<Algorithm>> algos;
+  for (size_t at = 0; at < algorithm_names.size();) {
+    const size_t comma = std::min(algorithm_names.find(',', at), algorithm_names.size());
+    algos.push_back(algorithms::make_algorithm(algorithm_names.substr(at, comma - at)));
+    at = comma + 1;
+  }
   const auto start = std::chrono::steady_clock::now();
   Trainer trainer(TrainerOptions(model)
+                      .algorithms(algos)
                       .train_dataloader(train)
                       .eval_dataloader(test)
                       .optimizer(opt)
@@ -54,8 +64,9 @@ int main(int argc, char** argv) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const State& s = trainer.state();
   const double acc = s.eval_metric_values.at("Accuracy");
-  std::printf("RESULT time_to_accuracy impl=cpp data=%s target=%.4f reached=%d acc=%.4f batches=%lld train_s=%.2f total_s=%.2f threads=%d\n",
+  std::printf("RESULT time_to_accuracy impl=cpp data=%s target=%.4f reached=%d acc=%.4f batches=%lld train_s=%.2f total_s=%.2f threads=%d%s\n",
               fashion ? "fashion_mnist" : "mnist", target, acc >= target ? 1 : 0, acc, static_cast<long long>(s.timestamp.batch),
-              s.timestamp.total_wct.count(), total, at::get_num_threads());
+              s.timestamp.total_wct.count(), total, at::get_num_threads(),
+              algorithm_names.empty() ? "" : (" algorithms=" + algorithm_names).c_str());
   return 0;
 }

@@ -1,6 +1,11 @@
 """Python mirror of bench/time_to_accuracy.cpp: same CNN, DecoupledSGDW, cosine-with-warmup schedule stepped per
 batch as Composer does (batch k uses f(k-1)), batch 128, evaluation every N batches on the full test set, stop at
-the target accuracy. Wall time excludes evaluation for train_s, as Composer's timestamp does."""
+the target accuracy. Wall time excludes evaluation for train_s, as Composer's timestamp does.
+
+--impl python: a hand-written PyTorch loop. --impl composer: MosaicML Composer's Trainer with the same model,
+optimizer (composer.optim.DecoupledSGDW), scheduler (CosineAnnealingWithWarmupScheduler), data order (randperm
+seeded seed + epoch, batches of 128, normalised as the loop does), eval cadence and ThresholdStopper, optionally
+with Composer's algorithms (--algorithms weight_standardization,channels_last)."""
 import argparse
 import gzip
 import math
@@ -65,8 +70,69 @@ class DecoupledSGDW(torch.optim.Optimizer):
                 p.add_(st["buf"], alpha=-g["lr"])
 
 
+class EpochOrder(torch.utils.data.Sampler):
+    """Batches of `batch` indices in the order randperm(n, seed + epoch), the epoch counting __iter__ calls."""
+
+    def __init__(self, n, batch, seed):
+        self.n, self.batch, self.seed, self.epoch = n, batch, seed, 0
+
+    def __iter__(self):
+        order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed + self.epoch))
+        self.epoch += 1
+        return iter([order[i:i + self.batch] for i in range(0, self.n, self.batch)])
+
+    def __len__(self):
+        return math.ceil(self.n / self.batch)
+
+
+class Normalized(torch.utils.data.Dataset):
+    """uint8 images, normalised a batch at a time (DataLoader calls __getitems__ with the batch's indices)."""
+
+    def __init__(self, x, y, norm):
+        self.x, self.y, self.norm = x, y, norm
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitems__(self, idx):
+        idx = torch.as_tensor(idx)
+        return self.norm(self.x[idx]), self.y[idx]
+
+
+ALGORITHMS = {"weight_standardization": "WeightStandardization", "channels_last": "ChannelsLast",
+              "label_smoothing": "LabelSmoothing", "blurpool": "BlurPool"}
+
+
+def run_composer(a, xtr, ytr, xte_n, yte, norm):
+    import composer.algorithms
+    from composer import Trainer
+    from composer.callbacks import ThresholdStopper
+    from composer.models import ComposerClassifier
+    from composer.optim import CosineAnnealingWithWarmupScheduler, DecoupledSGDW as ComposerSGDW
+    torch.manual_seed(a.seed)
+    model = ComposerClassifier(CNN(), num_classes=10)
+    train = torch.utils.data.DataLoader(Normalized(xtr, ytr, norm), batch_sampler=EpochOrder(len(ytr), 128, a.seed),
+                                        collate_fn=lambda b: b)
+    test = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xte_n, yte), batch_size=1000)
+    algorithms = [getattr(composer.algorithms, ALGORITHMS[n])() for n in a.algorithms.split(",") if n]
+    start = time.perf_counter()
+    trainer = Trainer(model=model, train_dataloader=train, eval_dataloader=test, max_duration=f"{a.max_epochs}ep",
+                      optimizers=ComposerSGDW(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
+                      schedulers=CosineAnnealingWithWarmupScheduler(t_warmup="100ba"), eval_interval=f"{a.eval_every}ba",
+                      algorithms=algorithms, callbacks=[ThresholdStopper("MulticlassAccuracy", "eval", a.target)],
+                      device_train_microbatch_size=128,  # the batch sampler hides the batch size from Composer
+                      progress_bar=False, log_to_console=False, device="cpu", precision="fp32", seed=a.seed)
+    trainer.fit()
+    total_s = time.perf_counter() - start
+    st = trainer.state
+    acc = float(st.eval_metric_values["MulticlassAccuracy"])
+    return acc, int(st.timestamp.batch), st.timestamp.total_wct.total_seconds(), total_s
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--impl", choices=["python", "composer"], default="python")
+    ap.add_argument("--algorithms", default="", help="composer only: comma-separated, e.g. weight_standardization,channels_last")
     ap.add_argument("--data", default="data/mnist")
     ap.add_argument("--target", type=float, default=0.985)
     ap.add_argument("--max-epochs", type=int, default=3)
@@ -81,6 +147,15 @@ def main():
     xte, yte = load(a.data, False)
     norm = lambda x: (x.float() / 255 - mean) / std
     xte_n = norm(xte)
+    tag = "" if not a.algorithms else f" algorithms={a.algorithms}"
+    if a.impl == "composer":
+        acc, step, train_s, total_s = run_composer(a, xtr, ytr, xte_n, yte, norm)
+        print(f"RESULT time_to_accuracy impl=composer data={'fashion_mnist' if fashion else 'mnist'} target={a.target:.4f} "
+              f"reached={int(acc >= a.target)} acc={acc:.4f} batches={step} train_s={train_s:.2f} total_s={total_s:.2f} "
+              f"threads={torch.get_num_threads()}{tag}")
+        return
+    if a.algorithms:
+        raise SystemExit("--algorithms needs --impl composer")
     torch.manual_seed(a.seed)
     model = CNN()
     opt = DecoupledSGDW(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
