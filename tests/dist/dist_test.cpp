@@ -2,6 +2,7 @@
 #include "support/process.h"
 
 #include "composer/composer.h"
+#include "composer/utils/compat.h"
 
 #include <torch/serialize.h>
 
@@ -146,6 +147,11 @@ TEST_F(DistTest, LaunchTrainFromAConfig) {
   // 256 samples over 2 ranks with 16 per rank per batch: 8 batches, 256 samples counted globally.
   EXPECT_NE(r.output.find("[rank 0] composer-cpp: trained run 'ddp' to 1ep (8 batches)"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("[rank 1] composer-cpp: trained"), std::string::npos) << r.output;
+}
+
+// CI's build must have a CPU process-group backend: the wheel ships no Gloo headers, libgloo-dev supplies them.
+TEST(DistSingleProcess, GlooBackendIsCompiledIn) {
+  EXPECT_EQ(COMPOSER_HAS_GLOO, 1) << "gloo/algorithm.h was not found at configure time (apt-get install libgloo-dev)";
 }
 
 TEST(DistSingleProcess, CollectivesAreIdentityAtWorldSizeOne) {
