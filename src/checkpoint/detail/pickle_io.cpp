@@ -71,7 +71,7 @@ c10::IValue unpickle_file(const std::string& path) {
     // A file Python wrote with objects LibTorch's unpickler refuses or mistakes (a Composer checkpoint's timedeltas,
     // OrderedDicts, numpy RNG state). Our reader says what is wrong if it cannot read the file either.
   }
-  return unpickle_python_file(path);
+  return unpickle_python_archive(reader);  // the archive stays open: no second read of the zip directory
 }
 
 }  // namespace composer::detail

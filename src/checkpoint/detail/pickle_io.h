@@ -14,7 +14,7 @@ namespace composer::detail {
 /// Writes `value` in torch.save's format (readable by Python's torch.load) through `sink`.
 void pickle_to(const c10::IValue& value, const ByteSink& sink);
 /// Reads a file in torch.save's format: LibTorch's unpickler, or for files Python wrote with objects it refuses,
-/// unpickle_python_file (python_pickle.h).
+/// unpickle_python_archive (python_pickle.h).
 c10::IValue unpickle_file(const std::string& path);
 
 }  // namespace composer::detail

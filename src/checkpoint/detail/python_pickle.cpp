@@ -299,8 +299,7 @@ class Machine {
 
 }  // namespace
 
-c10::IValue unpickle_python_file(const std::string& path) {
-  caffe2::serialize::PyTorchStreamReader reader(path);
+c10::IValue unpickle_python_archive(caffe2::serialize::PyTorchStreamReader& reader) {
   if (reader.hasRecord("byteorder")) {
     auto [data, size] = reader.getRecord("byteorder");
     const std::string order(static_cast<const char*>(data.get()), size);

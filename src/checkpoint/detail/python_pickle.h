@@ -13,10 +13,15 @@
 
 #include <string>
 
+namespace caffe2::serialize {
+class PyTorchStreamReader;
+}
+
 namespace composer::detail {
 
-/// Throws std::runtime_error naming the record or opcode when the file is not a readable torch.save archive.
-c10::IValue unpickle_python_file(const std::string& path);
+/// Reads the pickle of an open torch.save archive (pickle_io.h's unpickle_file calls it when LibTorch's unpickler
+/// fails). Throws std::runtime_error naming the record or opcode when the archive is not readable.
+c10::IValue unpickle_python_archive(caffe2::serialize::PyTorchStreamReader& reader);
 
 /// Whether `value` is the marker of a Python object this reader does not convert.
 bool is_python_object(const c10::IValue& value);
