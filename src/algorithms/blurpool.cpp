@@ -20,9 +20,17 @@ at::Tensor blur_2d(const at::Tensor& input, int64_t stride, const at::Tensor& fi
   if (input.dim() != 4) throw std::invalid_argument("blur_2d: input must be [N, C, H, W], got shape " + c10::str(input.sizes()));
   at::Tensor f = filter.defined() ? filter : default_blur_filter();
   f = f.to(input.device(), input.scalar_type());
+  if (f.dim() == 2) f = f.view({1, 1, f.size(0), f.size(1)});
+  if (f.dim() != 4) throw std::invalid_argument("blur_2d: filter must be [kH, kW] or [C, 1, kH, kW], got shape " + c10::str(f.sizes()));
+  if (f.size(2) % 2 == 0 || f.size(3) % 2 == 0) {
+    throw std::invalid_argument("blur_2d: the filter must have an odd height and width, got " + std::to_string(f.size(2)) +
+                                "x" + std::to_string(f.size(3)));
+  }
   const int64_t channels = input.size(1);
   if (f.size(0) == 1 && channels > 1) f = f.expand({channels, 1, f.size(2), f.size(3)});
-  const int64_t pad_h = (f.size(2) - 1) / 2, pad_w = (f.size(3) - 1) / 2;
+  const int64_t pad_h = f.size(2) / 2, pad_w = f.size(3) / 2;
+  // As Composer: an input smaller than the filter (even with the padding) is returned unblurred.
+  if (input.size(2) + 2 * pad_h < f.size(2) || input.size(3) + 2 * pad_w < f.size(3)) return input;
   return at::conv2d(input, f, {}, {stride, stride}, {pad_h, pad_w}, {1, 1}, channels);
 }
 

@@ -18,13 +18,21 @@ at::Tensor ensure_targets_one_hot(const at::Tensor& logits, const at::Tensor& ta
     throw std::invalid_argument("ensure_targets_one_hot: index targets of shape " + c10::str(target.sizes()) +
                                 " need logits with one more (class) dimension, got " + c10::str(logits.sizes()));
   }
-  at::Tensor onehot = at::one_hot(target, logits.size(1)).to(logits.scalar_type());
+  const int64_t classes = logits.size(1);
+  if (target.numel() > 0 && target.max().item<int64_t>() >= classes) {
+    throw std::invalid_argument("ensure_targets_one_hot: target index " + std::to_string(target.max().item<int64_t>()) +
+                                " is out of range for logits with " + std::to_string(classes) + " classes");
+  }
+  // Negative indices (an ignore_index such as -100) become all-zero rows, as in Composer.
+  const at::Tensor ignored = target < 0;
+  at::Tensor onehot = at::one_hot(target.masked_fill(ignored, 0), classes).to(logits.scalar_type());
+  onehot.masked_fill_(ignored.unsqueeze(-1), 0);
   if (onehot.dim() > 2) onehot = onehot.movedim(-1, 1);  // [N, d..., K] -> [N, K, d...]
   return onehot;
 }
 
 at::Tensor smooth_labels(const at::Tensor& logits, const at::Tensor& target, double smoothing) {
-  algorithms::detail::require_range("smooth_labels", "smoothing", smoothing, 0.0, 1.0, false, true);
+  algorithms::detail::require_range("smooth_labels", "smoothing", smoothing, 0.0, 1.0, false, false);
   const at::Tensor onehot = ensure_targets_one_hot(logits, target);
   return onehot * (1.0 - smoothing) + smoothing / static_cast<double>(logits.size(1));
 }
@@ -33,7 +41,7 @@ at::Tensor smooth_labels(const at::Tensor& logits, const at::Tensor& target, dou
 
 namespace algorithms {
 
-void LabelSmoothingOptions::validate() const { detail::require_range("LabelSmoothing", "smoothing", smoothing_, 0.0, 1.0, false, true); }
+void LabelSmoothingOptions::validate() const { detail::require_range("LabelSmoothing", "smoothing", smoothing_, 0.0, 1.0, false, false); }
 
 LabelSmoothing::LabelSmoothing(LabelSmoothingOptions options) : options_(std::move(options)) { options_.validate(); }
 

@@ -37,7 +37,8 @@ std::pair<at::Tensor, at::Tensor> resize_batch(const at::Tensor& input, const at
   const int64_t h = input.size(2), w = input.size(3);
   const int64_t ch = static_cast<int64_t>(scale_factor * static_cast<double>(h));
   const int64_t cw = static_cast<int64_t>(scale_factor * static_cast<double>(w));
-  const int64_t top = algorithms::detail::randint(0, h - ch + 1), left = algorithms::detail::randint(0, w - cw + 1);
+  // Composer's torch.randint(H - Hc): the top-left corner in [0, H - Hc).
+  const int64_t top = algorithms::detail::randint(0, h - ch), left = algorithms::detail::randint(0, w - cw);
   const auto crop = [&](const at::Tensor& t) { return t.narrow(-2, top, ch).narrow(-1, left, cw); };
   return {crop(input), resize_targets ? crop(target) : target};
 }
@@ -52,7 +53,8 @@ double progressive_resizing_scale(double elapsed, double initial_scale, double d
 }
 
 int64_t pinned_width(int64_t width, double scale, int64_t size_increment) {
-  return static_cast<int64_t>(std::round(static_cast<double>(width) * scale / static_cast<double>(size_increment))) *
+  // Python's round(): halves go to the even neighbour (std::nearbyint in the default rounding mode).
+  return static_cast<int64_t>(std::nearbyint(static_cast<double>(width) * scale / static_cast<double>(size_increment))) *
          size_increment;
 }
 
@@ -98,7 +100,7 @@ std::optional<int> ProgressiveResizing::apply(Event, State& state, Logger& logge
   const at::Tensor& now = state.batch.at(options_.input_key());
   logger.log_metrics({{"progressive_resizing/height", static_cast<double>(now.size(2))},
                       {"progressive_resizing/width", static_cast<double>(now.size(3))},
-                      {"progressive_resizing/scale_factor", pinned}});
+                      {"progressive_resizing/scale_factor", scale}});  // Composer logs the unpinned factor
   return std::nullopt;
 }
 

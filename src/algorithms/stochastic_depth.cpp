@@ -98,15 +98,20 @@ bool StochasticDepth::match(Event event, const State& state) {
 
 std::optional<int> StochasticDepth::apply(Event event, State& state, Logger& logger) {
   if (event == Event::INIT) {
-    const double initial = options_.drop_warmup() > 0 ? 0.0 : options_.drop_rate();
+    // Composer: the full drop_rate at INIT; with a warmup, the first BATCH_START lowers it to the ramp's start.
     const auto done = functional::apply_stochastic_depth(*state.model, options_.target_layer_name(), options_.stochastic_method(),
-                                                         initial, options_.drop_distribution(), state.optimizer.get());
+                                                         options_.drop_rate(), options_.drop_distribution(), state.optimizer.get());
     if (done.empty()) std::cerr << "composer: StochasticDepth found no " << options_.target_layer_name() << " blocks\n";
     for (const auto& r : done) blocks_.push_back(std::dynamic_pointer_cast<nn::StochasticBlock>(r.new_module));
     return std::nullopt;
   }
-  const double ramp = std::min(1.0, *state.get_elapsed_duration() / options_.drop_warmup());
-  const double rate = options_.drop_rate() * ramp;
+  const double elapsed = *state.get_elapsed_duration();
+  if (elapsed >= options_.drop_warmup()) {
+    // As Composer: after the warmup the blocks keep the last ramped rate; the full rate is only logged.
+    logger.log_metrics({{"stochastic_depth/drop_rate", options_.drop_rate()}});
+    return std::nullopt;
+  }
+  const double rate = options_.drop_rate() * elapsed / options_.drop_warmup();
   for (size_t i = 0; i < blocks_.size(); ++i) {
     blocks_[i]->drop_rate = functional::stochastic_depth_rate(static_cast<int64_t>(i), static_cast<int64_t>(blocks_.size()), rate,
                                                               options_.drop_distribution());

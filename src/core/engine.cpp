@@ -83,7 +83,7 @@ void Engine::run_algorithms(Event event) {
   std::map<std::string, double> traces;
   for (auto& a : matched) {
     a->apply(event, state_, logger_);
-    traces["algorithm_traces/" + a->name() + "/" + event_name(event)] = 1.0;
+    traces["algorithm_traces/" + a->name() + "/Event." + event_name(event)] = 1.0;  // Composer's key
   }
   if (log_traces_) logger_.log_traces(traces);
 }

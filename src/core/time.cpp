@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <ostream>
 #include <regex>
 #include <sstream>
@@ -28,13 +29,49 @@ constexpr std::array<std::pair<TimeUnit, const char*>, 7> kUnitNames{{
     {TimeUnit::SECOND, "sec"},
 }};
 
-// Parses the whole of `s` as a finite float; false if anything is left over.
-bool parse_float(const std::string& s, double& out) {
-  if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return false;
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  out = std::strtod(begin, &end);
-  return end == begin + s.size() && std::isfinite(out);
+// Composer's unit keys, accepted beside the values (its StringEnum matches both, in any case).
+constexpr std::array<std::pair<TimeUnit, const char*>, 7> kUnitKeys{{
+    {TimeUnit::ITERATION, "iteration"},
+    {TimeUnit::EPOCH, "epoch"},
+    {TimeUnit::BATCH, "batch"},
+    {TimeUnit::SAMPLE, "sample"},
+    {TimeUnit::TOKEN, "token"},
+    {TimeUnit::DURATION, "duration"},
+    {TimeUnit::SECOND, "second"},
+}};
+
+// 2^63: integer-unit values must stay below it in magnitude (Python's ints are unbounded; ours are int64).
+constexpr double kInt64Limit = 9223372036854775808.0;
+
+bool parse_float(const std::string& s, double& out) { return detail::parse_python_float(s, out); }
+
+// Composer's wall-clock form (datetime.strptime '%Hh%Mm%Ss' after filling in missing parts): lower-case h, m and s,
+// hours 0-23, minutes 0-59, seconds 0-61; a bare run of digits is seconds. Nullopt when `s` is not in that form.
+std::optional<Time> parse_wall_clock(const std::string& s) {
+  static const std::regex digits(R"(^\d+$)");
+  static const std::regex wall(R"(^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$)");
+  std::smatch m;
+  if (std::regex_match(s, digits)) {
+    try {
+      return Time(static_cast<double>(std::stoll(s)), TimeUnit::SECOND);
+    } catch (const std::out_of_range&) {
+      throw std::invalid_argument("Invalid time string '" + s + "': beyond the int64 range");
+    }
+  }
+  if (!std::regex_match(s, m, wall)) return std::nullopt;
+  const int64_t scale[3] = {3600, 60, 1}, limit[3] = {23, 59, 61};
+  const char* part[3] = {"hours", "minutes", "seconds"};
+  int64_t total = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!m[i + 1].matched) continue;
+    const std::string v = m[i + 1].str();
+    if (v.size() > 2 || std::stoll(v) > limit[i]) {
+      throw std::invalid_argument("Invalid time string '" + s + "': " + part[i] + " must be 0-" + std::to_string(limit[i]) +
+                                  " in the wall-clock form XhYmZs (as Composer's strptime); got " + v);
+    }
+    total += std::stoll(v) * scale[i];
+  }
+  return Time(total, TimeUnit::SECOND);
 }
 
 }  // namespace
@@ -49,41 +86,48 @@ TimeUnit parse_time_unit(const std::string& unit) {
   const std::string l = detail::to_lower(unit);
   for (const auto& [u, name] : kUnitNames)
     if (l == name) return u;
-  throw std::invalid_argument("Invalid time unit '" + unit + "': expected one of iter, ep, ba, sp, tok, dur, sec");
+  for (const auto& [u, name] : kUnitKeys)
+    if (l == name) return u;
+  throw std::invalid_argument("Invalid time unit '" + unit +
+                              "': expected one of iter, ep, ba, sp, tok, dur, sec (or iteration, epoch, batch, sample, "
+                              "token, duration, second)");
 }
 
 Time::Time(double value, TimeUnit unit) : value_(value), unit_(unit) {
-  if (!std::isfinite(value)) throw std::invalid_argument("Time value must be finite, got " + python_float_str(value));
-  if (unit != TimeUnit::DURATION && value != std::trunc(value)) {
+  if (std::isnan(value)) throw std::invalid_argument("Time value must be a number, got nan");
+  if (unit == TimeUnit::DURATION) {
+    if (value_ == 0.0) value_ = 0.0;  // normalise -0.0; +-inf is a duration, as in Composer
+    return;
+  }
+  if (!std::isfinite(value) || std::fabs(value) >= kInt64Limit) {
+    throw std::invalid_argument("Time value " + python_float_str(value) + " with unit '" + composer::to_string(unit) +
+                                "' is beyond the int64 range");
+  }
+  if (value != std::trunc(value)) {
     throw std::invalid_argument("Time value " + python_float_str(value) + " with unit '" + composer::to_string(unit) +
                                 "' must be an integer (only 'dur' takes fractions)");
   }
-  if (unit == TimeUnit::DURATION && value_ == 0.0) value_ = 0.0;  // normalise -0.0
 }
 
 Time Time::from_string(const std::string& text) {
-  const std::string s = detail::to_lower(text);
-  // Wall-clock form first: any subset of XhYmZs, in that order.
-  static const std::regex wall(R"(^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$)");
-  std::smatch m;
-  if (!s.empty() && std::regex_match(s, m, wall)) {
-    int64_t total = 0;
-    const int64_t scale[3] = {3600, 60, 1};
-    for (int i = 0; i < 3; ++i)
-      if (m[i + 1].matched) total += std::stoll(m[i + 1].str()) * scale[i];
-    return Time(total, TimeUnit::SECOND);
-  }
-  // Then NUMBER UNIT; the longest numeric prefix wins, as with the greedy regex ^(.+)(unit)$.
+  if (text.empty()) return Time(0, TimeUnit::SECOND);  // Composer: '' is the wall-clock time 0sec
+  if (auto wall = parse_wall_clock(text)) return *wall;
+  // NUMBER UNIT, the unit in any case; the number follows Python's float() ('1_000ba', ' 5ep', '5 ep', 'infdur').
+  const std::string lower = detail::to_lower(text);
   for (const auto& [unit, name] : kUnitNames) {
     const std::string suffix(name);
-    if (s.size() <= suffix.size() || s.compare(s.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    if (lower.size() <= suffix.size() || lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
     double v = 0;
-    if (!parse_float(s.substr(0, s.size() - suffix.size()), v)) continue;
-    if (unit != TimeUnit::DURATION && v != std::trunc(v)) {
+    if (!parse_float(text.substr(0, text.size() - suffix.size()), v)) break;
+    if (unit != TimeUnit::DURATION && std::isfinite(v) && v != std::trunc(v)) {
       throw std::invalid_argument("Invalid time string '" + text + "': a value in '" + suffix +
                                   "' must be an integer (only 'dur' takes fractions)");
     }
-    return Time(v, unit);
+    try {
+      return Time(v, unit);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("Invalid time string '" + text + "': " + e.what());
+    }
   }
   throw std::invalid_argument("Invalid time string '" + text +
                               "': expected a number followed by one of iter, ep, ba, sp, tok, dur, sec "
@@ -92,7 +136,8 @@ Time Time::from_string(const std::string& text) {
 
 Time Time::from_input(const std::string& text, TimeUnit default_unit) {
   double v = 0;
-  if (parse_float(text, v)) return Time(v, default_unit);
+  static const std::regex number(R"(^\s*[+-]?[\d_.eE+-]+\s*$)");
+  if (std::regex_match(text, number) && parse_float(text, v)) return Time(v, default_unit);  // a YAML number
   return from_string(text);
 }
 
@@ -225,7 +270,8 @@ bool Timestamp::operator==(const Timestamp& o) const {
   return iteration == o.iteration && epoch == o.epoch && batch == o.batch && sample == o.sample && token == o.token &&
          epoch_in_iteration == o.epoch_in_iteration && token_in_iteration == o.token_in_iteration &&
          batch_in_epoch == o.batch_in_epoch && sample_in_epoch == o.sample_in_epoch &&
-         token_in_epoch == o.token_in_epoch;
+         token_in_epoch == o.token_in_epoch && total_wct == o.total_wct && iteration_wct == o.iteration_wct &&
+         epoch_wct == o.epoch_wct && batch_wct == o.batch_wct;
 }
 
 std::string Timestamp::to_string() const {

@@ -48,9 +48,16 @@ bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::v
     if (o.amsgrad()) vmax.push_back(s.max_exp_avg_sq);
     steps.push_back(s.step_tensor);
   }
-  // The kernel decays p *= 1 - lr*wd; Composer's decoupled decay is 1 - (lr/initial_lr)*wd.
-  at::_fused_adamw_(params, grads, m, v, vmax, steps, o.lr(), o.beta1(), o.beta2(), o.weight_decay() / o.initial_lr(),
-                    o.eps(), o.amsgrad(), /*maximize=*/false);
+  // The kernel decays p *= 1 - lr*wd; Composer's decoupled decay is 1 - (lr/initial_lr)*wd, or 1 - wd for a group
+  // created with lr 0, which the kernel cannot express: that decay is applied here first.
+  double kernel_decay = 0.0;
+  if (o.initial_lr() != 0) {
+    kernel_decay = o.weight_decay() / o.initial_lr();
+  } else if (o.weight_decay() != 0) {
+    at::_foreach_mul_(params, 1.0 - o.weight_decay());
+  }
+  at::_fused_adamw_(params, grads, m, v, vmax, steps, o.lr(), o.beta1(), o.beta2(), kernel_decay, o.eps(), o.amsgrad(),
+                    /*maximize=*/false);
   return true;
 }
 
@@ -82,7 +89,7 @@ at::Tensor DecoupledAdamW::step(LossClosure closure) {
       bias2_sqrt.emplace_back(std::sqrt(1.0 - std::pow(o.beta2(), static_cast<double>(s.step))));
     }
     if (params.empty() || step_fused(group, params)) continue;
-    if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - (o.lr() / o.initial_lr()) * o.weight_decay());
+    if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - detail::decay_factor(o) * o.weight_decay());
     at::_foreach_mul_(m, o.beta1());
     at::_foreach_add_(m, grads, 1.0 - o.beta1());
     at::_foreach_mul_(v, o.beta2());

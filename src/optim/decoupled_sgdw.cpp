@@ -65,7 +65,7 @@ at::Tensor DecoupledSGDW::step(LossClosure closure) {
       }
       directions = o.nesterov() ? at::_foreach_add(grads, bufs, o.momentum()) : bufs;
     }
-    if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - (o.lr() / o.initial_lr()) * o.weight_decay());
+    if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - detail::decay_factor(o) * o.weight_decay());
     at::_foreach_add_(params, directions, -o.lr());
   }
   return loss;

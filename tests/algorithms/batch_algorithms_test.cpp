@@ -33,7 +33,26 @@ TEST(LabelSmoothingTest, TargetsAreSmoothedAndRestored) {
   EXPECT_TRUE(torch::allclose(h.state.batch.target(), s));
   ls.apply(Event::AFTER_LOSS, h.state, h.logger);
   EXPECT_TRUE(torch::equal(h.state.batch.target(), y));
-  EXPECT_THROW(algorithms::LabelSmoothing(algorithms::LabelSmoothingOptions().smoothing(1.0)), std::invalid_argument);
+  EXPECT_THROW(algorithms::LabelSmoothing(algorithms::LabelSmoothingOptions().smoothing(1.01)), std::invalid_argument);
+}
+
+// Composer's numbers: smoothing 1.0 is allowed (uniform targets) and an ignore_index target (-100) becomes the
+// uniform row smoothing / K (its one-hot row is all zeros).
+TEST(LabelSmoothingTest, IgnoreIndexTargetsAndFullSmoothingAsComposer) {
+  const at::Tensor logits = torch::zeros({3, 4});
+  const at::Tensor target = torch::tensor({1, -100, 3}, torch::kLong);
+  const at::Tensor s = functional::smooth_labels(logits, target, 0.1);
+  const at::Tensor expected = torch::tensor({{0.025, 0.925, 0.025, 0.025}, {0.025, 0.025, 0.025, 0.025}, {0.025, 0.025, 0.025, 0.925}},
+                                            torch::kFloat);
+  EXPECT_TRUE(torch::allclose(s, expected, 1e-6, 1e-7)) << s;
+  EXPECT_TRUE(torch::allclose(functional::smooth_labels(logits, target, 1.0), torch::full({3, 4}, 0.25)));
+  EXPECT_NO_THROW(algorithms::LabelSmoothing(algorithms::LabelSmoothingOptions().smoothing(1.0)));
+  try {
+    functional::smooth_labels(torch::zeros({2, 4}), torch::tensor({0, 4}, torch::kLong), 0.1);
+    ADD_FAILURE() << "an index >= K was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("target index 4 is out of range for logits with 4 classes"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LabelSmoothingTest, DenseTargetsMustMatchTheLogits) {

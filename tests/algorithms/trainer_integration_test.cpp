@@ -72,12 +72,19 @@ TEST(AlgorithmTrainerTest, StochasticDepthWarmupRampsTheRates) {
   sd->apply(Event::INIT, state, logger);
   auto* last = dynamic_cast<nn::StochasticBlock*>(net->child("layer4").as<nn::Sequential>()->child_ptr("2").get());
   ASSERT_NE(last, nullptr);
-  EXPECT_DOUBLE_EQ(last->drop_rate, 0.0);
-  state.timestamp.batch = 25;  // a quarter of training: half of the warmup
+  EXPECT_DOUBLE_EQ(last->drop_rate, 0.4);  // Composer: the full rate at INIT
+  state.timestamp.batch = 0;
   ASSERT_TRUE(sd->match(Event::BATCH_START, state));
   sd->apply(Event::BATCH_START, state, logger);
+  EXPECT_DOUBLE_EQ(last->drop_rate, 0.0);  // the ramp starts at 0
+  state.timestamp.batch = 25;  // a quarter of training: half of the warmup
+  sd->apply(Event::BATCH_START, state, logger);
   EXPECT_NEAR(last->drop_rate, 0.2, 1e-12);
+  state.timestamp.batch = 49;
+  sd->apply(Event::BATCH_START, state, logger);
+  EXPECT_NEAR(last->drop_rate, 0.4 * 0.49 / 0.5, 1e-12);
+  // After the warmup Composer no longer updates the blocks: they keep the last ramped rate.
   state.timestamp.batch = 80;
   sd->apply(Event::BATCH_START, state, logger);
-  EXPECT_NEAR(last->drop_rate, 0.4, 1e-12);
+  EXPECT_NEAR(last->drop_rate, 0.4 * 0.49 / 0.5, 1e-12);
 }

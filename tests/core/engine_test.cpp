@@ -147,8 +147,8 @@ TEST_F(EngineFixture, TracesAreLoggedWhenEnabled) {
   logger.add_destination(sink);
   engine.set_log_traces(true);
   engine.run_event(Event::BATCH_START);
-  EXPECT_EQ(sink->traces.count("algorithm_traces/A/BATCH_START"), 1u);
-  EXPECT_EQ(sink->traces.count("algorithm_traces/B/BATCH_START"), 1u);
+  EXPECT_EQ(sink->traces.count("algorithm_traces/A/Event.BATCH_START"), 1u);
+  EXPECT_EQ(sink->traces.count("algorithm_traces/B/Event.BATCH_START"), 1u);
 }
 
 }  // namespace

@@ -23,6 +23,8 @@ TEST(EventTest, ValuesAreLowerCaseNames) {
   EXPECT_STREQ(event_value(Event::EVAL_STANDALONE_END), "eval_standalone_end");
   EXPECT_EQ(parse_event("batch_end"), Event::BATCH_END);
   EXPECT_EQ(parse_event("FIT_START"), Event::FIT_START);
+  EXPECT_EQ(parse_event("Batch_End"), Event::BATCH_END);  // case-insensitive, as Composer's StringEnum
+  EXPECT_EQ(parse_event("fit_START"), Event::FIT_START);
   EXPECT_THROW(parse_event("batch_ending"), std::invalid_argument);
 }
 

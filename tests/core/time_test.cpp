@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 
 namespace composer {
@@ -30,7 +31,50 @@ TEST(TimeParse, UnitsAndNumbers) {
 TEST(TimeParse, CaseInsensitive) {
   EXPECT_EQ(Time::from_string("2EP"), Time(2, TimeUnit::EPOCH));
   EXPECT_EQ(Time::from_string("0.25DuR"), Time(0.25, TimeUnit::DURATION));
-  EXPECT_EQ(Time::from_string("1H30M"), Time(5400, TimeUnit::SECOND));
+  // The wall-clock form is lower case only, as Composer's strptime format.
+  EXPECT_THROW(Time::from_string("1H30M"), std::invalid_argument);
+}
+
+TEST(TimeParse, NumbersFollowPythonFloat) {
+  EXPECT_EQ(Time::from_string("1_000ba"), Time(1000, TimeUnit::BATCH));
+  EXPECT_EQ(Time::from_string(" 5ep"), Time(5, TimeUnit::EPOCH));
+  EXPECT_EQ(Time::from_string("5 ep"), Time(5, TimeUnit::EPOCH));
+  EXPECT_EQ(Time::from_string("+5ep"), Time(5, TimeUnit::EPOCH));
+  EXPECT_EQ(Time::from_string(".5dur"), Time(0.5, TimeUnit::DURATION));
+  EXPECT_TRUE(std::isinf(Time::from_string("infdur").value()));
+  EXPECT_TRUE(std::isinf(Time::from_string("-Infinitydur").value()));
+  EXPECT_EQ(Time::from_string("infdur").to_string(), "infdur");
+  for (const char* bad : {"1__0ba", "_10ba", "10_ba", "0x10ba", "5ep ", "infba", "nandur"}) {
+    EXPECT_THROW(Time::from_string(bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(TimeParse, BareNumbersAndEmptyAreSeconds) {
+  EXPECT_EQ(Time::from_string(""), Time(0, TimeUnit::SECOND));
+  EXPECT_EQ(Time::from_string("5"), Time(5, TimeUnit::SECOND));   // Composer: 50sec (a bug: docs/differences.md)
+  EXPECT_EQ(Time::from_string("90"), Time(90, TimeUnit::SECOND));  // Composer: an error
+}
+
+TEST(TimeParse, ValuesBeyondInt64AreErrors) {
+  for (const char* big : {"99999999999999999999ba", "9223372036854775808ba", "1e19ba", "-1e19ep", "99999999999999999999"}) {
+    try {
+      Time::from_string(big);
+      ADD_FAILURE() << big << " parsed";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("int64"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(Time::from_string("1e18ba").int_value(), 1000000000000000000);
+  EXPECT_THROW(Time(1e19, TimeUnit::BATCH), std::invalid_argument);
+}
+
+TEST(TimeParse, UnitNamesAsComposerAcceptsThem) {
+  EXPECT_EQ(parse_time_unit("EP"), TimeUnit::EPOCH);
+  EXPECT_EQ(parse_time_unit("epoch"), TimeUnit::EPOCH);
+  EXPECT_EQ(parse_time_unit("Batch"), TimeUnit::BATCH);
+  EXPECT_EQ(parse_time_unit("ITERATION"), TimeUnit::ITERATION);
+  EXPECT_EQ(parse_time_unit("second"), TimeUnit::SECOND);
+  EXPECT_THROW(parse_time_unit("epochs"), std::invalid_argument);
 }
 
 TEST(TimeParse, WallClock) {
@@ -39,10 +83,13 @@ TEST(TimeParse, WallClock) {
   EXPECT_EQ(Time::from_string("45m"), Time(2700, TimeUnit::SECOND));
   EXPECT_EQ(Time::from_string("30s"), Time(30, TimeUnit::SECOND));
   EXPECT_EQ(Time::from_string("1h2m3s"), Time(3723, TimeUnit::SECOND));
+  // strptime's ranges: hours 0-23, minutes 0-59, seconds 0-61.
+  EXPECT_EQ(Time::from_string("23h59m61s"), Time(23 * 3600 + 59 * 60 + 61, TimeUnit::SECOND));
+  for (const char* bad : {"24h", "90m", "1h70m", "62s", "001h"}) EXPECT_THROW(Time::from_string(bad), std::invalid_argument) << bad;
 }
 
 TEST(TimeParse, ErrorsQuoteTheInput) {
-  for (const char* bad : {"", "ep", "abc", "1.5ep", "2 ep", "3xyz", "nanba", "1e400ba", "1m2h"}) expect_error_quoting(bad);
+  for (const char* bad : {"ep", "abc", "1.5ep", "2  ep x", "3xyz", "nanba", "1e400ba", "1m2h"}) expect_error_quoting(bad);
 }
 
 TEST(TimeParse, FromInputUsesDefaultUnitForNumbers) {
@@ -157,6 +204,17 @@ TEST(TimestampTest, GetAndCompareWithTime) {
   EXPECT_TRUE(t >= Time(2, TimeUnit::BATCH));
   EXPECT_TRUE(t < Time(21, TimeUnit::SAMPLE));
   EXPECT_TRUE(t < Time(1, TimeUnit::EPOCH));
+}
+
+TEST(TimestampTest, EqualityComparesEveryFieldWallClocksIncluded) {
+  const Timestamp a = Timestamp().to_next_batch(10, 0, Seconds(2.0));
+  Timestamp b = a;
+  EXPECT_EQ(a, b);
+  b.batch_wct = Seconds(3.0);
+  EXPECT_NE(a, b);
+  b = a;
+  b.total_wct += Seconds(1.0);
+  EXPECT_NE(a, b);
 }
 
 }  // namespace

@@ -94,12 +94,15 @@ TEST(SchedulerTest, LinearWithWarmup) {
 }
 
 TEST(SchedulerTest, WarmupIsNotScaledUnlessAsked) {
-  // ssr 0.5: t_max becomes 50, the warmup stays 10 batches.
+  // ssr 0.5 (the Trainer's max_duration becomes 50 batches): t_max becomes 50, the warmup stays 10 batches.
   expect_matches(LinearWithWarmupScheduler(ba(10), 1.0, 0.0, ba(100)),
-                 [](double t) { return t < 10 ? t / 10 : 1.0 - std::min(1.0, (t - 10) / 40); }, 0.5);
-  // scale_warmup: the warmup becomes 5 batches.
+                 [](double t) { return t < 10 ? t / 10 : 1.0 - std::min(1.0, (t - 10) / 40); }, 0.5, ba(50));
+  // scale_warmup, as Composer: the ramp reaches 1 after 5 batches and holds it; the warmup still ends (and the decay
+  // starts) at 10 batches.
   expect_matches(LinearWithWarmupScheduler(ba(10), 1.0, 0.0, ba(100), true),
-                 [](double t) { return t < 5 ? t / 5 : 1.0 - std::min(1.0, (t - 5) / 45); }, 0.5);
+                 [](double t) { return t < 10 ? std::min(1.0, t / 5) : 1.0 - std::min(1.0, (t - 10) / 40); }, 0.5, ba(50));
+  // t_max shorter than max_duration is an error, as in Composer.
+  EXPECT_THROW(LinearWithWarmupScheduler(ba(10), 1.0, 0.0, ba(50))(state_at(20), 1.0), std::invalid_argument);
 }
 
 TEST(SchedulerTest, ConstantWithWarmup) {

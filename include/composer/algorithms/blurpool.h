@@ -14,7 +14,8 @@ namespace functional {
 /// [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 as a [1, 1, 3, 3] float tensor.
 at::Tensor default_blur_filter();
 /// Depthwise convolution of `input` [N, C, H, W] with `filter` (default: default_blur_filter()), "same" padding,
-/// at `stride`.
+/// at `stride`. The filter is [kH, kW] or [C or 1, 1, kH, kW] with odd kH and kW (std::invalid_argument otherwise, as
+/// Composer raises).
 at::Tensor blur_2d(const at::Tensor& input, int64_t stride = 1, const at::Tensor& filter = {});
 /// max_pool2d at stride 1 followed by blur_2d at `stride`.
 at::Tensor blurmax_pool2d(const at::Tensor& input, int64_t kernel_size, int64_t stride = 2, int64_t padding = 0,

@@ -12,7 +12,8 @@ namespace functional {
 /// Index targets [N] (or [N, d...] with logits [N, K, d...]) as one-hot floats shaped like `logits`; dense targets
 /// already shaped like `logits` are returned as they are. Throws when the shapes cannot match.
 at::Tensor ensure_targets_one_hot(const at::Tensor& logits, const at::Tensor& target);
-/// onehot(target) * (1 - smoothing) + smoothing / K, K = logits.size(1).
+/// onehot(target) * (1 - smoothing) + smoothing / K, K = logits.size(1); smoothing in [0, 1]. Negative index targets
+/// (an ignore_index such as -100) get the uniform row smoothing / K, as in Composer.
 at::Tensor smooth_labels(const at::Tensor& logits, const at::Tensor& target, double smoothing = 0.1);
 
 }  // namespace functional

@@ -64,7 +64,8 @@ struct StochasticDepthOptions {
   void validate() const;
 };
 
-/// INIT: the surgery; BATCH_START during drop_warmup: rates scaled by elapsed / drop_warmup.
+/// INIT: the surgery at the full drop_rate; BATCH_START before drop_warmup: rates scaled by elapsed / drop_warmup.
+/// After the warmup the blocks keep the last ramped rate (Composer stops updating them) and the full rate is logged.
 class StochasticDepth : public Algorithm {
  public:
   explicit StochasticDepth(StochasticDepthOptions options = {});

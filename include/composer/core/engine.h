@@ -33,7 +33,7 @@ class Engine {
   void run_event(Event event);
   /// Appends a user pass, or inserts it at `index` among the passes.
   void register_pass(AlgorithmPass pass, int index = -1);
-  /// Log `algorithm_traces/<Cls>/<event>: 1` for every algorithm run.
+  /// Log `algorithm_traces/<Cls>/Event.<NAME>: 1` (Composer's key) for every algorithm run.
   void set_log_traces(bool on) { log_traces_ = on; }
   /// Calls close() on every callback, then post_close() on those whose close() did not throw. Idempotent.
   void close();

@@ -64,7 +64,8 @@ const std::array<Event, kNumEvents>& all_events();
 const char* event_name(Event e);
 /// The value (= callback method name), e.g. "before_forward".
 const char* event_value(Event e);
-/// Parses either the name or the value; throws std::invalid_argument naming the input.
+/// Parses the name or the value in any case ("batch_end", "BATCH_END", "Batch_End"); throws std::invalid_argument
+/// naming the input.
 Event parse_event(const std::string& text);
 
 /// Names containing BEFORE or ending in _START.

@@ -26,8 +26,11 @@ class Time {
   Time(int64_t value, TimeUnit unit) : Time(static_cast<double>(value), unit) {}
   Time(int value, TimeUnit unit) : Time(static_cast<double>(value), unit) {}
 
-  /// Parses "2ep", "100ba", "0.5dur", "1e3ba", "1h30m" (-> 5400sec), case-insensitive.
-  /// Throws std::invalid_argument quoting `text` when it is not a Time string.
+  /// Parses Composer's time strings: NUMBER UNIT with the unit in any case and the number as Python's float() reads
+  /// it ("2ep", "100ba", "0.5dur", "1e3ba", "1_000ba", " 5ep", "5 ep", "infdur"), the wall-clock form "1h30m"
+  /// (-> 5400sec; lower-case h/m/s, hours < 24, minutes < 60, seconds < 62) and "" (0sec). A bare run of digits is
+  /// seconds (Composer turns "5" into 50sec and rejects "7": docs/differences.md). Integer units must stay inside
+  /// int64. Throws std::invalid_argument quoting `text` when it is not a Time string.
   static Time from_string(const std::string& text);
   /// A string is parsed; otherwise use the number with `default_unit` (Composer's Time.from_input).
   static Time from_input(const std::string& text, TimeUnit default_unit);
@@ -106,6 +109,7 @@ struct Timestamp {
   /// After an iteration boundary: iteration+1, *_in_iteration and *_in_epoch counters reset.
   Timestamp to_next_iteration(Seconds duration = Seconds(0)) const;
 
+  /// Every field, the wall clocks included (Composer compares state_dicts).
   bool operator==(const Timestamp& o) const;
   bool operator!=(const Timestamp& o) const { return !(*this == o); }
   std::string to_string() const;

@@ -105,8 +105,11 @@ class PolynomialScheduler : public ComposerScheduler {
   double alpha_f_;
 };
 
-/// Linear ramp 0 -> alpha_i over t_warmup (ssr-free unless scale_warmup), then linear alpha_i -> alpha_f with
-/// frac = min(1, (t - t_warmup) / (t_max - t_warmup)) (0 if t_max <= t_warmup).
+/// Linear ramp 0 -> alpha_i over t_warmup, then linear alpha_i -> alpha_f with frac = min(1, (t - t_warmup) /
+/// (t_max - t_warmup)) (0 if t_max <= t_warmup). As in Composer, for every *WithWarmup scheduler: t_warmup is never
+/// scaled by the scale schedule ratio; scale_warmup only shortens the ramp (which then holds its end value until
+/// t_warmup), while t_max is scaled. t_warmup and t_max must share a unit after conversion, a t_max shorter than
+/// max_duration throws std::invalid_argument, and a t_warmup that converts to 0 warns once per class.
 class LinearWithWarmupScheduler : public ComposerScheduler {
  public:
   LinearWithWarmupScheduler(Time t_warmup, double alpha_i = 1.0, double alpha_f = 0.0,

@@ -27,6 +27,13 @@ void init_decoupled_groups(std::vector<torch::optim::OptimizerParamGroup>& group
   }
 }
 
+/// Composer's decoupled decay multiplier lr / initial_lr, and 1 for a group created with lr 0 (so such a group decays
+/// by 1 - weight_decay each step, as in Composer, instead of dividing by zero).
+template <class Options>
+double decay_factor(const Options& o) {
+  return o.initial_lr() != 0 ? o.lr() / o.initial_lr() : 1.0;
+}
+
 /// Visits every parameter with its global index (Python's state_dict numbering across groups).
 void for_each_param(const std::vector<torch::optim::OptimizerParamGroup>& groups,
                     const std::function<void(size_t index, const at::Tensor& param)>& fn);

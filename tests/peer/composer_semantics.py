@@ -1,0 +1,56 @@
+"""Answers questions about Composer's semantics for tests/peer/semantics_test.cpp.
+
+Usage: composer_semantics.py REQUESTS.json ANSWERS.json
+REQUESTS: {"time_strings": [str], "schedulers": [{"class": str, "kwargs": {...}, "max_duration": str,
+           "dataloader_len": int, "ssr": float, "batches": [int]}]}
+ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
+           "schedulers": [{"factors": [float]} | {"error": str}]}
+"""
+import json
+import sys
+import types
+import warnings
+
+from composer.core.time import Time, Timestamp
+from composer.optim import scheduler as composer_schedulers
+
+
+def time_string(text):
+    try:
+        t = Time.from_timestring(text)
+    except Exception as e:  # noqa: BLE001 - every refusal is an answer
+        return {'error': f'{type(e).__name__}: {e}'}
+    return {'value': repr(float(t.value)), 'unit': t.unit.value}  # a string: JSON has no inf
+
+
+def scheduler_factors(spec):
+    cls = getattr(composer_schedulers, spec['class'])
+    kwargs = dict(spec['kwargs'])
+    sched = cls(**kwargs)
+    length = spec['dataloader_len']
+    state = types.SimpleNamespace(max_duration=Time.from_timestring(spec['max_duration']), dataloader_len=length)
+    factors = []
+    try:
+        for batch in spec['batches']:
+            state.timestamp = Timestamp(epoch=batch // length, batch=batch, batch_in_epoch=batch % length)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                factors.append(float(sched(state, spec['ssr'])))
+    except Exception as e:  # noqa: BLE001
+        return {'error': f'{type(e).__name__}: {e}'}
+    return {'factors': factors}
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        requests = json.load(f)
+    answers = {
+        'time_strings': [time_string(s) for s in requests.get('time_strings', [])],
+        'schedulers': [scheduler_factors(s) for s in requests.get('schedulers', [])],
+    }
+    with open(sys.argv[2], 'w') as f:
+        json.dump(answers, f)
+
+
+if __name__ == '__main__':
+    main()

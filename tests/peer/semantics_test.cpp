@@ -1,0 +1,159 @@
+// Composer as the peer for small semantics: the same time strings and the same schedulers (with warmup, scale
+// schedule ratio and scale_warmup) asked of MosaicML Composer (tests/peer/composer_semantics.py) and of us.
+#include "composer/core/state.h"
+#include "composer/core/time.h"
+#include "composer/optim/scheduler.h"
+#include "support/python.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+
+namespace composer {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json ask_composer(const json& requests) {
+  const fs::path dir = fs::temp_directory_path() / ("composer_peer_semantics_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string in = (dir / "requests.json").string(), out = (dir / "answers.json").string();
+  std::ofstream(in) << requests.dump();
+  const auto py = testing::run_python({testing::peer_script("composer_semantics.py"), in, out});
+  EXPECT_EQ(py.status, 0) << py.output;
+  json answers = json::parse(testing::read_text(out));
+  fs::remove_all(dir);
+  return answers;
+}
+
+// Strings where we and Composer agree, refusals included. Deliberate differences (a bare number, values beyond
+// int64, 'nandur', non-ASCII digits) are tested in tests/core/time_test.cpp and listed in docs/differences.md.
+const std::vector<std::string> kTimeStrings = {
+    "1_000ba", " 5ep", "5 ep", "5\tep", "5ep ", "  5ep  ", "infdur", "-infdur", "1e3ba", "5EP", "5Ep", "0.5DUR", "",
+    "1h30m", "1h", "30m", "45s", "1h30m15s", "0h0m0s", "90m", "1h70m", "25h", "1H30M", "5sec", "5iter", "5SEC",
+    "1e18ba", "0x10ba", "+5ep", "-5ep", "5.0ep", "5.5ep", ".5dur", "5.dur", "1__0ba", "_10ba", "10_ba", "inf",
+    "1h 30m", "2ep2", "ba", "1.5e1ep", "5e-1dur", "1hba", "infinityDUR", "1e400dur", "5epoch", "5 tok", "3e4tok"};
+
+TEST(PeerSemanticsTest, TimeStringsParseAsInComposer) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const json answers = ask_composer({{"time_strings", kTimeStrings}});
+  ASSERT_EQ(answers.at("time_strings").size(), kTimeStrings.size());
+  for (size_t i = 0; i < kTimeStrings.size(); ++i) {
+    const json& a = answers["time_strings"][i];
+    const std::string& text = kTimeStrings[i];
+    if (a.contains("error")) {
+      EXPECT_THROW(Time::from_string(text), std::invalid_argument) << "'" << text << "': Composer says " << a["error"];
+      continue;
+    }
+    try {
+      const Time t = Time::from_string(text);
+      EXPECT_EQ(to_string(t.unit()), a["unit"].get<std::string>()) << "'" << text << "'";
+      EXPECT_EQ(t.value(), std::stod(a["value"].get<std::string>())) << "'" << text << "'";
+    } catch (const std::invalid_argument& e) {
+      ADD_FAILURE() << "'" << text << "': Composer gives " << a.dump() << ", we throw: " << e.what();
+    }
+  }
+}
+
+struct SchedulerCase {
+  std::string cls;
+  json kwargs;
+  std::function<std::shared_ptr<ComposerScheduler>()> make;
+  std::string max_duration = "100ba";
+  double ssr = 1.0;
+};
+
+Time t(const char* s) { return Time::from_string(s); }
+
+std::vector<SchedulerCase> scheduler_cases() {
+  std::vector<SchedulerCase> c;
+  for (double ssr : {1.0, 0.5, 2.0}) {
+    for (bool scale : {false, true}) {
+      const std::string md = ssr == 2.0 ? "200ba" : ssr == 0.5 ? "50ba" : "100ba";  // the Trainer scales max_duration
+      c.push_back({"LinearWithWarmupScheduler", {{"t_warmup", "20ba"}, {"alpha_i", 1.0}, {"alpha_f", 0.1}, {"scale_warmup", scale}},
+                   [=] { return std::make_shared<LinearWithWarmupScheduler>(t("20ba"), 1.0, 0.1, t("1dur"), scale); }, md, ssr});
+      c.push_back({"CosineAnnealingWithWarmupScheduler", {{"t_warmup", "0.1dur"}, {"alpha_f", 0.05}, {"scale_warmup", scale}},
+                   [=] { return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("0.1dur"), t("1dur"), 0.05, scale); }, md, ssr});
+      c.push_back({"PolynomialWithWarmupScheduler", {{"t_warmup", "2ep"}, {"power", 2.0}, {"scale_warmup", scale}},
+                   [=] { return std::make_shared<PolynomialWithWarmupScheduler>(t("2ep"), 2.0, t("1dur"), 0.0, scale); }, md, ssr});
+      c.push_back({"MultiStepWithWarmupScheduler", {{"t_warmup", "15ba"}, {"milestones", {"30ba", "60ba"}}, {"gamma", 0.5}, {"scale_warmup", scale}},
+                   [=] { return std::make_shared<MultiStepWithWarmupScheduler>(t("15ba"), std::vector<Time>{t("30ba"), t("60ba")}, 0.5, scale); },
+                   md, ssr});
+      c.push_back({"ConstantWithWarmupScheduler", {{"t_warmup", "30ba"}, {"alpha", 0.7}, {"scale_warmup", scale}},
+                   [=] { return std::make_shared<ConstantWithWarmupScheduler>(t("30ba"), 0.7, t("1dur"), scale); }, md, ssr});
+    }
+    c.push_back({"CosineAnnealingScheduler", {{"t_max", "60ba"}, {"alpha_f", 0.1}},
+                 [] { return std::make_shared<CosineAnnealingScheduler>(t("60ba"), 0.1); }, "100ba", ssr});
+    c.push_back({"StepScheduler", {{"step_size", "1ep"}, {"gamma", 0.5}}, [] { return std::make_shared<StepScheduler>(t("1ep"), 0.5); },
+                 "100ba", ssr});
+  }
+  // t_max shorter than max_duration: Composer raises; so do we.
+  c.push_back({"LinearWithWarmupScheduler", {{"t_warmup", "10ba"}, {"t_max", "50ba"}},
+               [] { return std::make_shared<LinearWithWarmupScheduler>(t("10ba"), 1.0, 0.0, t("50ba")); }});
+  c.push_back({"CosineAnnealingWithWarmupScheduler", {{"t_warmup", "1ep"}, {"t_max", "5ep"}},
+               [] { return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("1ep"), t("5ep"), 0.0); }, "12ep"});
+  // Units that cannot be compared: no error, as in Composer.
+  c.push_back({"PolynomialWithWarmupScheduler", {{"t_warmup", "0sp"}, {"t_max", "800sp"}},
+               [] { return std::make_shared<PolynomialWithWarmupScheduler>(t("0sp"), 2.0, t("800sp"), 0.0); }});
+  // A zero-length warmup (warns).
+  c.push_back({"CosineAnnealingWithWarmupScheduler", {{"t_warmup", "0.001dur"}},
+               [] { return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("0.001dur"), t("1dur"), 0.0); }});
+  return c;
+}
+
+TEST(PeerSemanticsTest, SchedulersGiveComposersFactors) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const int64_t len = 10;
+  std::vector<int64_t> batches;
+  for (int64_t b = 0; b <= 130; b += 1) batches.push_back(b);
+  const auto cases = scheduler_cases();
+  json requests = json::array();
+  for (const auto& c : cases) {
+    requests.push_back({{"class", c.cls}, {"kwargs", c.kwargs}, {"max_duration", c.max_duration}, {"dataloader_len", len},
+                        {"ssr", c.ssr}, {"batches", batches}});
+  }
+  const json answers = ask_composer({{"schedulers", requests}});
+  ASSERT_EQ(answers.at("schedulers").size(), cases.size());
+  int compared = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    const json& a = answers["schedulers"][i];
+    const std::string what = c.cls + " " + c.kwargs.dump() + " max_duration " + c.max_duration + " ssr " + std::to_string(c.ssr);
+    const auto sched = c.make();
+    State s;
+    s.max_duration = t(c.max_duration.c_str());
+    s.dataloader_len = len;
+    if (a.contains("error")) {
+      bool threw = false;
+      for (int64_t b : batches) {
+        s.timestamp = Timestamp();
+        s.timestamp.batch = b;
+        s.timestamp.epoch = b / len;
+        s.timestamp.batch_in_epoch = b % len;
+        try {
+          (*sched)(s, c.ssr);
+        } catch (const std::invalid_argument&) {
+          threw = true;
+          break;
+        }
+      }
+      EXPECT_TRUE(threw) << what << ": Composer raises " << a["error"];
+      continue;
+    }
+    for (size_t j = 0; j < batches.size(); ++j) {
+      s.timestamp = Timestamp();
+      s.timestamp.batch = batches[j];
+      s.timestamp.epoch = batches[j] / len;
+      s.timestamp.batch_in_epoch = batches[j] % len;
+      EXPECT_NEAR((*sched)(s, c.ssr), a["factors"][j].get<double>(), 1e-12) << what << " at batch " << batches[j];
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 30 * 100);
+}
+
+}  // namespace
+}  // namespace composer
