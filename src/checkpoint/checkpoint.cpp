@@ -2,9 +2,12 @@
 
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
+#include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 #include "composer/utils/atomic_file.h"
+#include "composer/utils/error_text.h"
 #include "checkpoint/detail/pickle_io.h"
+#include "checkpoint/detail/zip_verify.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fnmatch.h>
@@ -19,7 +22,8 @@
 namespace composer {
 namespace {
 
-c10::IValue rng_entry() {
+// This rank's generator states: {"torch": uint8 tensor, "cuda": [uint8 tensor per device]}.
+Dict rank_rng_state() {
   Dict rank_rng = new_dict();
   rank_rng.insert("torch", at::detail::getDefaultCPUGenerator().get_state());
   if (torch::cuda::is_available()) {
@@ -29,9 +33,7 @@ c10::IValue rng_entry() {
     }
     rank_rng.insert("cuda", cuda);
   }
-  c10::impl::GenericList rng(c10::AnyType::get());
-  rng.push_back(rank_rng);
-  return rng;
+  return rank_rng;
 }
 
 void set_generator_state(at::Generator gen, const at::Tensor& s) {
@@ -60,7 +62,20 @@ c10::IValue prune(const c10::IValue& value, const std::string& path, const std::
 
 }  // namespace
 
-c10::IValue make_checkpoint(const State& state, bool weights_only) {
+c10::IValue gather_rng_states() {
+  c10::impl::GenericList rng(c10::AnyType::get());
+  if (dist::get_world_size() == 1) {
+    rng.push_back(rank_rng_state());
+    return rng;
+  }
+  const std::vector<char> mine = torch::pickle_save(rank_rng_state());
+  for (const auto& bytes : dist::all_gather_object(std::string(mine.begin(), mine.end()))) {
+    rng.push_back(torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())));
+  }
+  return rng;
+}
+
+c10::IValue make_checkpoint(const State& state, bool weights_only, const std::optional<c10::IValue>& rng) {
   Dict payload = new_dict();
   const Dict full = state.state_dict().toGenericDict();
   if (weights_only) {
@@ -70,13 +85,13 @@ c10::IValue make_checkpoint(const State& state, bool weights_only) {
     payload.insert("state", slim);
   } else {
     payload.insert("state", full);
-    payload.insert("rng", rng_entry());
+    payload.insert("rng", rng ? *rng : gather_rng_states());
   }
   return payload;
 }
 
-void save_checkpoint(const State& state, const std::string& path, bool weights_only) {
-  const c10::IValue payload = make_checkpoint(state, weights_only);
+void save_checkpoint(const State& state, const std::string& path, bool weights_only, const std::optional<c10::IValue>& rng) {
+  const c10::IValue payload = make_checkpoint(state, weights_only, rng);
   write_file_atomically(path, [&](const ByteSink& sink) { detail::pickle_to(payload, sink); });
 }
 
@@ -85,12 +100,17 @@ c10::IValue read_checkpoint(const std::string& path) {
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw CheckpointError("checkpoint '" + path + "' cannot be opened: " + ec.message());
   if (size == 0) throw CheckpointError("checkpoint '" + path + "' is empty");
+  try {
+    detail::verify_zip_records(path);  // LibTorch's reader does not check the CRC-32s
+  } catch (const std::runtime_error& e) {
+    throw CheckpointError("checkpoint '" + path + "' is corrupt or truncated (" + std::to_string(size) + " bytes): " + e.what());
+  }
   c10::IValue payload;
   try {
     payload = detail::unpickle_file(path);
   } catch (const std::exception& e) {
     throw CheckpointError("checkpoint '" + path + "' is corrupt or truncated (" + std::to_string(size) +
-                          " bytes): " + std::string(e.what()).substr(0, 200));
+                          " bytes): " + brief_error(e, 200));
   }
   if (!payload.isGenericDict() || !payload.toGenericDict().contains("state") ||
       !payload.toGenericDict().at("state").isGenericDict()) {

@@ -4,6 +4,7 @@
 #include "composer/core/logger.h"
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
+#include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 #include "composer/utils/atomic_file.h"
 
@@ -100,7 +101,19 @@ void CheckpointSaver::maybe_save(State& state, Logger& logger, Event event) {
 
 void CheckpointSaver::save(State& state, Logger& logger) {
   last_saved_batch_ = state.timestamp.batch;
-  if (dist::get_global_rank() != 0) return;  // monolithic checkpoints are written by rank 0
+  // Every rank's RNG goes into rank 0's file; the barrier after the write keeps every rank here until the file is
+  // complete, so none exits or times out while rank 0 still writes.
+  std::optional<c10::IValue> rng;
+  if (!options_.weights_only()) rng = gather_rng_states();
+  if (dist::get_global_rank() != 0) {  // monolithic checkpoints are written by rank 0
+    dist::barrier();
+    return;
+  }
+  write(state, logger, rng);
+  dist::barrier();
+}
+
+void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c10::IValue>& rng) {
   const fs::path dir(folder(state));
   const std::string name = format_name(options_.filename(), state);
   const fs::path path = dir / name;
@@ -110,7 +123,7 @@ void CheckpointSaver::save(State& state, Logger& logger) {
   // The saver's own state inside the checkpoint already lists this checkpoint.
   saved_.push_back(path.string());
   try {
-    save_checkpoint(state, path.string(), options_.weights_only());
+    save_checkpoint(state, path.string(), options_.weights_only(), rng);
   } catch (...) {
     saved_.pop_back();
     throw;

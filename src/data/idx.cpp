@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <zlib.h>
 
+#include <filesystem>
+
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -51,13 +54,26 @@ at::Tensor read_idx(const std::string& path) {
   }
   const int ndim = static_cast<int>(m & 0xff);
   std::vector<int64_t> shape(ndim);
-  int64_t total = 1;
+  // What the file can hold: its size, or for gzip its size times deflate's largest ratio (1032:1). A header that
+  // declares more is damaged or not IDX; refuse it before allocating.
+  std::error_code ec;
+  const auto file_bytes = static_cast<double>(std::filesystem::file_size(path, ec));
+  const double capacity = ec ? 0.0 : (gzdirect(f.get()) ? file_bytes : file_bytes * 1032.0);
+  double total_d = 1;
+  std::string dims;
   for (int i = 0; i < ndim; ++i) {
     unsigned char d[4];
     if (read_bytes(f.get(), d, 4, path) != 4) throw std::runtime_error("IDX file '" + path + "' is truncated inside its header");
     shape[i] = big_endian(d);
-    total *= shape[i];
+    total_d *= static_cast<double>(shape[i]);
+    dims += (i ? "x" : "") + std::to_string(shape[i]);
   }
+  if (!ec && total_d > capacity) {
+    throw std::runtime_error("IDX file '" + path + "' declares " + dims + " = " + std::to_string(static_cast<unsigned long long>(std::min(total_d, 1.8e19))) +
+                             " bytes of data, more than its " + std::to_string(static_cast<int64_t>(file_bytes)) +
+                             "-byte file can hold (a damaged header?)");
+  }
+  const auto total = static_cast<int64_t>(total_d);
   at::Tensor out = at::empty(shape, at::TensorOptions().dtype(at::kByte));
   const size_t got = read_bytes(f.get(), out.data_ptr(), static_cast<size_t>(total), path);
   if (got != static_cast<size_t>(total)) {

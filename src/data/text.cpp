@@ -7,6 +7,37 @@
 #include <stdexcept>
 
 namespace composer {
+namespace {
+
+// A text corpus is UTF-8 without NUL bytes and with few control characters; anything else is a binary file given
+// by mistake, and the error says where it stops being text.
+void require_text(const std::string& raw, const std::string& path) {
+  size_t controls = 0;
+  for (size_t i = 0; i < raw.size();) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c == 0) throw std::runtime_error("text file '" + path + "' is not text: a NUL byte at offset " + std::to_string(i) + " (a binary file?)");
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\v') ++controls;
+      ++i;
+      continue;
+    }
+    const size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    bool ok = len > 0 && i + len <= raw.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(raw[i + k]) & 0xC0) == 0x80;
+    if (!ok) {
+      throw std::runtime_error("text file '" + path + "' is not UTF-8 text: invalid byte 0x" +
+                               std::string(1, "0123456789abcdef"[c >> 4]) + std::string(1, "0123456789abcdef"[c & 15]) +
+                               " at offset " + std::to_string(i));
+    }
+    i += len;
+  }
+  if (controls * 100 > raw.size()) {
+    throw std::runtime_error("text file '" + path + "' is not text: " + std::to_string(controls) + " of its " +
+                             std::to_string(raw.size()) + " bytes are control characters");
+  }
+}
+
+}  // namespace
 
 std::string load_gutenberg_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -15,6 +46,7 @@ std::string load_gutenberg_text(const std::string& path) {
   ss << in.rdbuf();
   std::string raw = ss.str();
   if (raw.rfind("\xEF\xBB\xBF", 0) == 0) raw.erase(0, 3);
+  require_text(raw, path);
   std::string text;
   text.reserve(raw.size());
   for (size_t i = 0; i < raw.size(); ++i)

@@ -16,6 +16,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Flips one bit inside the bytes of `tensor` as stored in the checkpoint file `path` (tensor records are raw).
+void flip_bit_in_tensor_bytes(const std::string& path, const at::Tensor& tensor) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const at::Tensor t = tensor.detach().contiguous();
+  const size_t at = bytes.find(std::string(static_cast<const char*>(t.data_ptr()), std::min<size_t>(64, t.nbytes())));
+  ASSERT_NE(at, std::string::npos) << "the tensor's bytes are not in " << path;
+  bytes[at + t.nbytes() / 2] = static_cast<char>(bytes[at + t.nbytes() / 2] ^ 0x10);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
 struct CheckpointTest : ::testing::Test {
   fs::path dir = fs::temp_directory_path() / ("composer_ckpt_" + std::to_string(::getpid()));
   void SetUp() override { fs::create_directories(dir); }
@@ -149,6 +161,52 @@ TEST_F(CheckpointTest, CorruptTruncatedAndForeignFilesNameTheFile) {
     EXPECT_NE(std::string(e.what()).find(good), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("module.0.weight"), std::string::npos) << e.what();
   }
+}
+
+// One flipped bit in the tensor bytes: LibTorch's reader loads such a file without a word (its zip reader skips the
+// CRC-32s); ours names the file and the damaged record, and autoresume sets it aside for the previous checkpoint.
+TEST_F(CheckpointTest, DamagedTensorBytesAreAnErrorNotWrongWeights) {
+  auto a = std::make_unique<Trainer>(testing::quiet_options(testing::make_classifier(8, 512, 4)).max_duration("1ba"));
+  const std::string good = (dir / "good.pt").string();
+  save_checkpoint(a->state(), good);
+  const std::string damaged = (dir / "damaged.pt").string();
+  fs::copy_file(good, damaged);
+  flip_bit_in_tensor_bytes(damaged, a->state().model->parameters()[0]);
+  std::ifstream in(damaged, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NO_THROW(torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())));  // LibTorch: silently wrong
+  try {
+    read_checkpoint(damaged);
+    FAIL() << "the damaged checkpoint was read";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(damaged), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fails its CRC-32 check"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("data/"), std::string::npos) << e.what();  // names the record
+  }
+  EXPECT_NO_THROW(read_checkpoint(good));
+}
+
+TEST_F(CheckpointTest, AutoresumeSetsADamagedCheckpointAside) {
+  const std::string folder = (dir / "damaged").string();
+  auto opts = [&](int64_t batches) {
+    return testing::quiet_options(testing::make_classifier())
+        .run_name("damaged")
+        .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+        .max_duration(Time(batches, TimeUnit::BATCH))
+        .save_folder(folder)
+        .save_interval("2ba")
+        .autoresume(true);
+  };
+  at::Tensor last_weight;
+  {
+    Trainer t(opts(4));
+    t.fit();
+    last_weight = t.state().model->parameters()[0].detach().clone();
+  }
+  flip_bit_in_tensor_bytes((dir / "damaged" / "ep0-ba4-rank0.pt").string(), last_weight);
+  Trainer resumed(opts(6));
+  EXPECT_EQ(resumed.state().timestamp.batch, 2);
+  EXPECT_TRUE(fs::exists(dir / "damaged" / "ep0-ba4-rank0.pt.corrupt"));
 }
 
 // A full disk (a file-size limit makes write() fail with EFBIG) leaves the previous checkpoint intact and no

@@ -64,6 +64,10 @@ TEST_F(IdxFiles, CorruptFilesNameTheFileAndTheProblem) {
   expect_error(write("empty", ""), "truncated");
   expect_error((dir / "missing").string(), "cannot be opened");
   expect_error(write("short.gz", header(0x803, {5, 2, 2}) + "ab", true), "truncated");
+  // Absurd sizes in the header are refused before anything is allocated, for raw and gzip files.
+  expect_error(write("huge", header(0x803, {4000000000u, 4000000000u, 4000000000u}) + "abc"),
+               "declares 4000000000x4000000000x4000000000");
+  expect_error(write("huge.gz", header(0x803, {60000, 1000, 1000}) + "abc", true), "more than its");
 }
 
 TEST_F(IdxFiles, LabelsOutOfRangeAndCountMismatch) {

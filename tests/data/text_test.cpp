@@ -82,6 +82,28 @@ TEST(TextTest, GutenbergMarkersBomAndCrlf) {
   EXPECT_THROW(load_gutenberg_text("/nonexistent.txt"), std::runtime_error);
 }
 
+// A binary file given as a corpus is an error that names it and says where it stops being text.
+TEST(TextTest, BinaryGarbageAndNulBytesAreNotText) {
+  const fs::path p = fs::temp_directory_path() / ("composer_binary_" + std::to_string(::getpid()) + ".txt");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {std::string("Call me Ishmael.\0\0\0", 19), "a NUL byte at offset 16"},
+      {std::string("caf\xC3\xA9 ok, then \xFF\xFE garbage"), "invalid byte 0xff at offset 15"},
+      {std::string(200, '\x01') + "words", "control characters"}};
+  for (const auto& [bytes, needle] : cases) {
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      load_gutenberg_text(p.string());
+      ADD_FAILURE() << "accepted: " << needle;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << "caf\xC3\xA9 \xE2\x80\x94 na\xC3\xAFve\ttabs\n";  // UTF-8 is text
+  EXPECT_NO_THROW(load_gutenberg_text(p.string()));
+  fs::remove(p);
+}
+
 TEST(TextTest, CharTokenizerAndWindows) {
   CharTokenizer tok("hello");
   EXPECT_EQ(tok.vocab_size(), 4);  // e h l o

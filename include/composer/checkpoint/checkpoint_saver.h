@@ -7,6 +7,7 @@
 
 #include <torch/arg.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +64,8 @@ class CheckpointSaver : public Callback {
  private:
   void maybe_save(State& state, Logger& logger, Event event);
   void save(State& state, Logger& logger);
+  /// Rank 0's part of save(): the file, the latest link, retention.
+  void write(State& state, Logger& logger, const std::optional<c10::IValue>& rng);
   CheckpointSaverOptions options_;
   IntervalScheduler due_;
   int64_t last_saved_batch_ = -1;

@@ -58,6 +58,8 @@ struct State {
   Timestamp eval_timestamp;
   Timestamp predict_timestamp;
   std::optional<Time> max_duration;
+  /// Epochs or tokens per iteration (TrainerOptions.iteration_length); unset: one endless iteration.
+  std::optional<Time> iteration_length;
 
   /// The loader being iterated (train, an evaluator's, or predict) and its label.
   DataLoader* dataloader = nullptr;
@@ -80,6 +82,9 @@ struct State {
   std::map<std::string, double> eval_metric_values;
   /// loss/train/<key> of the last batch.
   std::map<std::string, double> total_loss_dict;
+  /// The batch (1-based, as timestamp.batch after it) whose training loss first was NaN or inf; unset while every
+  /// loss was finite. Not checkpointed. The CLI reports it and exits with status 3.
+  std::optional<int64_t> nonfinite_loss_batch;
 
   uint64_t rank_zero_seed = 0;
   uint64_t seed = 0;
@@ -94,7 +99,8 @@ struct State {
   /// The serialisable part as a string-keyed dict of tensors and primitives (Composer's state_dict keys:
   /// model, optimizers, algorithms, callbacks, scaler, timestamp, rank_zero_seed, run_name).
   c10::IValue state_dict() const;
-  /// Restores what state_dict() wrote. The model loads first; unknown entries are errors naming them.
+  /// Restores what state_dict() wrote. The model loads first; entries this State has no owner for (an algorithm or
+  /// callback the run lacks, Composer's extra keys) are skipped; a missing optimizer state is an error naming it.
   void load_state_dict(const c10::IValue& state, bool strict_model = true);
 };
 
