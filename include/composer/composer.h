@@ -34,6 +34,8 @@
 #include "composer/trainer/trainer_options.h"
 #include "composer/utils/interval.h"
 #include "composer/utils/threads.h"
+#include "composer/utils/reproducibility.h"
+#include "composer/utils/error_text.h"
 #include "composer/data/dataset.h"
 #include "composer/data/dataset_loader.h"
 #include "composer/data/idx.h"

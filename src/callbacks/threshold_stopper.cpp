@@ -1,13 +1,14 @@
 #include "composer/callbacks/threshold_stopper.h"
 
 #include "composer/core/state.h"
+#include "composer/metrics/metric.h"
 #include "utils/detail/text.h"
 
 namespace composer {
 
 ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_label, double threshold, Compare comp,
                                    bool stop_on_batch)
-    : monitor_(std::move(monitor)), label_(std::move(dataloader_label)), threshold_(threshold), comp_(std::move(comp)),
+    : monitor_(canonical_metric_name(monitor)), label_(std::move(dataloader_label)), threshold_(threshold), comp_(std::move(comp)),
       stop_on_batch_(stop_on_batch) {
   if (monitor_.empty()) throw std::invalid_argument("ThresholdStopper.monitor must name a metric");
   if (!comp_) {
@@ -20,7 +21,13 @@ ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_l
 
 void ThresholdStopper::check(State& state, const std::map<std::string, double>& values) {
   auto it = values.find(monitor_);
-  if (it == values.end() || !state.max_duration) return;
+  if (it == values.end()) {  // Composer raises too: a misspelt monitor would otherwise never stop the run
+    std::string known;
+    for (const auto& [name, v] : values) known += (known.empty() ? "" : ", ") + name;
+    throw std::invalid_argument("ThresholdStopper: no metric '" + monitor_ + "' for dataloader label '" + label_ +
+                                "'; the metrics there are: " + (known.empty() ? "none" : known));
+  }
+  if (!state.max_duration) return;
   if (comp_(it->second, threshold_)) state.stop_training();
 }
 

@@ -23,6 +23,7 @@ namespace {
 struct Group {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<detail::CommBackend> backend;
+  std::string listen_address;  // where this rank's CPU backend listens (Gloo), for messages and tests
 };
 
 Group& group() {
@@ -112,6 +113,33 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
 
 namespace {
 
+bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
+
+#if COMPOSER_HAS_GLOO
+// The address Gloo listens on, as PyTorch chooses it: GLOO_SOCKET_IFNAME's first interface, else this node's
+// address (COMPOSER_NODE_ADDR, which `composer-cpp launch --node-addr` sets, or the host name's address), except
+// that a single-machine run (MASTER_ADDR on loopback) stays on 127.0.0.1.
+std::shared_ptr<::gloo::transport::Device> gloo_device() {
+  const std::string ifname = env_or("GLOO_SOCKET_IFNAME", "");
+  if (!ifname.empty()) {
+    const std::string first = ifname.substr(0, ifname.find(','));
+    group().listen_address = "interface " + first;
+    return c10d::ProcessGroupGloo::createDeviceForInterface(first);
+  }
+  const std::string node = env_or("COMPOSER_NODE_ADDR", "");
+  if (!node.empty()) {
+    group().listen_address = node;
+    return c10d::ProcessGroupGloo::createDeviceForHostname(node);
+  }
+  if (is_loopback(env_or("MASTER_ADDR", "127.0.0.1"))) {
+    group().listen_address = "127.0.0.1";
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  group().listen_address = "the host name's address";
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+#endif
+
 void create_backend(const c10::Device& device, int64_t rank, int64_t world, std::chrono::milliseconds timeout) {
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(store_prefix(), group().store);
   if (device.is_cuda()) {
@@ -125,7 +153,7 @@ void create_backend(const c10::Device& device, int64_t rank, int64_t world, std:
   } else {
 #if COMPOSER_HAS_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    opts->devices.push_back(gloo_device());
     group().backend = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
 #else
     throw std::invalid_argument("dist: this build has no Gloo backend for CPU devices (install libgloo-dev and rebuild)");
@@ -136,6 +164,8 @@ void create_backend(const c10::Device& device, int64_t rank, int64_t world, std:
 }  // namespace
 
 bool is_initialized() { return static_cast<bool>(group().backend); }
+
+std::string listen_address() { return group().listen_address; }
 
 void destroy() {
   group().backend.reset();

@@ -41,4 +41,6 @@ std::vector<double> Metric::state_values() const {
   return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + num_states_);
 }
 
+std::string canonical_metric_name(const std::string& name) { return name == "MulticlassAccuracy" ? "Accuracy" : name; }
+
 }  // namespace composer

@@ -14,6 +14,7 @@
 #include "composer/utils/allocator.h"
 #include "composer/utils/compat.h"
 #include "composer/utils/run_name.h"
+#include "composer/utils/reproducibility.h"
 #include "composer/utils/threads.h"
 #include "composer/version.h"
 #include "composer/checkpoint/checkpoint_saver.h"
@@ -53,7 +54,7 @@ MetricMap filter_metrics(MetricMap all, const std::vector<std::string>& patterns
   MetricMap kept;
   for (auto& [name, m] : all)
     for (const auto& p : patterns)
-      if (std::regex_search(name, std::regex(p), std::regex_constants::match_continuous)) kept[name] = m;
+      if (std::regex_search(name, std::regex(canonical_metric_name(p)), std::regex_constants::match_continuous)) kept[name] = m;
   return kept;
 }
 
@@ -70,8 +71,6 @@ std::vector<double> base_lrs_of(torch::optim::Optimizer& opt) {
   }
   return lrs;
 }
-
-void seed_all(uint64_t seed) { torch::manual_seed(seed); }
 
 }  // namespace
 
@@ -138,6 +137,25 @@ void setup_data_parallel(TrainerImpl& t) {
   t.reducer = std::make_unique<dist::GradientReducer>(s.model->parameters());
 }
 
+// Composer's seeding: an unset seed is drawn on rank 0 and broadcast; every rank seeds with rank_zero_seed + rank.
+// An unset run name is rank 0's too, so that all ranks write and find the same checkpoint files.
+void agree_on_seed_and_run_name(TrainerImpl& t) {
+  State& s = t.state;
+  const TrainerOptions& o = t.options;
+  const uint64_t drawn = o.seed().value_or(std::random_device{}() & 0xffffffffu);
+  std::string name = resolve_run_name(o.run_name());
+  if (dist::get_world_size() > 1) {
+    at::Tensor seed = at::full({1}, static_cast<int64_t>(drawn), at::kLong);
+    dist::broadcast(seed, 0);
+    s.rank_zero_seed = static_cast<uint64_t>(seed.item<int64_t>());
+    name = dist::all_gather_object(name).at(0);
+  } else {
+    s.rank_zero_seed = drawn;
+  }
+  s.seed = s.rank_zero_seed + static_cast<uint64_t>(dist::get_global_rank());
+  s.run_name = name;
+}
+
 void log_run_hparams(TrainerImpl& t) {
   const State& s = t.state;
   t.logger.log_hyperparameters({{"composer_version", COMPOSER_VERSION_STRING},
@@ -171,11 +189,9 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
         "has its own issue; pass a number of samples");
   }
   s.device_train_microbatch_size = o.device_train_microbatch_size().value;
-  s.rank_zero_seed = o.seed().value_or(std::random_device{}() & 0xffffffffu);
-  s.seed = s.rank_zero_seed + static_cast<uint64_t>(dist::get_global_rank());
-  detail::seed_all(s.seed);
+  detail::agree_on_seed_and_run_name(t);
+  seed_all(s.seed);
   if (o.deterministic_mode()) at::globalContext().setDeterministicAlgorithms(true, false);
-  s.run_name = resolve_run_name(o.run_name());
   s.model = o.model();
   s.model->to(s.device);
   s.algorithms = o.algorithms();
@@ -190,6 +206,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   s.train_dataloader = o.train_dataloader();
   if (s.train_dataloader) s.set_dataloader(s.train_dataloader.get(), o.train_dataloader_label(), o.train_subset_num_batches());
   if (o.max_duration()) s.max_duration = *o.max_duration() * o.scale_schedule_ratio();
+  s.iteration_length = o.iteration_length();
   if (s.max_duration && s.max_duration->value() <= 0) {
     throw std::invalid_argument("max_duration " + o.max_duration()->to_string() + " scaled by scale_schedule_ratio " +
                                 std::to_string(o.scale_schedule_ratio()) + " is 0");
@@ -199,7 +216,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   t.engine.run_event(Event::BEFORE_LOAD);
   detail::load_checkpoints(t);
   t.engine.run_event(Event::AFTER_LOAD);
-  detail::seed_all(s.seed);
+  seed_all(s.seed);
   detail::setup_data_parallel(t);
 }
 
@@ -216,6 +233,10 @@ void Trainer::fit() {
   State& s = t.state;
   if (!s.train_dataloader) throw std::invalid_argument("fit: no training data; set TrainerOptions.train_dataloader");
   if (!s.max_duration) throw std::invalid_argument("fit: max_duration is not set");
+  if (s.max_duration->unit() == TimeUnit::ITERATION && !s.iteration_length) {
+    throw std::invalid_argument("fit: max_duration " + s.max_duration->to_string() +
+                                " is in iterations, which never end without TrainerOptions.iteration_length");
+  }
   if (s.max_duration->unit() == TimeUnit::EPOCH && !s.train_dataloader->length()) {
     throw std::invalid_argument("fit: max_duration in epochs needs a dataloader with a length");
   }

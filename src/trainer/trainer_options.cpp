@@ -50,6 +50,17 @@ void TrainerOptions::validate() const {
       throw std::invalid_argument("TrainerOptions.max_duration must be positive, got '" + max_duration_->to_string() + "'");
     }
   }
+  if (iteration_length_) {
+    const TimeUnit u = iteration_length_->unit();
+    if ((u != TimeUnit::EPOCH && u != TimeUnit::TOKEN) || iteration_length_->value() <= 0) {
+      throw std::invalid_argument("TrainerOptions.iteration_length '" + iteration_length_->to_string() +
+                                  "' must be a positive number of epochs or tokens (e.g. '2ep', '1000000tok')");
+    }
+  }
+  if (max_duration_ && max_duration_->unit() == TimeUnit::ITERATION && !iteration_length_) {
+    throw std::invalid_argument("TrainerOptions.max_duration '" + max_duration_->to_string() +
+                                "' is in iterations, which never end without iteration_length (epochs or tokens per iteration)");
+  }
   if (scale_schedule_ratio_ <= 0) {
     throw std::invalid_argument("TrainerOptions.scale_schedule_ratio must be > 0, got " + std::to_string(scale_schedule_ratio_));
   }

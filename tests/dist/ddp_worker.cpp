@@ -11,6 +11,8 @@
 #include <iostream>
 #include <thread>
 
+#include <unistd.h>
+
 using namespace composer;
 
 namespace {
@@ -79,7 +81,8 @@ int reducer() {
     g.div_(static_cast<double>(dist::get_world_size()));
     max_diff = std::max(max_diff, (g - pa[i].grad()).abs().max().item<double>());
   }
-  std::cout << "buckets " << reducer.num_buckets() << " max_diff " << max_diff << std::endl;
+  std::cout << "buckets " << reducer.num_buckets() << " max_diff " << max_diff << " listening on " << dist::listen_address()
+            << std::endl;
   return 0;
 }
 
@@ -100,6 +103,12 @@ int main(int argc, char** argv) {
       dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[2]) * 1000)));
       if (dist::get_global_rank() == 1) return 0;
       dist::barrier();
+      return 0;
+    }
+    if (mode == "sleep") {  // both ranks ready, then busy: for signals sent to the launcher
+      dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::milliseconds(30000));
+      std::cout << "ready pid=" << ::getpid() << std::endl;
+      std::this_thread::sleep_for(std::chrono::seconds(60));
       return 0;
     }
     if ((mode == "die" || mode == "rendezvous") && argc == 3) {

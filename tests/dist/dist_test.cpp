@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace composer {
 namespace {
@@ -83,6 +84,29 @@ TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
   }
 }
 
+// Two "nodes" on one machine: two launchers, one rank each, whose ranks listen on different loopback addresses
+// (127.0.0.1 and 127.0.0.2), as ranks on two machines listen on their own addresses; they connect and all-reduce.
+TEST_F(DistTest, TwoNodesOnSeparateAddressesConnect) {
+  const std::string port = std::to_string(testing::unused_port());
+  auto node = [&](int rank) {
+    return std::vector<std::string>{COMPOSER_CPP, "launch", "-n", "1", "--nnodes", "2", "--node-rank", std::to_string(rank),
+                                    "--master-addr", "127.0.0.1", "--master-port", port,
+                                    "--node-addr", "127.0.0." + std::to_string(rank + 1), "--", DDP_WORKER, "reducer"};
+  };
+  testing::ChildProcess node0(node(0)), node1(node(1));
+  std::string out0, out1, line;
+  while (node1.read_line(line, 120)) out1 += line + "\n";
+  while (node0.read_line(line, 120)) out0 += line + "\n";
+  ASSERT_EQ(node0.wait(), 0) << out0;
+  ASSERT_EQ(node1.wait(), 0) << out1;
+  EXPECT_NE(out0.find("[rank 0] buckets "), std::string::npos) << out0;
+  EXPECT_NE(out0.find("listening on 127.0.0.1"), std::string::npos) << out0;
+  EXPECT_NE(out1.find("listening on 127.0.0.2"), std::string::npos) << out1;
+  const auto diff = out1.find("max_diff ");
+  ASSERT_NE(diff, std::string::npos) << out1;
+  EXPECT_LT(std::stod(out1.substr(diff + 9)), 1e-12) << out1;
+}
+
 TEST_F(DistTest, LauncherStopsTheOtherRanksWhenOneDies) {
   const auto start = std::chrono::steady_clock::now();
   const ProcessResult r = run_process(launch(2, {DDP_WORKER, "die", "60"}, {"--grace", "2"}));
@@ -90,6 +114,49 @@ TEST_F(DistTest, LauncherStopsTheOtherRanksWhenOneDies) {
   EXPECT_EQ(r.status, 3) << r.output;
   EXPECT_NE(r.output.find("rank 1 failed with exit code 3"), std::string::npos) << r.output;
   EXPECT_LT(secs, 30.0) << "rank 0 should have been stopped, not left waiting for its 60 s timeout";
+}
+
+// SIGTERM to the launcher stops every rank (forwarded, then SIGKILL after --grace); SIGKILL to the launcher takes the
+// ranks with it (PR_SET_PDEATHSIG). No rank outlives it either way.
+bool process_gone(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return true;
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("State:", 0) == 0) return line.find('Z') != std::string::npos;  // a zombie has ended
+  return true;
+}
+
+std::vector<pid_t> wait_for_ready_ranks(testing::ChildProcess& launcher, int n, std::string& output) {
+  std::vector<pid_t> pids;
+  std::string line;
+  while (static_cast<int>(pids.size()) < n && launcher.read_line(line, 60)) {
+    output += line + "\n";
+    const auto at = line.find("ready pid=");
+    if (at != std::string::npos) pids.push_back(static_cast<pid_t>(std::stol(line.substr(at + 10))));
+  }
+  return pids;
+}
+
+TEST_F(DistTest, SignalsToTheLauncherStopEveryRank) {
+  for (const int signo : {SIGTERM, SIGKILL}) {
+    testing::ChildProcess launcher(launch(2, {DDP_WORKER, "sleep"}, {"--grace", "2"}));
+    std::string output;
+    const std::vector<pid_t> pids = wait_for_ready_ranks(launcher, 2, output);
+    ASSERT_EQ(pids.size(), 2u) << output;
+    ::kill(launcher.pid(), signo);
+    std::string line;
+    while (launcher.read_line(line, 20)) output += line + "\n";
+    const int status = launcher.wait();
+    if (signo == SIGTERM) {
+      EXPECT_EQ(status, 128 + SIGTERM) << output;
+      EXPECT_NE(output.find("stopping the ranks"), std::string::npos) << output;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (pid_t pid : pids) {
+      while (!process_gone(pid) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      EXPECT_TRUE(process_gone(pid)) << "rank pid " << pid << " outlived the launcher (signal " << signo << ")";
+    }
+  }
 }
 
 TEST_F(DistTest, WrongWorldSizeTimesOutWithAClearError) {
@@ -112,6 +179,7 @@ TEST_F(DistTest, CollectiveWithADeadPeerFailsWithAMessage) {
   const ProcessResult r = run_process(launch(2, {DDP_WORKER, "orphan", "10"}, {"--grace", "2"}));
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("barrier failed on rank 0"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
 }
 
 TEST_F(DistTest, TrainerRefusesAnUnshardedLoaderInAMultiRankRun) {

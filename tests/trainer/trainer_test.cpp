@@ -271,5 +271,125 @@ TEST(TrainerTest, DecoupledAdamWTrainsTheModel) {
   EXPECT_GT(mem->most_recent_values.at("metrics/eval/Accuracy"), 0.8);
 }
 
+// Composer's iterations: iteration_length epochs (or tokens) per iteration; max_duration in iter then ends.
+TEST(TrainerTest, IterationsOfTwoEpochsEndAMaxDurationInIter) {
+  auto recorder = std::make_shared<testing::RecordingCallback>();
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                      .max_duration("2iter")
+                      .iteration_length(Time::from_string("2ep"))
+                      .callbacks({recorder}));
+  trainer.fit();
+  const Timestamp& ts = trainer.state().timestamp;
+  EXPECT_EQ(ts.iteration, 2);
+  EXPECT_EQ(ts.epoch, 4);
+  EXPECT_EQ(ts.batch, 16);
+  EXPECT_EQ(ts.epoch_in_iteration, 0);
+  const auto count = [&](Event e) { return std::count(recorder->events.begin(), recorder->events.end(), e); };
+  EXPECT_EQ(count(Event::ITERATION_START), 2);
+  EXPECT_EQ(count(Event::ITERATION_END), 2);
+  EXPECT_EQ(count(Event::ITERATION_CHECKPOINT), 2);
+  // ITERATION_END follows the second EPOCH_CHECKPOINT of its iteration, then ITERATION_CHECKPOINT.
+  const auto first_end = std::find(recorder->events.begin(), recorder->events.end(), Event::ITERATION_END);
+  ASSERT_NE(first_end, recorder->events.end());
+  EXPECT_EQ(*(first_end - 1), Event::EPOCH_CHECKPOINT);
+  EXPECT_EQ(*(first_end + 1), Event::ITERATION_CHECKPOINT);
+  EXPECT_EQ(std::count(recorder->events.begin(), first_end, Event::EPOCH_END), 2);
+}
+
+TEST(TrainerTest, MaxDurationInIterWithoutIterationLengthIsAnError) {
+  try {
+    Trainer trainer(testing::quiet_options(testing::make_classifier())
+                        .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                        .max_duration("2iter"));
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("iteration_length"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(testing::quiet_options(testing::make_classifier()).iteration_length(Time::from_string("5ba")).validate(),
+               std::invalid_argument);
+}
+
+// decoupled_sgdw / decoupled_adamw created with lr 0 and a weight decay: Composer's decay factor is 1 then (the
+// weights shrink by 1 - weight_decay per step), not lr / initial_lr = 0 / 0.
+TEST(TrainerTest, DecoupledOptimizersWithZeroLrDecayAsComposer) {
+  for (int adam = 0; adam < 2; ++adam) {
+    auto model = testing::make_classifier();
+    std::vector<at::Tensor> before;
+    for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
+    std::shared_ptr<torch::optim::Optimizer> opt;
+    if (adam) {
+      opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(0.0).weight_decay(0.01));
+    } else {
+      opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.0).weight_decay(0.01));
+    }
+    Trainer trainer(testing::quiet_options(model)
+                        .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                        .optimizer(opt)
+                        .max_duration("2ba"));
+    trainer.fit();
+    EXPECT_FALSE(trainer.state().nonfinite_loss_batch.has_value());
+    const auto params = model->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      ASSERT_TRUE(torch::isfinite(params[i]).all().item<bool>()) << (adam ? "DecoupledAdamW" : "DecoupledSGDW");
+      EXPECT_TRUE(torch::allclose(params[i], before[i] * 0.99 * 0.99, 1e-6, 1e-7)) << (adam ? "DecoupledAdamW" : "DecoupledSGDW");
+    }
+  }
+}
+
+TEST(TrainerTest, ANonFiniteLossIsRecorded) {
+  auto model = testing::make_classifier();
+  auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(1e30));
+  Trainer trainer(testing::quiet_options(model)
+                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                      .optimizer(opt)
+                      .max_duration("6ba"));
+  trainer.fit();
+  ASSERT_TRUE(trainer.state().nonfinite_loss_batch.has_value());
+  EXPECT_GE(*trainer.state().nonfinite_loss_batch, 2);
+  EXPECT_LE(*trainer.state().nonfinite_loss_batch, 6);
+}
+
+// The C++ API's documented order: seed_all(seed), build the model, then the Trainer with the same seed.
+TEST(TrainerTest, SameSeedGivesBitwiseEqualRuns) {
+  auto run = [] {
+    seed_all(123);
+    auto model = ComposerClassifier::wrap(torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4)));
+    Trainer trainer(TrainerOptions(model).progress_bar(false).device("cpu").seed(123)
+                        .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+                        .max_duration("1ep"));
+    trainer.fit();
+    return model->parameters();
+  };
+  const auto a = run(), b = run();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i;
+}
+
+TEST(ThresholdStopperTest, ComposersMetricNameIsAnAliasAndAMissingMetricIsAnError) {
+  Trainer trainer(testing::quiet_options(testing::make_classifier(8, 32, 4))
+                      .train_dataloader(testing::make_loader(testing::make_blobs(256), 32))
+                      .eval_dataloader(testing::make_loader(testing::make_blobs(256), 256, false))
+                      .eval_interval("2ba")
+                      .max_duration("50ep")
+                      .callbacks({std::make_shared<ThresholdStopper>("MulticlassAccuracy", "eval", 0.6)}));
+  trainer.fit();
+  EXPECT_LT(trainer.state().timestamp.batch, 50 * 8);
+  Trainer typo(testing::quiet_options(testing::make_classifier(8, 32, 4))
+                   .train_dataloader(testing::make_loader(testing::make_blobs(64), 32))
+                   .eval_dataloader(testing::make_loader(testing::make_blobs(64), 64, false))
+                   .eval_interval("1ba")
+                   .max_duration("2ba")
+                   .callbacks({std::make_shared<ThresholdStopper>("Acuracy", "eval", 0.6)}));
+  try {
+    typo.fit();
+    ADD_FAILURE() << "a misspelt monitor was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no metric 'Acuracy' for dataloader label 'eval'; the metrics there are: Accuracy"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace composer

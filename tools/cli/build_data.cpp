@@ -44,6 +44,7 @@ DataSpec image_data(const ConfigNode& n, bool train, uint64_t seed, const std::s
     ds = std::make_shared<TensorDataset>(Batch(std::move(fields)));
     spec.num_classes = classes;
     spec.channels = channels;
+    spec.image_size = size;
   } else {
     const bool fashion = dataset == "fashion_mnist";
     const std::string path = n.get_string("path", fashion ? "data/fashion-mnist" : "data/mnist");
@@ -55,6 +56,7 @@ DataSpec image_data(const ConfigNode& n, bool train, uint64_t seed, const std::s
     t.mean(std::vector<double>{fashion ? 0.2860 : 0.1307}).std(std::vector<double>{fashion ? 0.3530 : 0.3081});
     spec.num_classes = 10;
     spec.channels = 1;
+    spec.image_size = 28;
   }
   const ConfigNode norm = n.child("normalize");
   norm.expect_keys({"mean", "std"});

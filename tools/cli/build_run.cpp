@@ -19,6 +19,27 @@ auto guard(const std::string& path, F&& f) -> decltype(f()) {
   }
 }
 
+// The image shapes the data gives against what the model takes, checked here so that a mismatch names the config
+// keys instead of surfacing as a matmul error in the first forward.
+void check_model_fits_images(const ConfigNode& n, const std::string& name, const DataSpec& data) {
+  if (data.image_size <= 0 || data.language) return;
+  const std::string shape = std::to_string(data.channels) + "x" + std::to_string(data.image_size) + "x" + std::to_string(data.image_size);
+  if (n.has("in_channels") && n.get_int("in_channels", 0) != data.channels) {
+    throw ConfigError(n.key_path("in_channels") + ": " + std::to_string(n.get_int("in_channels", 0)) + ", but the data gives " +
+                      shape + " images (" + std::to_string(data.channels) + " channels)");
+  }
+  if (name == "mlp") {
+    const int64_t features = data.channels * data.image_size * data.image_size;
+    if (n.has("in_features") && n.get_int("in_features", 0) != features) {
+      throw ConfigError(n.key_path("in_features") + ": " + std::to_string(n.get_int("in_features", 784)) + ", but the data gives " +
+                        shape + " images = " + std::to_string(features) + " features");
+    }
+  }
+  if (name == "mnist_cnn" && (data.image_size < 28 || data.image_size > 31)) {
+    throw ConfigError(n.key_path("name") + ": mnist_cnn takes 28x28 images (two 2x2 poolings to 7x7), but the data gives " + shape);
+  }
+}
+
 std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& data) {
   n.expect_keys({"name", "in_features", "hidden", "num_classes", "in_channels", "width", "depth", "vocab_size", "max_seq_len",
                  "n_layer", "n_head", "d_model", "d_ff", "dropout"});
@@ -26,8 +47,10 @@ std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& 
   require_registered("models", name, n.key_path("name"));
   const int64_t classes = n.get_int("num_classes", data.num_classes > 0 ? data.num_classes : 10);
   const int64_t channels = n.get_int("in_channels", data.channels > 0 ? data.channels : 3);
+  check_model_fits_images(n, name, data);
   return guard(n.path(), [&]() -> std::shared_ptr<ComposerModel> {
-    if (name == "mlp") return ComposerClassifier::wrap(models::mlp(n.get_int("in_features", 784), n.get_ints("hidden", {256, 256}), classes));
+    const int64_t features = data.image_size > 0 ? data.channels * data.image_size * data.image_size : 784;
+    if (name == "mlp") return ComposerClassifier::wrap(models::mlp(n.get_int("in_features", features), n.get_ints("hidden", {256, 256}), classes));
     if (name == "mnist_cnn") return ComposerClassifier::wrap(models::mnist_cnn(n.get_int("in_channels", 1), classes, n.get_int("width", 32)));
     if (name == "cifar_resnet") return ComposerClassifier::wrap(models::cifar_resnet(n.get_int("depth", 20), classes, channels));
     if (name == "resnet") return ComposerClassifier::wrap(models::resnet(n.get_int("depth", 50), n.get_int("num_classes", 1000), channels));
@@ -182,7 +205,7 @@ std::shared_ptr<LoggerDestination> build_logger(const ConfigNode& n, RunSpec& sp
 RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   const ConfigNode root(root_yaml, "");
   root.expect_keys({"run_name", "seed", "model", "train_data", "eval_data", "optimizer", "schedulers", "algorithms",
-                    "callbacks", "loggers", "max_duration", "eval_interval", "eval_subset_num_batches",
+                    "callbacks", "loggers", "max_duration", "iteration_length", "eval_interval", "eval_subset_num_batches",
                     "train_subset_num_batches", "precision", "device", "device_train_microbatch_size",
                     "scale_schedule_ratio", "step_schedulers_every_batch", "progress_bar", "log_to_console",
                     "console_log_interval", "deterministic_mode", "num_threads", "save_folder", "save_filename",
@@ -190,7 +213,8 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
                     "save_num_checkpoints_to_keep", "load_path", "load_weights_only", "load_strict_model_weights",
                     "load_ignore_keys", "autoresume"});
   RunSpec spec;
-  const auto seed = static_cast<uint64_t>(root.get_int("seed", 42));
+  const auto seed = static_cast<uint64_t>(ConfigNode::positive(root.get_int("seed", 42), "seed", /*allow_zero=*/true));
+  seed_all(seed);  // before the model is built: the same seed gives the same initial weights
   if (!root.has("model")) throw ConfigError("model: required (a mapping with a 'name')");
   if (root.has("train_data")) {
     spec.train = build_data(root.child("train_data"), /*train=*/true, seed);
@@ -205,6 +229,7 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   o.seed(seed).run_name(root.get_string("run_name", "")).train_dataloader(spec.train.loader);
   if (spec.eval.loader) o.eval_dataloader(spec.eval.loader);
   if (auto d = root.get_time("max_duration", TimeUnit::EPOCH)) o.max_duration(*d);
+  if (auto il = root.get_time("iteration_length", TimeUnit::EPOCH)) o.iteration_length(*il);
   if (need_train_data && !o.max_duration()) throw ConfigError("max_duration: required to train (e.g. '2ep' or '500ba')");
   if (auto e = root.get_time("eval_interval", TimeUnit::EPOCH)) o.eval_interval(*e);
   if (auto c = root.get_time("console_log_interval", TimeUnit::BATCH)) o.console_log_interval(*c);

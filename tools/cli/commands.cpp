@@ -34,7 +34,7 @@ int run_guarded(std::ostream& err, F&& f) {
     err << "composer-cpp: config error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    err << "composer-cpp: error: " << e.what() << "\n";
+    err << "composer-cpp: error: " << brief_error(e, 1000) << "\n";
     return 1;
   }
 }
@@ -65,6 +65,12 @@ int train_command(const std::string& config, const std::vector<std::string>& ove
       }
     }
     trainer.close();
+    if (s.nonfinite_loss_batch) {
+      err << "composer-cpp: error: run '" << s.run_name << "' diverged: the training loss was not finite from batch "
+          << *s.nonfinite_loss_batch << " on (last loss " << s.total_loss_dict["loss/train/total"]
+          << "; its weights are not usable; lower the lr or weight decay, or check the precision)\n";
+      return 3;
+    }
     return 0;
   });
 }

@@ -1,6 +1,11 @@
 #include "cli/config_node.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <type_traits>
 #include <fstream>
 #include <sstream>
 
@@ -26,8 +31,19 @@ T convert(const YAML::Node& n, const std::string& path, const char* expected) {
   try {
     return n.as<T>();
   } catch (const YAML::Exception&) {
-    throw ConfigError(path + ": expected " + expected + ", got " + describe(n));
+    static const std::regex integer(R"(^\s*[+-]?\d+\s*$)");
+    const bool too_big = std::is_integral_v<T> && std::regex_match(n.Scalar(), integer);
+    throw ConfigError(path + ": expected " + expected + (too_big ? " within the int64 range" : "") + ", got " + describe(n));
   }
+}
+
+// A list index in an override path: digits only, and small enough to be a position in a list.
+size_t list_index(const std::string& part, size_t size, const std::string& assignment) {
+  if (part.size() > 9 || std::stoul(part) >= size) {
+    throw ConfigError("override '" + assignment + "': index " + part + " is past the end of the list (" +
+                      std::to_string(size) + " entries)");
+  }
+  return std::stoul(part);
 }
 
 }  // namespace
@@ -146,8 +162,10 @@ int64_t ConfigNode::positive(int64_t v, const std::string& path, bool allow_zero
 }
 
 YAML::Node load_config_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError("config file '" + path + "' is a directory, expected a YAML file");
   std::ifstream in(path);
-  if (!in) throw ConfigError("config file '" + path + "' cannot be opened");
+  if (!in) throw ConfigError("config file '" + path + "' cannot be opened: " + std::strerror(errno));
   try {
     return YAML::Load(in);
   } catch (const YAML::Exception& e) {
@@ -178,10 +196,7 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     YAML::Node cur = chain.back();
     const bool index = cur.IsSequence() && std::all_of(parts[i].begin(), parts[i].end(), ::isdigit);
-    YAML::Node next = index ? cur[std::stoul(parts[i])] : cur[parts[i]];
-    if (index && std::stoul(parts[i]) >= cur.size()) {
-      throw ConfigError("override '" + assignment + "': index " + parts[i] + " is past the end of the list");
-    }
+    YAML::Node next = index ? cur[list_index(parts[i], cur.size(), assignment)] : cur[parts[i]];
     if (!next || next.IsNull()) next = YAML::Node(YAML::NodeType::Map);
     if (!next.IsMap() && !next.IsSequence()) {
       throw ConfigError("override '" + assignment + "': '" + parts[i] + "' is a value, not a section");
@@ -191,8 +206,8 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   }
   YAML::Node parent = chain.back();
   const std::string& last = parts.back();
-  if (parent.IsSequence() && std::all_of(last.begin(), last.end(), ::isdigit) && std::stoul(last) < parent.size()) {
-    parent[std::stoul(last)] = parsed;
+  if (parent.IsSequence() && std::all_of(last.begin(), last.end(), ::isdigit)) {
+    parent[list_index(last, parent.size(), assignment)] = parsed;
   } else {
     parent[last] = parsed;
   }

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -84,6 +85,25 @@ void pump(std::vector<Rank>& ranks, std::ostream& out, int ms) {
   }
 }
 
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int signo) { g_stop_signal = signo; }
+
+// SIGTERM, SIGINT and SIGHUP to the launcher are passed on to the ranks (then SIGKILL after the grace period).
+struct StopSignals {
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &sa, &old[i]);
+  }
+  ~StopSignals() {
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old[i], nullptr);
+  }
+  static constexpr int kSignals[3] = {SIGTERM, SIGINT, SIGHUP};
+  struct sigaction old[3];
+};
+
 int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
 }  // namespace
@@ -106,6 +126,8 @@ int launch_command(const LaunchOptions& o, std::ostream& out, std::ostream& err)
   std::vector<std::string> argv = o.command;
   if (argv[0] == "train" || argv[0] == "eval") argv.insert(argv.begin(), "/proc/self/exe");
   std::vector<Rank> ranks(static_cast<size_t>(o.nproc));
+  const StopSignals stop_signals;
+  const pid_t launcher = ::getpid();
   for (int local = 0; local < o.nproc; ++local) {
     Rank& r = ranks[static_cast<size_t>(local)];
     r.rank = o.node_rank * o.nproc + local;
@@ -113,6 +135,12 @@ int launch_command(const LaunchOptions& o, std::ostream& out, std::ostream& err)
     if (::pipe(fds) != 0) throw std::runtime_error("launch: pipe failed");
     r.pid = ::fork();
     if (r.pid == 0) {
+      // A rank outlives no launcher: killed with SIGKILL too, the launcher takes its ranks with it.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != launcher) ::_exit(143);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig : StopSignals::kSignals) ::sigaction(sig, &dfl, nullptr);
       ::dup2(fds[1], STDOUT_FILENO);
       ::dup2(fds[1], STDERR_FILENO);
       ::close(fds[0]);
@@ -123,6 +151,7 @@ int launch_command(const LaunchOptions& o, std::ostream& out, std::ostream& err)
           {"NODE_RANK", std::to_string(o.node_rank)}, {"MASTER_ADDR", o.master_addr},
           {"MASTER_PORT", std::to_string(port)}};
       for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+      if (!o.node_addr.empty()) ::setenv("COMPOSER_NODE_ADDR", o.node_addr.c_str(), 1);
       std::vector<char*> args;
       for (auto& a : argv) args.push_back(a.data());
       args.push_back(nullptr);
@@ -140,28 +169,41 @@ int launch_command(const LaunchOptions& o, std::ostream& out, std::ostream& err)
     return false;
   };
   std::chrono::steady_clock::time_point kill_at{};
+  int forwarded = 0;
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.grace_seconds * 1000));
   while (any_running() || std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.out >= 0; })) {
     pump(ranks, out, 50);
+    if (g_stop_signal != 0 && forwarded == 0) {
+      forwarded = g_stop_signal;
+      err << "composer-cpp launch: got " << ::strsignal(forwarded) << "; stopping the ranks\n";
+      for (auto& r : ranks)
+        if (r.running) ::kill(r.pid, SIGTERM);
+      kill_at = std::chrono::steady_clock::now() + grace;
+    }
     for (auto& r : ranks) {
       if (!r.running) continue;
       int st = 0;
       if (::waitpid(r.pid, &st, WNOHANG) != r.pid) continue;
       r.running = false;
       r.status = st;
-      if (exit_code(st) != 0 && failed_rank < 0) {
+      if (exit_code(st) != 0 && failed_rank < 0 && forwarded == 0) {
         failed_rank = r.rank;
         failed_code = exit_code(st);
         err << "composer-cpp launch: rank " << r.rank << " failed with exit code " << failed_code
             << "; stopping the other ranks\n";
         for (auto& other : ranks)
           if (other.running) ::kill(other.pid, SIGTERM);
-        kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.grace_seconds * 1000));
+        kill_at = std::chrono::steady_clock::now() + grace;
       }
     }
-    if (failed_rank >= 0 && std::chrono::steady_clock::now() >= kill_at) {
+    if ((failed_rank >= 0 || forwarded != 0) && std::chrono::steady_clock::now() >= kill_at) {
       for (auto& r : ranks)
         if (r.running) ::kill(r.pid, SIGKILL);
     }
+  }
+  if (forwarded != 0) {
+    err << "composer-cpp launch: stopped by " << ::strsignal(forwarded) << "\n";
+    return 128 + forwarded;
   }
   if (failed_rank >= 0) {
     err << "composer-cpp launch: failed: rank " << failed_rank << " (exit code " << failed_code << ")\n";

@@ -12,6 +12,9 @@ struct LaunchOptions {
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
+  /// This node's address for the ranks' Gloo connections (COMPOSER_NODE_ADDR); empty = chosen by the ranks
+  /// (dist::listen_address).
+  std::string node_addr;
   /// 0 = a free port (single node only).
   int master_port = 0;
   /// Seconds the other ranks get after SIGTERM before SIGKILL, once one rank failed.

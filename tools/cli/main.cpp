@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   launch->add_option("--nnodes", lo.nnodes, "number of nodes");
   launch->add_option("--node-rank", lo.node_rank, "this node's rank");
   launch->add_option("--master-addr", lo.master_addr, "address of rank 0");
+  launch->add_option("--node-addr", lo.node_addr, "this node's address for the ranks' connections (default: the host name's)");
   launch->add_option("--master-port", lo.master_port, "port of rank 0's store (default: a free port)");
   launch->add_option("--grace", lo.grace_seconds, "seconds between SIGTERM and SIGKILL when a rank fails");
   launch->add_option("command", lo.command, "the program and its arguments (after --), or: train CONFIG ...");

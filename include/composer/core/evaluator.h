@@ -15,7 +15,8 @@ struct Evaluator {
   /// Key part of `metrics/<label>/<Metric>`.
   std::string label = "eval";
   std::shared_ptr<DataLoader> dataloader;
-  /// Regexes over the model's eval metric names; empty = all of them.
+  /// Regexes over the model's eval metric names; empty = all of them. "MulticlassAccuracy" (Composer's name) means
+  /// "Accuracy" (canonical_metric_name).
   std::vector<std::string> metric_names;
   /// Batches per evaluation; -1 = the whole loader.
   int64_t subset_num_batches = -1;

@@ -23,6 +23,10 @@ enum class ReduceOp { SUM, MAX, MIN, PRODUCT };
 /// World size 1 needs no group: returns at once.
 void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeout = std::chrono::seconds(300));
 bool is_initialized();
+/// Where this rank's CPU (Gloo) backend listens: GLOO_SOCKET_IFNAME's first interface, else COMPOSER_NODE_ADDR
+/// (set by `composer-cpp launch --node-addr`), else 127.0.0.1 when MASTER_ADDR is a loopback address, else the host
+/// name's address. Empty before initialize_dist or without a CPU backend.
+std::string listen_address();
 /// Ends the process group (called at exit).
 void destroy();
 

@@ -42,4 +42,8 @@ class Metric {
   at::Tensor state_;
 };
 
+/// The name this library gives a metric that a Composer config names by its torchmetrics class:
+/// "MulticlassAccuracy" -> "Accuracy" (an alias: our keys stay metrics/<label>/Accuracy). Other names are unchanged.
+std::string canonical_metric_name(const std::string& name);
+
 }  // namespace composer

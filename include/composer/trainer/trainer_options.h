@@ -46,13 +46,17 @@ struct TrainerOptions {
 
   /// The model to train (required).
   TORCH_ARG(std::shared_ptr<ComposerModel>, model);
-  /// Training data; may instead be given to fit().
+  /// Training data (Trainer::fit() takes no loader: set it here).
   TORCH_ARG(std::shared_ptr<DataLoader>, train_dataloader);
   TORCH_ARG(std::string, train_dataloader_label) = "train";
   /// Batches per training epoch; -1 = the whole loader.
   TORCH_ARG(int64_t, train_subset_num_batches) = -1;
-  /// How long to train (ep, ba, sp, tok, iter; not dur or sec).
+  /// How long to train (ep, ba, sp, tok, iter; not dur or sec). In iter it needs iteration_length.
   TORCH_ARG(std::optional<Time>, max_duration);
+  /// The length of one iteration, in ep or tok (Composer's State._iteration_length): ITERATION_END and
+  /// ITERATION_CHECKPOINT fire after that many epochs (after EPOCH_CHECKPOINT) or tokens (after BATCH_CHECKPOINT).
+  /// Unset: iterations never end, so max_duration cannot be in iter.
+  TORCH_ARG(std::optional<Time>, iteration_length);
   TORCH_ARG(std::vector<std::shared_ptr<Algorithm>>, algorithms);
   /// Extra passes that reorder the algorithms matched at an event (run after the built-in ones).
   TORCH_ARG(std::vector<AlgorithmPass>, algorithm_passes);
@@ -80,7 +84,7 @@ struct TrainerOptions {
   /// Add a ConsoleLogger.
   TORCH_ARG(bool, log_to_console) = false;
   TORCH_ARG(Time, console_log_interval) = Time::from_batch(1);
-  /// Log algorithm_traces/<Cls>/<event> for every algorithm run.
+  /// Log algorithm_traces/<Cls>/Event.<NAME> (Composer's key) for every algorithm run.
   TORCH_ARG(bool, log_traces) = false;
   /// "cpu", "cuda", "cuda:N"; empty = cuda:<local rank> when CUDA is available, else cpu.
   TORCH_ARG(std::string, device);

@@ -14,6 +14,8 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
+#include <iostream>
 
 namespace composer::detail {
 namespace {
@@ -64,6 +66,13 @@ void run_batch(TrainerImpl& t, Batch batch, Clock::time_point& last_batch_end) {
     tokens = static_cast<int64_t>(r[2]);
   }
   s.total_loss_dict["loss/train/total"] = loss_value;
+  if (!std::isfinite(loss_value) && !s.nonfinite_loss_batch) {
+    s.nonfinite_loss_batch = s.timestamp.batch + 1;
+    if (dist::get_global_rank() == 0) {
+      std::cerr << "composer: warning: the training loss is " << loss_value << " at batch " << *s.nonfinite_loss_batch
+                << "; the weights are likely NaN from here on (check the learning rate, weight decay and precision)\n";
+    }
+  }
   t.logger.log_metrics({{"loss/train/total", loss_value}});
   if (t.options.step_schedulers_every_batch()) apply_schedulers(s, t.base_lrs, t.options.scale_schedule_ratio());
   log_train_metrics(t);
@@ -77,6 +86,21 @@ void run_batch(TrainerImpl& t, Batch batch, Clock::time_point& last_batch_end) {
   run_due_evaluators(t, Event::BATCH_END);
   last_batch_end += Clock::now() - eval_start;  // evaluation time is not training time
   t.engine.run_event(Event::BATCH_CHECKPOINT);
+}
+
+// Composer's iterations: iteration_length epochs or tokens, then ITERATION_END and ITERATION_CHECKPOINT.
+bool iteration_complete(const State& s, TimeUnit unit) {
+  if (!s.iteration_length || s.iteration_length->unit() != unit) return false;
+  const int64_t done = unit == TimeUnit::EPOCH ? s.timestamp.epoch_in_iteration : s.timestamp.token_in_iteration;
+  return done >= s.iteration_length->int_value();
+}
+
+void end_iteration(TrainerImpl& t) {
+  State& s = t.state;
+  s.previous_timestamp = s.timestamp;
+  s.timestamp = s.timestamp.to_next_iteration();
+  t.engine.run_event(Event::ITERATION_END);
+  t.engine.run_event(Event::ITERATION_CHECKPOINT);
 }
 
 // One pass over the training data (or the rest of it, after a mid-epoch resume).
@@ -93,6 +117,7 @@ void run_epoch(TrainerImpl& t) {
   loader.reset();
   if (s.timestamp.batch_in_epoch > 0) loader.skip(s.timestamp.batch_in_epoch);
   bool finished_early = false;
+  int64_t batches = 0;
   auto last_batch_end = Clock::now();
   // BEFORE_DATALOADER fires before every next(), including the one that finds the loader exhausted; a subset
   // (train_subset_num_batches) stops before asking for more.
@@ -103,12 +128,15 @@ void run_epoch(TrainerImpl& t) {
     auto batch = loader.next();
     if (!batch) break;
     run_batch(t, std::move(*batch), last_batch_end);
-    if (s.timestamp >= *s.max_duration) {
+    ++batches;
+    const bool iteration_done = iteration_complete(s, TimeUnit::TOKEN);
+    if (s.timestamp >= *s.max_duration || iteration_done) {
+      if (iteration_done) end_iteration(t);  // resets the *_in_epoch counters: the next pass starts the data afresh
       finished_early = true;
       break;
     }
   }
-  if (s.timestamp.batch_in_epoch == 0) {
+  if (batches == 0 && s.timestamp.batch_in_epoch == 0) {
     throw std::runtime_error("the training dataloader yielded no batch in epoch " + std::to_string(s.timestamp.epoch));
   }
   if (finished_early && s.dataloader_len != s.timestamp.batch_in_epoch) return;
@@ -119,6 +147,7 @@ void run_epoch(TrainerImpl& t) {
   t.engine.run_event(Event::EPOCH_END);
   run_due_evaluators(t, Event::EPOCH_END);
   t.engine.run_event(Event::EPOCH_CHECKPOINT);
+  if (iteration_complete(s, TimeUnit::EPOCH)) end_iteration(t);
 }
 
 }  // namespace
@@ -139,7 +168,12 @@ void run_fit_loop(TrainerImpl& t) {
   while (s.timestamp < *s.max_duration) run_epoch(t);
   t.logger.log_metrics({{"time/epoch", double(s.timestamp.epoch)},
                         {"time/batch", double(s.timestamp.batch)},
-                        {"time/sample", double(s.timestamp.sample)}});
+                        {"time/sample", double(s.timestamp.sample)},
+                        {"time/batch_in_epoch", double(s.timestamp.batch_in_epoch)},
+                        {"time/sample_in_epoch", double(s.timestamp.sample_in_epoch)}});
+  if (s.timestamp.token > 0) {
+    t.logger.log_metrics({{"time/token", double(s.timestamp.token)}, {"time/token_in_epoch", double(s.timestamp.token_in_epoch)}});
+  }
   t.engine.run_event(Event::FIT_END);
   run_due_evaluators(t, Event::FIT_END);
   for (auto& group : s.optimizer->param_groups())
