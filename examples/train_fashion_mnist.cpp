@@ -6,6 +6,7 @@
 
 int main(int argc, char** argv) {
   using namespace composer;
+  seed_all(17);  // before the model: the same seed gives the same run, bit for bit
   const std::string root = argc > 1 ? argv[1] : "data/fashion-mnist";
   const auto normalize = make_image_transform(ImageTransformOptions().mean({0.2860}).std({0.3530}));
   auto train = std::make_shared<DatasetLoader>(load_mnist(root, /*train=*/true),
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
                       .optimizer(optimizer)
                       .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_string("100ba"))})
                       .max_duration("2ep")
+                      .seed(17)
                       .device("cpu")
                       .callbacks({std::make_shared<SpeedMonitor>(50)}));
   trainer.fit();

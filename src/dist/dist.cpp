@@ -1,5 +1,7 @@
 #include "composer/dist/dist.h"
 
+#include "composer/utils/error_text.h"
+
 #include "composer/utils/compat.h"
 #include "dist/detail/comm_backend.h"
 
@@ -55,10 +57,7 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
-std::string brief(const std::exception& e) {
-  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
-  return e.what();
-}
+std::string brief(const std::exception& e) { return brief_error(e); }
 
 void run(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
   try {

@@ -14,6 +14,7 @@
 #include "composer/utils/allocator.h"
 #include "composer/utils/compat.h"
 #include "composer/utils/run_name.h"
+#include "composer/utils/error_text.h"
 #include "composer/utils/reproducibility.h"
 #include "composer/utils/threads.h"
 #include "composer/version.h"
@@ -25,6 +26,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <exception>
 #include <random>
 #include <regex>
 
@@ -224,7 +226,8 @@ Trainer::~Trainer() {
   try {
     close();
   } catch (const std::exception& e) {
-    std::cerr << "composer: error while closing the trainer: " << e.what() << "\n";
+    // While an error unwinds the stack, a failed closing barrier (the peer that died) only repeats that error.
+    if (std::uncaught_exceptions() == 0) std::cerr << "composer: error while closing the trainer: " << brief_error(e) << "\n";
   }
 }
 

@@ -13,6 +13,9 @@ std::string brief_error_text(std::string m, size_t max_chars) {
   }
   static const std::regex enforce(R"(\[enforce fail at [^\]]*\]\s*\.?\s*)");
   m = std::regex_replace(m, enforce, "");
+  // Source locations such as Gloo's "[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:525] ".
+  static const std::regex location(R"(\[[^\]\s]*\.(cc|cpp|h|hpp):\d+\]\s*)");
+  m = std::regex_replace(m, location, "");
   std::string out;
   for (char c : m) {
     if (c == '\n' || c == '\r') {

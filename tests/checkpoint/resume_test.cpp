@@ -2,6 +2,7 @@
 // of writing a checkpoint) and restarted with autoresume ends with bitwise the same weights, and logs the same
 // losses, as the same run left alone.
 #include "support/process.h"
+#include "support/run_files.h"
 #include "support/test_support.h"
 
 #include <torch/serialize.h>
@@ -34,20 +35,7 @@ std::map<int64_t, double> read_losses(const std::string& log) {
   return losses;
 }
 
-std::map<std::string, at::Tensor> read_weights(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::map<std::string, at::Tensor> out;
-  for (const auto& e : torch::pickle_load(bytes).toGenericDict()) out[e.key().toStringRef()] = e.value().toTensor();
-  return out;
-}
 
-bool has_temp_file(const fs::path& dir) {
-  if (!fs::is_directory(dir)) return false;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().find(".tmp-") != std::string::npos) return true;
-  return false;
-}
 
 struct ResumeTest : ::testing::Test {
   fs::path dir = fs::temp_directory_path() / ("composer_resume_" + std::to_string(::getpid()));
@@ -85,10 +73,10 @@ TEST_F(ResumeTest, SigkillAtAnyPointThenAutoresumeIsBitwiseIdentical) {
   for (int tries = 0; tries < 5 && !killed_mid_save; ++tries) {
     testing::ChildProcess p(args(run, "run" + std::to_string(attempt++) + ".jsonl"));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline && !has_temp_file(run)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    while (std::chrono::steady_clock::now() < deadline && !testing::has_temp_file(run)) std::this_thread::sleep_for(std::chrono::microseconds(200));
     p.kill_now();
     p.wait();
-    killed_mid_save = has_temp_file(run);  // the half-written temporary file is still there
+    killed_mid_save = testing::has_temp_file(run);  // the half-written temporary file is still there
   }
   EXPECT_TRUE(killed_mid_save) << "never caught the worker inside a checkpoint write";
   kill_after_batch(27);
@@ -99,9 +87,9 @@ TEST_F(ResumeTest, SigkillAtAnyPointThenAutoresumeIsBitwiseIdentical) {
     ASSERT_EQ(p.wait(), 0);
     EXPECT_EQ(last, "DONE");
   }
-  EXPECT_FALSE(has_temp_file(run));  // stale temporary files were cleaned at the next start
+  EXPECT_FALSE(testing::has_temp_file(run));  // stale temporary files were cleaned at the next start
 
-  const auto a = read_weights(ref / "final-weights.pt"), b = read_weights(run / "final-weights.pt");
+  const auto a = testing::read_pickled_tensors(ref / "final-weights.pt"), b = testing::read_pickled_tensors(run / "final-weights.pt");
   ASSERT_EQ(a.size(), b.size());
   for (const auto& [name, t] : a) EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
 

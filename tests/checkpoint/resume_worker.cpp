@@ -1,11 +1,14 @@
 // A training process for the resume tests: killed with SIGKILL and restarted, it must end with exactly the weights
 // and losses of an uninterrupted run. Usage: resume_worker FOLDER LOG_FILE MAX_BATCHES
-// Prints "batch N" after every batch; writes FOLDER/final-weights.pt when done.
+// Prints "pid P" at start and "batch N" after every batch; writes FOLDER/final-weights.pt when done. Under
+// composer-cpp launch (WORLD_SIZE > 1) each rank trains on its shard and rank R > 0 logs to LOG_FILE.rankR.
 #include "composer/composer.h"
 
 #include <torch/serialize.h>
 
 #include <iostream>
+
+#include <unistd.h>
 
 using namespace composer;
 
@@ -19,7 +22,9 @@ int main(int argc, char** argv) {
     std::cerr << "usage: resume_worker FOLDER LOG_FILE MAX_BATCHES\n";
     return 2;
   }
-  const std::string folder = argv[1], log = argv[2];
+  const int64_t rank = dist::get_global_rank(), world = dist::get_world_size();
+  const std::string folder = argv[1], log = std::string(argv[2]) + (rank > 0 ? ".rank" + std::to_string(rank) : "");
+  std::cout << "pid " << ::getpid() << std::endl;
   const int64_t max_batches = std::atoll(argv[3]);
   torch::manual_seed(0);
   auto net = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Layer>>{
@@ -30,7 +35,7 @@ int main(int argc, char** argv) {
   auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
                                                     optim::DecoupledSGDWOptions(0.05).momentum(0.9).weight_decay(1e-4));
   auto data = std::make_shared<DatasetLoader>(synthetic_images(1024, 1, 8, 10, 3),
-                                              DatasetLoaderOptions(32).shuffle(true).seed(5).num_workers(2));
+                                              DatasetLoaderOptions(32 / world).shuffle(true).seed(5).num_workers(2).num_replicas(world).rank(rank));
   Trainer trainer(TrainerOptions(model)
                       .run_name("resume")
                       .seed(11)
@@ -48,6 +53,11 @@ int main(int argc, char** argv) {
                       .callbacks({std::make_shared<PrintBatch>()})
                       .loggers({std::make_shared<FileLogger>(FileLoggerOptions().filename(log).flush_interval(1))}));
   trainer.fit();
+  if (rank > 0) {
+    trainer.close();
+    std::cout << "DONE" << std::endl;
+    return 0;
+  }
   Dict weights(c10::StringType::get(), c10::TensorType::get());
   for (const auto& p : model->named_parameters()) weights.insert(p.key(), p.value());
   write_file_atomically(folder + "/final-weights.pt", torch::pickle_save(weights));

@@ -105,6 +105,14 @@ int main(int argc, char** argv) {
       dist::barrier();
       return 0;
     }
+    if (mode == "seed") {  // no seed, no run name: both come from rank 0
+      Trainer trainer(TrainerOptions(ComposerClassifier::wrap(torch::nn::Sequential(torch::nn::Linear(2, 2))))
+                          .progress_bar(false)
+                          .device("cpu"));
+      std::cout << "rank_zero_seed " << trainer.state().rank_zero_seed << " seed " << trainer.state().seed << " run_name "
+                << trainer.state().run_name << std::endl;
+      return 0;
+    }
     if (mode == "sleep") {  // both ranks ready, then busy: for signals sent to the launcher
       dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::milliseconds(30000));
       std::cout << "ready pid=" << ::getpid() << std::endl;

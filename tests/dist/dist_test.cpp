@@ -1,5 +1,6 @@
 // Distributed data parallel with real processes over Gloo, started by composer-cpp launch.
 #include "support/process.h"
+#include "support/run_files.h"
 
 #include "composer/composer.h"
 #include "composer/utils/compat.h"
@@ -12,6 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 namespace composer {
@@ -40,13 +43,6 @@ std::vector<std::string> launch(int n, std::vector<std::string> command, std::ve
   return argv;
 }
 
-std::map<std::string, at::Tensor> weights(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::map<std::string, at::Tensor> out;
-  for (const auto& e : torch::pickle_load(bytes).toGenericDict()) out[e.key().toStringRef()] = e.value().toTensor();
-  return out;
-}
 
 
 struct DistTest : ::testing::Test {
@@ -66,7 +62,7 @@ TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
     const ProcessResult two = run_process(launch(2, {DDP_WORKER, "train", out, microbatch, "32"}));
     ASSERT_EQ(two.status, 0) << two.output;
     EXPECT_NE(two.output.find("[rank 0] loss "), std::string::npos) << two.output;
-    const auto a = weights(single), b = weights(out);
+    const auto a = testing::read_pickled_tensors(single), b = testing::read_pickled_tensors(out);
     ASSERT_EQ(a.size(), b.size());
     for (const auto& [name, t] : a) EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name << " microbatch " << microbatch;
   }
@@ -105,6 +101,32 @@ TEST_F(DistTest, TwoNodesOnSeparateAddressesConnect) {
   const auto diff = out1.find("max_diff ");
   ASSERT_NE(diff, std::string::npos) << out1;
   EXPECT_LT(std::stod(out1.substr(diff + 9)), 1e-12) << out1;
+}
+
+// An unset seed and run name are rank 0's on every rank (Composer broadcasts the seed); each rank seeds with
+// rank_zero_seed + rank.
+TEST_F(DistTest, UnsetSeedAndRunNameAreRankZeros) {
+  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "seed"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::map<int, std::string> seed, name;
+  std::map<int, uint64_t> own;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find("] rank_zero_seed ");
+    if (at == std::string::npos) continue;
+    const int rank = std::stoi(line.substr(6));
+    std::istringstream fields(line.substr(at + 2));
+    std::string k1, v1, k2, k3, v3;
+    uint64_t v2 = 0;
+    fields >> k1 >> v1 >> k2 >> v2 >> k3 >> v3;
+    seed[rank] = v1;
+    own[rank] = v2;
+    name[rank] = v3;
+  }
+  ASSERT_EQ(seed.size(), 2u) << r.output;
+  EXPECT_EQ(seed[0], seed[1]) << r.output;
+  EXPECT_EQ(name[0], name[1]) << r.output;
+  EXPECT_EQ(own[1], own[0] + 1) << r.output;
 }
 
 TEST_F(DistTest, LauncherStopsTheOtherRanksWhenOneDies) {
