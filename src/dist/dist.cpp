@@ -26,6 +26,7 @@ struct Group {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<detail::CommBackend> backend;
   std::string listen_address;  // where this rank's CPU backend listens (Gloo), for messages and tests
+  c10::Device device{c10::kCPU};  // the backend's device: CUDA for NCCL
 };
 
 Group& group() {
@@ -140,6 +141,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device() {
 #endif
 
 void create_backend(const c10::Device& device, int64_t rank, int64_t world, std::chrono::milliseconds timeout) {
+  group().device = device.is_cuda() ? device : c10::Device(c10::kCPU);
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(store_prefix(), group().store);
   if (device.is_cuda()) {
 #if COMPOSER_HAS_NCCL
@@ -176,12 +178,18 @@ void barrier() {
   run(pg().barrier(), "barrier");
 }
 
+// NCCL takes CUDA tensors only: CPU tensors (the batch's loss and sample counts, RNG bytes, seeds) go through the
+// backend's device and back.
+at::Tensor on_backend_device(const at::Tensor& t) { return group().device.is_cuda() && !t.is_cuda() ? t.to(group().device) : t; }
+
 void all_reduce(at::Tensor& tensor, ReduceOp op) {
   if (get_world_size() == 1) return;
-  std::vector<at::Tensor> v{tensor};
+  at::Tensor d = on_backend_device(tensor);
+  std::vector<at::Tensor> v{d};
   c10d::AllreduceOptions o;
   o.reduceOp = to_c10d(op);
   run(pg().allreduce(v, o), "all_reduce");
+  if (!d.is_same(tensor)) tensor.copy_(d);
 }
 
 Handle all_reduce_async(at::Tensor& tensor) {
@@ -193,18 +201,22 @@ Handle all_reduce_async(at::Tensor& tensor) {
 
 void broadcast(at::Tensor& tensor, int64_t src) {
   if (get_world_size() == 1) return;
-  std::vector<at::Tensor> v{tensor};
+  at::Tensor d = on_backend_device(tensor);
+  std::vector<at::Tensor> v{d};
   c10d::BroadcastOptions o;
   o.rootRank = src;
   run(pg().broadcast(v, o), "broadcast");
+  if (!d.is_same(tensor)) tensor.copy_(d);
 }
 
 std::vector<at::Tensor> all_gather(const at::Tensor& tensor) {
   if (get_world_size() == 1) return {tensor.clone()};
+  std::vector<at::Tensor> in{on_backend_device(tensor.contiguous())};
   std::vector<std::vector<at::Tensor>> out(1);
-  for (int64_t r = 0; r < get_world_size(); ++r) out[0].push_back(at::empty_like(tensor));
-  std::vector<at::Tensor> in{tensor.contiguous()};
+  for (int64_t r = 0; r < get_world_size(); ++r) out[0].push_back(at::empty_like(in[0]));
   run(pg().allgather(out, in), "all_gather");
+  if (!tensor.is_cuda() && in[0].is_cuda())
+    for (auto& t : out[0]) t = t.cpu();
   return out[0];
 }
 
