@@ -29,7 +29,8 @@ at::Tensor blur_2d(const at::Tensor& input, int64_t stride, const at::Tensor& fi
   const int64_t channels = input.size(1);
   if (f.size(0) == 1 && channels > 1) f = f.expand({channels, 1, f.size(2), f.size(3)});
   const int64_t pad_h = f.size(2) / 2, pad_w = f.size(3) / 2;
-  // As Composer: an input smaller than the filter (even with the padding) is returned unblurred.
+  // As Composer: an input smaller than the filter even with the padding is returned unblurred (with an odd filter
+  // and "same" padding only an image with no rows or columns is).
   if (input.size(2) + 2 * pad_h < f.size(2) || input.size(3) + 2 * pad_w < f.size(3)) return input;
   return at::conv2d(input, f, {}, {stride, stride}, {pad_h, pad_w}, {1, 1}, channels);
 }

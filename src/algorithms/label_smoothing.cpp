@@ -19,8 +19,9 @@ at::Tensor ensure_targets_one_hot(const at::Tensor& logits, const at::Tensor& ta
                                 " need logits with one more (class) dimension, got " + c10::str(logits.sizes()));
   }
   const int64_t classes = logits.size(1);
-  if (target.numel() > 0 && target.max().item<int64_t>() >= classes) {
-    throw std::invalid_argument("ensure_targets_one_hot: target index " + std::to_string(target.max().item<int64_t>()) +
+  const int64_t max_index = target.numel() > 0 ? target.max().item<int64_t>() : -1;
+  if (max_index >= classes) {
+    throw std::invalid_argument("ensure_targets_one_hot: target index " + std::to_string(max_index) +
                                 " is out of range for logits with " + std::to_string(classes) + " classes");
   }
   // Negative indices (an ignore_index such as -100) become all-zero rows, as in Composer.

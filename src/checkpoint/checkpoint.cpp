@@ -100,13 +100,9 @@ c10::IValue read_checkpoint(const std::string& path) {
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw CheckpointError("checkpoint '" + path + "' cannot be opened: " + ec.message());
   if (size == 0) throw CheckpointError("checkpoint '" + path + "' is empty");
-  try {
-    detail::verify_zip_records(path);  // LibTorch's reader does not check the CRC-32s
-  } catch (const std::runtime_error& e) {
-    throw CheckpointError("checkpoint '" + path + "' is corrupt or truncated (" + std::to_string(size) + " bytes): " + e.what());
-  }
   c10::IValue payload;
   try {
+    detail::verify_zip_records(path);  // LibTorch's reader does not check the CRC-32s
     payload = detail::unpickle_file(path);
   } catch (const std::exception& e) {
     throw CheckpointError("checkpoint '" + path + "' is corrupt or truncated (" + std::to_string(size) +

@@ -1,8 +1,6 @@
 #include "composer/core/event.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cstring>
+#include "utils/detail/text.h"
 
 #include <stdexcept>
 
@@ -46,12 +44,9 @@ const char* event_name(Event e) { return info(e).name; }
 const char* event_value(Event e) { return info(e).value; }
 
 Event parse_event(const std::string& text) {
-  const auto same = [](const std::string& a, const char* b) {  // case-insensitive, as Composer's StringEnum
-    return a.size() == std::strlen(b) &&
-           std::equal(a.begin(), a.end(), b, [](char x, char y) { return std::tolower(x) == std::tolower(y); });
-  };
+  const std::string lower = detail::to_lower(text);  // case-insensitive, as Composer's StringEnum
   for (const auto& i : kEvents)
-    if (same(text, i.name) || same(text, i.value)) return i.event;
+    if (lower == i.value || lower == detail::to_lower(i.name)) return i.event;
   throw std::invalid_argument("Unknown event '" + text + "': expected a Composer event such as 'batch_end' or 'FIT_START'");
 }
 

@@ -19,31 +19,24 @@ namespace {
 
 using detail::python_float_str;
 
-constexpr std::array<std::pair<TimeUnit, const char*>, 7> kUnitNames{{
-    {TimeUnit::ITERATION, "iter"},
-    {TimeUnit::EPOCH, "ep"},
-    {TimeUnit::BATCH, "ba"},
-    {TimeUnit::SAMPLE, "sp"},
-    {TimeUnit::TOKEN, "tok"},
-    {TimeUnit::DURATION, "dur"},
-    {TimeUnit::SECOND, "sec"},
-}};
-
-// Composer's unit keys, accepted beside the values (its StringEnum matches both, in any case).
-constexpr std::array<std::pair<TimeUnit, const char*>, 7> kUnitKeys{{
-    {TimeUnit::ITERATION, "iteration"},
-    {TimeUnit::EPOCH, "epoch"},
-    {TimeUnit::BATCH, "batch"},
-    {TimeUnit::SAMPLE, "sample"},
-    {TimeUnit::TOKEN, "token"},
-    {TimeUnit::DURATION, "duration"},
-    {TimeUnit::SECOND, "second"},
+// Each unit's Composer value ("ep") and key ("epoch"); its StringEnum accepts both, in any case.
+struct UnitName {
+  TimeUnit unit;
+  const char* value;
+  const char* key;
+};
+constexpr std::array<UnitName, 7> kUnitNames{{
+    {TimeUnit::ITERATION, "iter", "iteration"},
+    {TimeUnit::EPOCH, "ep", "epoch"},
+    {TimeUnit::BATCH, "ba", "batch"},
+    {TimeUnit::SAMPLE, "sp", "sample"},
+    {TimeUnit::TOKEN, "tok", "token"},
+    {TimeUnit::DURATION, "dur", "duration"},
+    {TimeUnit::SECOND, "sec", "second"},
 }};
 
 // 2^63: integer-unit values must stay below it in magnitude (Python's ints are unbounded; ours are int64).
 constexpr double kInt64Limit = 9223372036854775808.0;
-
-bool parse_float(const std::string& s, double& out) { return detail::parse_python_float(s, out); }
 
 // Composer's wall-clock form (datetime.strptime '%Hh%Mm%Ss' after filling in missing parts): lower-case h, m and s,
 // hours 0-23, minutes 0-59, seconds 0-61; a bare run of digits is seconds. Nullopt when `s` is not in that form.
@@ -77,17 +70,15 @@ std::optional<Time> parse_wall_clock(const std::string& s) {
 }  // namespace
 
 const char* to_string(TimeUnit unit) {
-  for (const auto& [u, name] : kUnitNames)
-    if (u == unit) return name;
+  for (const auto& u : kUnitNames)
+    if (u.unit == unit) return u.value;
   throw std::logic_error("unknown TimeUnit");
 }
 
 TimeUnit parse_time_unit(const std::string& unit) {
   const std::string l = detail::to_lower(unit);
-  for (const auto& [u, name] : kUnitNames)
-    if (l == name) return u;
-  for (const auto& [u, name] : kUnitKeys)
-    if (l == name) return u;
+  for (const auto& u : kUnitNames)
+    if (l == u.value || l == u.key) return u.unit;
   throw std::invalid_argument("Invalid time unit '" + unit +
                               "': expected one of iter, ep, ba, sp, tok, dur, sec (or iteration, epoch, batch, sample, "
                               "token, duration, second)");
@@ -114,11 +105,11 @@ Time Time::from_string(const std::string& text) {
   if (auto wall = parse_wall_clock(text)) return *wall;
   // NUMBER UNIT, the unit in any case; the number follows Python's float() ('1_000ba', ' 5ep', '5 ep', 'infdur').
   const std::string lower = detail::to_lower(text);
-  for (const auto& [unit, name] : kUnitNames) {
-    const std::string suffix(name);
+  for (const auto& [unit, value, key] : kUnitNames) {
+    const std::string suffix(value);
     if (lower.size() <= suffix.size() || lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
     double v = 0;
-    if (!parse_float(text.substr(0, text.size() - suffix.size()), v)) break;
+    if (!detail::parse_python_float(text.substr(0, text.size() - suffix.size()), v)) break;
     if (unit != TimeUnit::DURATION && std::isfinite(v) && v != std::trunc(v)) {
       throw std::invalid_argument("Invalid time string '" + text + "': a value in '" + suffix +
                                   "' must be an integer (only 'dur' takes fractions)");
@@ -137,7 +128,7 @@ Time Time::from_string(const std::string& text) {
 Time Time::from_input(const std::string& text, TimeUnit default_unit) {
   double v = 0;
   static const std::regex number(R"(^\s*[+-]?[\d_.eE+-]+\s*$)");
-  if (std::regex_match(text, number) && parse_float(text, v)) return Time(v, default_unit);  // a YAML number
+  if (std::regex_match(text, number) && detail::parse_python_float(text, v)) return Time(v, default_unit);  // a YAML number
   return from_string(text);
 }
 

@@ -58,14 +58,12 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
-std::string brief(const std::exception& e) { return brief_error(e); }
-
 void run(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
   try {
     work->wait();
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("dist: ") + what + " failed on rank " + std::to_string(get_global_rank()) +
-                             " (a peer died or timed out?): " + brief(e));
+                             " (a peer died or timed out?): " + brief_error(e));
   }
 }
 
@@ -99,7 +97,7 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
   } catch (const std::exception& e) {
     throw std::runtime_error("dist: rank " + std::to_string(rank) + " could not reach the rendezvous at " + addr + ":" +
                              port_text + " within " + std::to_string(timeout.count()) + " ms (WORLD_SIZE=" +
-                             std::to_string(world) + "): " + brief(e));
+                             std::to_string(world) + "): " + brief_error(e));
   }
   try {
     create_backend(device, rank, world, timeout);
@@ -107,7 +105,7 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
     group().store.reset();
     throw std::runtime_error("dist: rank " + std::to_string(rank) + " timed out after " + std::to_string(timeout.count()) +
                              " ms waiting for the other ranks to join at " + addr + ":" + port_text + " (WORLD_SIZE=" +
-                             std::to_string(world) + "; are all ranks started?): " + brief(e));
+                             std::to_string(world) + "; are all ranks started?): " + brief_error(e));
   }
 }
 

@@ -45,6 +45,16 @@ struct CheckpointTest : ::testing::Test {
                            .callbacks({std::make_shared<SpeedMonitor>(2)});
     return std::make_unique<Trainer>(o);
   }
+  // An autoresuming run `name` of `batches` batches saving every 2 batches to dir/name.
+  TrainerOptions autoresume_options(const std::string& name, int64_t batches) const {
+    return testing::quiet_options(testing::make_classifier())
+        .run_name(name)
+        .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+        .max_duration(Time(batches, TimeUnit::BATCH))
+        .save_folder((dir / name).string())
+        .save_interval("2ba")
+        .autoresume(true);
+  }
   static std::vector<at::Tensor> weights(Trainer& t) {
     std::vector<at::Tensor> w;
     for (const auto& p : t.state().model->parameters()) w.push_back(p.detach().clone());
@@ -187,16 +197,7 @@ TEST_F(CheckpointTest, DamagedTensorBytesAreAnErrorNotWrongWeights) {
 }
 
 TEST_F(CheckpointTest, AutoresumeSetsADamagedCheckpointAside) {
-  const std::string folder = (dir / "damaged").string();
-  auto opts = [&](int64_t batches) {
-    return testing::quiet_options(testing::make_classifier())
-        .run_name("damaged")
-        .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
-        .max_duration(Time(batches, TimeUnit::BATCH))
-        .save_folder(folder)
-        .save_interval("2ba")
-        .autoresume(true);
-  };
+  auto opts = [&](int64_t batches) { return autoresume_options("damaged", batches); };
   at::Tensor last_weight;
   {
     Trainer t(opts(4));
@@ -274,16 +275,7 @@ TEST_F(CheckpointTest, SaverIntervalLatestLinkAndRetention) {
 }
 
 TEST_F(CheckpointTest, AutoresumeFallsBackPastACorruptCheckpoint) {
-  const std::string folder = (dir / "auto").string();
-  auto opts = [&](int64_t batches) {
-    return testing::quiet_options(testing::make_classifier())
-        .run_name("auto")
-        .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
-        .max_duration(Time(batches, TimeUnit::BATCH))
-        .save_folder(folder)
-        .save_interval("2ba")
-        .autoresume(true);
-  };
+  auto opts = [&](int64_t batches) { return autoresume_options("auto", batches); };
   {
     Trainer t(opts(4));
     t.fit();

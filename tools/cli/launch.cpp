@@ -171,14 +171,17 @@ int launch_command(const LaunchOptions& o, std::ostream& out, std::ostream& err)
   std::chrono::steady_clock::time_point kill_at{};
   int forwarded = 0;
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.grace_seconds * 1000));
+  auto stop_ranks = [&] {  // SIGTERM now, SIGKILL once the grace period is over
+    for (auto& r : ranks)
+      if (r.running) ::kill(r.pid, SIGTERM);
+    kill_at = std::chrono::steady_clock::now() + grace;
+  };
   while (any_running() || std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.out >= 0; })) {
     pump(ranks, out, 50);
     if (g_stop_signal != 0 && forwarded == 0) {
       forwarded = g_stop_signal;
       err << "composer-cpp launch: got " << ::strsignal(forwarded) << "; stopping the ranks\n";
-      for (auto& r : ranks)
-        if (r.running) ::kill(r.pid, SIGTERM);
-      kill_at = std::chrono::steady_clock::now() + grace;
+      stop_ranks();
     }
     for (auto& r : ranks) {
       if (!r.running) continue;
@@ -191,9 +194,7 @@ int launch_command(const LaunchOptions& o, std::ostream& out, std::ostream& err)
         failed_code = exit_code(st);
         err << "composer-cpp launch: rank " << r.rank << " failed with exit code " << failed_code
             << "; stopping the other ranks\n";
-        for (auto& other : ranks)
-          if (other.running) ::kill(other.pid, SIGTERM);
-        kill_at = std::chrono::steady_clock::now() + grace;
+        stop_ranks();
       }
     }
     if ((failed_rank >= 0 || forwarded != 0) && std::chrono::steady_clock::now() >= kill_at) {

@@ -17,7 +17,7 @@ struct LaunchOptions {
   std::string node_addr;
   /// 0 = a free port (single node only).
   int master_port = 0;
-  /// Seconds the other ranks get after SIGTERM before SIGKILL, once one rank failed.
+  /// Seconds the ranks get after SIGTERM before SIGKILL, once one rank failed or the launcher got a stop signal.
   double grace_seconds = 30.0;
   /// The program and its arguments; "train ..." / "eval ..." run this composer-cpp.
   std::vector<std::string> command;

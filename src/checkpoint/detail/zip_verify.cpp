@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace composer::detail {
@@ -98,8 +98,6 @@ uint32_t crc_of_range(const File& f, uint64_t offset, uint64_t n) {
   return static_cast<uint32_t>(crc);
 }
 
-}  // namespace
-
 struct Record {
   std::string name;
   uint64_t data = 0, size = 0;
@@ -134,6 +132,8 @@ void check_crcs(const File& f, const std::vector<Record>& records) {
   for (const auto& e : errors)
     if (!e.empty()) throw std::runtime_error(e);
 }
+
+}  // namespace
 
 int64_t verify_zip_records(const std::string& path) {
   const File f(path);

@@ -166,14 +166,9 @@ void run_fit_loop(TrainerImpl& t) {
   s.model->train();
   if (s.timestamp.batch == 0) apply_schedulers(s, t.base_lrs, t.options.scale_schedule_ratio());
   while (s.timestamp < *s.max_duration) run_epoch(t);
-  t.logger.log_metrics({{"time/epoch", double(s.timestamp.epoch)},
-                        {"time/batch", double(s.timestamp.batch)},
-                        {"time/sample", double(s.timestamp.sample)},
-                        {"time/batch_in_epoch", double(s.timestamp.batch_in_epoch)},
-                        {"time/sample_in_epoch", double(s.timestamp.sample_in_epoch)}});
-  if (s.timestamp.token > 0) {
-    t.logger.log_metrics({{"time/token", double(s.timestamp.token)}, {"time/token_in_epoch", double(s.timestamp.token_in_epoch)}});
-  }
+  // Composer's final time values: the epoch and the batch-level counters.
+  t.logger.log_metrics({{"time/epoch", double(s.timestamp.epoch)}});
+  log_batch_time(t);
   t.engine.run_event(Event::FIT_END);
   run_due_evaluators(t, Event::FIT_END);
   for (auto& group : s.optimizer->param_groups())
