@@ -21,7 +21,8 @@ void require_text(const std::string& raw, const std::string& path) {
       ++i;
       continue;
     }
-    const size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    // Lead bytes: C2-DF (2 bytes), E0-EF (3), F0-F4 (4); 80-C1 and F5-FF never start a character.
+    const size_t len = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
     bool ok = len > 0 && i + len <= raw.size();
     for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(raw[i + k]) & 0xC0) == 0x80;
     if (!ok) {

@@ -88,6 +88,7 @@ TEST(TextTest, BinaryGarbageAndNulBytesAreNotText) {
   const std::vector<std::pair<std::string, std::string>> cases{
       {std::string("Call me Ishmael.\0\0\0", 19), "a NUL byte at offset 16"},
       {std::string("caf\xC3\xA9 ok, then \xFF\xFE garbage"), "invalid byte 0xff at offset 15"},
+      {std::string("ok \xF8\x80\x80 no"), "invalid byte 0xf8 at offset 3"},  // F5-FF never lead, even before continuations
       {std::string(200, '\x01') + "words", "control characters"}};
   for (const auto& [bytes, needle] : cases) {
     std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
