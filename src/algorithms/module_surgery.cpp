@@ -1,7 +1,6 @@
 #include "composer/algorithms/module_surgery.h"
 
-#include "composer/optim/decoupled_adamw.h"
-#include "composer/optim/decoupled_sgdw.h"
+#include "composer/optim/optimizer.h"
 #include "composer/utils/compat.h"
 
 #include <torch/torch.h>
@@ -84,12 +83,6 @@ void match_placement(torch::nn::Module& old_module, nn::Layer& layer, const at::
     if (b.is_floating_point() && b.scalar_type() != ref.scalar_type()) b.set_data(b.to(ref.scalar_type()));
 }
 
-void erase_state(torch::optim::Optimizer& optimizer, const at::Tensor& p) {
-  if (auto* sgd = dynamic_cast<optim::DecoupledSGDW*>(&optimizer)) return sgd->erase_state(p);
-  if (auto* adam = dynamic_cast<optim::DecoupledAdamW*>(&optimizer)) return adam->erase_state(p);
-  compat::erase_optimizer_state(optimizer, p);
-}
-
 }  // namespace
 
 std::vector<Replacement> replace_module_classes(torch::nn::Module& root, const std::vector<ReplacementPolicy>& policies,
@@ -159,7 +152,7 @@ void update_params_in_optimizer(const std::vector<at::Tensor>& old_params, const
                                 std::to_string(old_params.size()) + " parameters is in the optimizer");
   }
   const size_t g = owner.value_or(0);
-  for (const auto& p : old_params) erase_state(optimizer, p);
+  for (const auto& p : old_params) optim::erase_param_state(optimizer, p);
   auto& params = groups[g].params();
   params.erase(std::remove_if(params.begin(), params.end(),
                               [&](const at::Tensor& q) {

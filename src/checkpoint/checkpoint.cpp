@@ -1,6 +1,7 @@
 #include "composer/checkpoint/checkpoint.h"
 
 #include "composer/core/serialization.h"
+#include "composer/checkpoint/state_codec.h"
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
@@ -77,7 +78,7 @@ c10::IValue gather_rng_states() {
 
 c10::IValue make_checkpoint(const State& state, bool weights_only, const std::optional<c10::IValue>& rng) {
   Dict payload = new_dict();
-  const Dict full = state.state_dict().toGenericDict();
+  const Dict full = state_dict(state).toGenericDict();
   if (weights_only) {
     Dict slim = new_dict();
     slim.insert("model", full.at("model"));
@@ -127,7 +128,7 @@ std::optional<c10::IValue> apply_checkpoint(State& state, c10::IValue payload, c
   }
   const std::string new_run_name = state.run_name;
   try {
-    state.load_state_dict(saved, options.strict_model);
+    load_state_dict(state, saved, options.strict_model);
   } catch (const std::exception& e) {
     throw CheckpointError("checkpoint '" + path + "' does not fit this run: " + e.what());
   }

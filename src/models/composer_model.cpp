@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <stdexcept>
+
 namespace composer {
 
 at::Tensor ComposerModel::eval_forward(const Batch& batch, const at::Tensor& outputs) {
@@ -12,6 +14,14 @@ at::Tensor ComposerModel::eval_forward(const Batch& batch, const at::Tensor& out
 
 void ComposerModel::update_metric(const Batch& batch, const at::Tensor& outputs, Metric& metric) {
   metric.update(outputs, batch.target());
+}
+
+at::Tensor ComposerModel::loss(const at::Tensor&, const Batch&) {
+  throw std::logic_error(name() + ": a ComposerModel must override loss() or losses()");
+}
+
+std::map<std::string, at::Tensor> ComposerModel::losses(const at::Tensor& outputs, const Batch& batch) {
+  return {{"total", loss(outputs, batch)}};
 }
 
 MetricMap ComposerModel::get_metrics(bool) { return {}; }

@@ -25,9 +25,11 @@ DecoupledAdamW::DecoupledAdamW(std::vector<at::Tensor> params, DecoupledAdamWOpt
                      options) {}
 
 DecoupledAdamW::DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledAdamWOptions options)
-    : torch::optim::Optimizer(std::move(groups), std::make_unique<DecoupledAdamWOptions>(options)) {
+    : Optimizer(std::move(groups), std::make_unique<DecoupledAdamWOptions>(options)) {
   init_groups();
 }
+
+std::vector<double> DecoupledAdamW::initial_lrs() const { return detail::initial_lrs_of<DecoupledAdamWOptions>(param_groups_); }
 
 void DecoupledAdamW::init_groups() { detail::init_decoupled_groups<DecoupledAdamWOptions>(param_groups_, "DecoupledAdamW"); }
 

@@ -24,9 +24,11 @@ DecoupledSGDW::DecoupledSGDW(std::vector<at::Tensor> params, DecoupledSGDWOption
                     options) {}
 
 DecoupledSGDW::DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledSGDWOptions options)
-    : torch::optim::Optimizer(std::move(groups), std::make_unique<DecoupledSGDWOptions>(options)) {
+    : Optimizer(std::move(groups), std::make_unique<DecoupledSGDWOptions>(options)) {
   init_groups();
 }
+
+std::vector<double> DecoupledSGDW::initial_lrs() const { return detail::initial_lrs_of<DecoupledSGDWOptions>(param_groups_); }
 
 void DecoupledSGDW::init_groups() { detail::init_decoupled_groups<DecoupledSGDWOptions>(param_groups_, "DecoupledSGDW"); }
 

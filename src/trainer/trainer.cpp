@@ -3,13 +3,14 @@
 #include "composer/core/algorithm.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
+#include "composer/dist/strategy.h"
 #include "composer/loggers/console_logger.h"
 #include "composer/loggers/progress_bar_logger.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
-#include "composer/optim/decoupled_adamw.h"
 #include "composer/optim/decoupled_sgdw.h"
 #include "composer/optim/grad_scaler.h"
+#include "composer/optim/optimizer.h"
 #include "composer/optim/scheduler.h"
 #include "composer/utils/allocator.h"
 #include "composer/utils/compat.h"
@@ -19,9 +20,8 @@
 #include "composer/utils/threads.h"
 #include "composer/version.h"
 #include "composer/checkpoint/checkpoint_saver.h"
-#include "trainer/detail/checkpoint_loading.h"
-#include "trainer/detail/eval_loop.h"
-#include "trainer/detail/fit_loop.h"
+#include "composer/checkpoint/resume.h"
+#include "trainer/detail/trainer_impl.h"
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -60,20 +60,6 @@ MetricMap filter_metrics(MetricMap all, const std::vector<std::string>& patterns
   return kept;
 }
 
-std::vector<double> base_lrs_of(torch::optim::Optimizer& opt) {
-  std::vector<double> lrs;
-  for (auto& g : opt.param_groups()) {
-    if (auto* o = dynamic_cast<optim::DecoupledSGDWOptions*>(&g.options())) {
-      lrs.push_back(o->initial_lr());
-    } else if (auto* a = dynamic_cast<optim::DecoupledAdamWOptions*>(&g.options())) {
-      lrs.push_back(a->initial_lr());
-    } else {
-      lrs.push_back(g.options().get_lr());
-    }
-  }
-  return lrs;
-}
-
 }  // namespace
 
 TrainerImpl::TrainerImpl(TrainerOptions opts) : options(std::move(opts)), logger(state), engine(state, logger) {}
@@ -110,33 +96,56 @@ void setup_evaluation(TrainerImpl& t) {
   for (auto& e : s.evaluators) {
     if (s.eval_metrics.count(e.label)) throw std::invalid_argument("two evaluators share the label '" + e.label + "'");
     s.eval_metrics[e.label] = filter_metrics(s.model->get_metrics(false), e.metric_names);
-    t.eval_due.push_back(create_interval_scheduler(e.eval_interval.value_or(t.options.eval_interval()), true, false,
-                                                   std::set<Event>{Event::FIT_END}));
   }
 }
 
 void setup_optimization(TrainerImpl& t) {
   State& s = t.state;
   if (!s.optimizer) s.optimizer = std::make_shared<optim::DecoupledSGDW>(s.model->parameters(), optim::DecoupledSGDWOptions(0.1));
-  t.base_lrs = base_lrs_of(*s.optimizer);
   s.schedulers = t.options.schedulers();
   if (s.precision == Precision::AMP_FP16) s.scaler = std::make_shared<GradScaler>();
-  for (const auto& a : s.algorithms) t.backwards_create_graph = t.backwards_create_graph || a->backwards_create_graph();
 }
 
-// DDP's start: rank 0's weights everywhere, a gradient reducer, and a sharded training loader.
-void setup_data_parallel(TrainerImpl& t) {
-  if (dist::get_world_size() == 1) return;
+// The strategy's start (DDP: rank 0's weights everywhere and a gradient reducer); its data must be sharded.
+void setup_strategy(TrainerImpl& t) {
   State& s = t.state;
-  if (s.train_dataloader && !s.train_dataloader->is_distributed()) {
-    throw std::invalid_argument("The world_size(" + std::to_string(dist::get_world_size()) +
+  dist::Strategy& strategy = *s.strategy;
+  if (strategy.needs_sharded_data() && s.train_dataloader && !s.train_dataloader->is_distributed()) {
+    throw std::invalid_argument("The world_size(" + std::to_string(strategy.num_replicas()) +
                                 ") > 1 but the training dataloader does not shard the data across ranks; build it with "
                                 "num_replicas = world size and rank = this rank (DatasetLoaderOptions / TensorDataLoaderOptions)");
   }
-  std::vector<at::Tensor> tensors = s.model->parameters();
-  for (const auto& b : s.model->buffers()) tensors.push_back(b);
-  dist::broadcast_module(tensors);
-  t.reducer = std::make_unique<dist::GradientReducer>(s.model->parameters());
+  strategy.setup(*s.model);
+}
+
+ResumeOptions resume_options(const TrainerOptions& o) {
+  CheckpointLoadOptions load;
+  load.weights_only = o.load_weights_only();
+  load.strict_model = o.load_strict_model_weights();
+  load.ignore_keys = o.load_ignore_keys();
+  return ResumeOptions()
+      .autoresume(o.autoresume())
+      .requested_run_name(o.run_name())
+      .save_folder(o.save_folder())
+      .save_filename(o.save_filename())
+      .save_latest_filename(o.save_latest_filename())
+      .load_path(o.load_path())
+      .load(load);
+}
+
+// The loop units over the finished State, each with its part of the options.
+void build_loops(TrainerImpl& t) {
+  const TrainerOptions& o = t.options;
+  t.train_step = std::make_unique<TrainStep>(t.state, t.engine, t.logger);
+  t.eval_loop = std::make_unique<EvalLoop>(
+      t.state, t.engine, t.logger, EvalLoopOptions().subset_num_batches(o.eval_subset_num_batches()).eval_interval(o.eval_interval()));
+  t.epoch_loop = std::make_unique<TrainEpochLoop>(
+      t.state, t.engine, t.logger, *t.train_step, *t.eval_loop,
+      TrainEpochLoopOptions().step_schedulers_every_batch(o.step_schedulers_every_batch()).scale_schedule_ratio(o.scale_schedule_ratio()));
+  t.fit_loop = std::make_unique<FitLoop>(
+      t.state, t.engine, t.logger, *t.epoch_loop, *t.eval_loop,
+      FitLoopOptions().train_dataloader_label(o.train_dataloader_label()).train_subset_num_batches(o.train_subset_num_batches()));
+  t.predict_loop = std::make_unique<PredictLoop>(t.state, t.engine, t.logger);
 }
 
 // Composer's seeding: an unset seed is drawn on rank 0 and broadcast; every rank seeds with rank_zero_seed + rank.
@@ -146,14 +155,10 @@ void agree_on_seed_and_run_name(TrainerImpl& t) {
   const TrainerOptions& o = t.options;
   const uint64_t drawn = o.seed().value_or(std::random_device{}() & 0xffffffffu);
   std::string name = resolve_run_name(o.run_name());
-  if (dist::get_world_size() > 1) {
-    at::Tensor seed = at::full({1}, static_cast<int64_t>(drawn), at::kLong);
-    dist::broadcast(seed, 0);
-    s.rank_zero_seed = static_cast<uint64_t>(seed.item<int64_t>());
-    name = dist::all_gather_object(name).at(0);
-  } else {
-    s.rank_zero_seed = drawn;
-  }
+  at::Tensor seed = at::full({1}, static_cast<int64_t>(drawn), at::kLong);
+  dist::broadcast(seed, 0);  // no-op for one process
+  s.rank_zero_seed = static_cast<uint64_t>(seed.item<int64_t>());
+  name = dist::all_gather_object(name).at(0);
   s.seed = s.rank_zero_seed + static_cast<uint64_t>(dist::get_global_rank());
   s.run_name = name;
 }
@@ -183,8 +188,9 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   if (o.tune_allocator()) tune_allocator();
   s.device = detail::resolve_device(o.device());
   dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
+  s.strategy = dist::default_strategy();
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
-  t.precision = std::make_unique<detail::PrecisionContext>(s.precision, s.device);
+  (void)PrecisionContext(s.precision, s.device);  // throws for a precision the device cannot run
   if (o.device_train_microbatch_size().is_auto) {
     throw std::invalid_argument(
         "device_train_microbatch_size='auto' is not available yet: automatic microbatching (CUDA out-of-memory search) "
@@ -216,10 +222,12 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   detail::setup_optimization(t);
   detail::log_run_hparams(t);
   t.engine.run_event(Event::BEFORE_LOAD);
-  detail::load_checkpoints(t);
+  const ResumePoint resumed = load_for_run(s, t.logger, detail::resume_options(o));
   t.engine.run_event(Event::AFTER_LOAD);
   seed_all(s.seed);
-  detail::setup_data_parallel(t);
+  detail::setup_strategy(t);
+  detail::build_loops(t);
+  t.fit_loop->resume_from(resumed);
 }
 
 Trainer::~Trainer() {
@@ -247,7 +255,7 @@ void Trainer::fit() {
     throw std::invalid_argument("fit: max_duration " + s.max_duration->to_string() +
                                 " is already reached; pass a duration to fit() to train longer");
   }
-  detail::run_fit_loop(t);
+  t.fit_loop->run();
 }
 
 void Trainer::fit(const Time& duration, bool reset_time) {
@@ -267,12 +275,12 @@ void Trainer::eval() {
   auto& t = *impl_;
   if (t.state.evaluators.empty()) throw std::invalid_argument("eval: no evaluators; set TrainerOptions.evaluators");
   t.engine.run_event(Event::EVAL_STANDALONE_START);
-  for (auto& e : t.state.evaluators) detail::run_eval_loop(t, e);
+  for (auto& e : t.state.evaluators) t.eval_loop->run(e);
   t.engine.run_event(Event::EVAL_STANDALONE_END);
 }
 
 std::vector<at::Tensor> Trainer::predict(DataLoader& loader, int64_t subset_num_batches) {
-  return detail::run_predict_loop(*impl_, loader, subset_num_batches);
+  return impl_->predict_loop->run(loader, PredictLoopOptions().subset_num_batches(subset_num_batches));
 }
 
 void Trainer::close() {

@@ -32,7 +32,7 @@ TEST(StateTest, SetDataloaderClampsLength) {
   EXPECT_EQ(s.dataloader_label, "train");
 }
 
-// Everything State::state_dict() writes survives torch::pickle_save / pickle_load (the checkpoint format).
+// Everything state_dict(State) writes survives torch::pickle_save / pickle_load (the checkpoint format).
 TEST(StateTest, StateDictRoundTripsThroughPickle) {
   auto model = testing::make_classifier(8, 16, 4, /*seed=*/3);
   auto data = testing::make_blobs(32);
@@ -40,12 +40,12 @@ TEST(StateTest, StateDictRoundTripsThroughPickle) {
   auto adam = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-2));
   Trainer trainer(testing::quiet_options(model).train_dataloader(loader).max_duration("3ba").optimizer(adam).run_name("rt"));
   trainer.fit();
-  const std::vector<char> bytes = torch::pickle_save(trainer.state().state_dict());
+  const std::vector<char> bytes = torch::pickle_save(state_dict(trainer.state()));
 
   auto model2 = testing::make_classifier(8, 16, 4, /*seed=*/99);
   auto adam2 = std::make_shared<optim::DecoupledAdamW>(model2->parameters(), optim::DecoupledAdamWOptions(5.0));
   Trainer other(testing::quiet_options(model2).train_dataloader(loader).max_duration("6ba").optimizer(adam2).run_name("x"));
-  other.state().load_state_dict(torch::pickle_load(bytes));
+  load_state_dict(other.state(), torch::pickle_load(bytes));
 
   EXPECT_EQ(other.state().timestamp, trainer.state().timestamp);
   EXPECT_EQ(other.state().run_name, "rt");
@@ -69,7 +69,7 @@ TEST(StateTest, StrictModelLoadNamesMissingKeys) {
   weights.insert("module.0.weight", at::zeros({16, 8}));
   bad.insert("model", weights);
   try {
-    s.load_state_dict(bad, /*strict_model=*/true);
+    load_state_dict(s, bad, /*strict_model=*/true);
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("module.2.weight"), std::string::npos) << e.what();
@@ -78,7 +78,7 @@ TEST(StateTest, StrictModelLoadNamesMissingKeys) {
   Dict w2(c10::StringType::get(), c10::TensorType::get());
   w2.insert("module.0.weight", at::zeros({3, 3}));
   wrong_shape.insert("model", w2);
-  EXPECT_THROW(s.load_state_dict(wrong_shape, /*strict_model=*/false), std::invalid_argument);
+  EXPECT_THROW(load_state_dict(s, wrong_shape, /*strict_model=*/false), std::invalid_argument);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 // A weights-only checkpoint has {"state": {"model", "metadata"}}.
 #pragma once
 
-#include "composer/utils/format_name.h"
+#include "composer/core/format_name.h"
 
 #include <ATen/core/ivalue.h>
 

@@ -3,7 +3,7 @@
 
 #include "composer/core/callback.h"
 #include "composer/core/time.h"
-#include "composer/utils/interval.h"
+#include "composer/core/interval.h"
 
 #include <torch/arg.h>
 

@@ -1,5 +1,5 @@
-// State: everything a run is made of. Data plus serialization; behaviour lives in the loops, the Engine,
-// algorithms and callbacks.
+// State: everything a run is made of. Data only: its serialization is the checkpoint module's (checkpoint/state_codec.h);
+// behaviour lives in the loop units, the Engine, algorithms and callbacks.
 #pragma once
 
 #include "composer/core/evaluator.h"
@@ -7,6 +7,7 @@
 #include "composer/core/time.h"
 #include "composer/data/batch.h"
 #include "composer/data/data_loader.h"
+#include "composer/dist/strategy.h"
 
 #include <c10/core/Device.h>
 
@@ -18,9 +19,6 @@
 
 namespace torch::optim {
 class Optimizer;
-}
-namespace c10 {
-struct IValue;
 }
 
 namespace composer {
@@ -50,7 +48,10 @@ struct State {
   /// BEFORE_FORWARD to AFTER_BACKWARD.
   Batch batch;
   at::Tensor outputs;
+  /// The microbatch's loss that backpropagates: the model's "total", or the sum of its named losses' means.
   at::Tensor loss;
+  /// The model's named losses for the microbatch (ComposerModel::losses), "total" included when it returned one.
+  std::map<std::string, at::Tensor> losses;
 
   Timestamp timestamp;
   /// Unset before the first batch.
@@ -80,7 +81,9 @@ struct State {
   std::map<std::string, MetricMap> eval_metrics;
   std::map<std::string, double> train_metric_values;
   std::map<std::string, double> eval_metric_values;
-  /// loss/train/<key> of the last batch.
+  /// How the run spreads over processes; SingleProcess unless the Trainer (or a hand-written loop) sets another.
+  std::shared_ptr<dist::Strategy> strategy = std::make_shared<dist::SingleProcess>();
+  /// loss/train/<key> of the last batch (averaged over ranks).
   std::map<std::string, double> total_loss_dict;
   /// The batch (1-based, as timestamp.batch after it) whose training loss first was NaN or inf; unset while every
   /// loss was finite. Not checkpointed. The CLI reports it and exits with status 3.
@@ -95,13 +98,6 @@ struct State {
   void stop_training();
   /// Points the loops at `loader`; `len` = -1 uses loader->length(), larger values are clamped to it.
   void set_dataloader(DataLoader* loader, const std::string& label, int64_t len = -1);
-
-  /// The serialisable part as a string-keyed dict of tensors and primitives (Composer's state_dict keys:
-  /// model, optimizers, algorithms, callbacks, scaler, timestamp, rank_zero_seed, run_name).
-  c10::IValue state_dict() const;
-  /// Restores what state_dict() wrote. The model loads first; entries this State has no owner for (an algorithm or
-  /// callback the run lacks, Composer's extra keys) are skipped; a missing optimizer state is an error naming it.
-  void load_state_dict(const c10::IValue& state, bool strict_model = true);
 };
 
 }  // namespace composer

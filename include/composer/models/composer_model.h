@@ -6,7 +6,9 @@
 
 #include <torch/nn/module.h>
 
+#include <map>
 #include <optional>
+#include <string>
 
 namespace composer {
 
@@ -14,8 +16,11 @@ class ComposerModel : public torch::nn::Module {
  public:
   /// Model outputs for a (micro)batch.
   virtual at::Tensor forward(const Batch& batch) = 0;
-  /// The scalar loss to minimise.
-  virtual at::Tensor loss(const at::Tensor& outputs, const Batch& batch) = 0;
+  /// The scalar loss to minimise. Override this, or losses() for a model with several.
+  virtual at::Tensor loss(const at::Tensor& outputs, const Batch& batch);
+  /// Named losses, as Composer's loss() returning a dict: "total" (when present) is what backpropagates, else the
+  /// sum of the losses' means; each is logged as loss/train/<name>. Default: {"total": loss(outputs, batch)}.
+  virtual std::map<std::string, at::Tensor> losses(const at::Tensor& outputs, const Batch& batch);
   /// Outputs for evaluation; `outputs`, when defined, are reused (train metrics reuse the training forward).
   virtual at::Tensor eval_forward(const Batch& batch, const at::Tensor& outputs = {});
   /// Updates `metric` from a batch and its outputs. Default: metric.update(outputs, batch target).

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <torch/arg.h>
+#include "composer/optim/optimizer.h"
+
 #include <torch/optim/optimizer.h>
 
 #include <tuple>
@@ -30,16 +32,17 @@ struct DecoupledAdamWOptions : torch::optim::OptimizerCloneableOptions<Decoupled
 /// Step t: p *= 1 - (lr/initial_lr)*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
 /// p -= (lr / (1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps) (max of v with amsgrad).
 /// CUDA with LibTorch >= 2.4: one `_fused_adamw_` kernel per device/dtype group; elsewhere `_foreach_` kernels.
-class DecoupledAdamW : public torch::optim::Optimizer {
+class DecoupledAdamW : public Optimizer {
  public:
   explicit DecoupledAdamW(std::vector<at::Tensor> params, DecoupledAdamWOptions options = DecoupledAdamWOptions());
   DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledAdamWOptions options);
 
   at::Tensor step(LossClosure closure = nullptr) override;
-  c10::IValue state_dict() const;
-  void load_state_dict(const c10::IValue& state);
+  c10::IValue state_dict() const override;
+  void load_state_dict(const c10::IValue& state) override;
   /// Forgets the moments of `param` (module surgery removed it).
-  void erase_state(const at::Tensor& param) { state_by_param_.erase(param.unsafeGetTensorImpl()); }
+  void erase_state(const at::Tensor& param) override { state_by_param_.erase(param.unsafeGetTensorImpl()); }
+  std::vector<double> initial_lrs() const override;
 
  private:
   struct ParamState {

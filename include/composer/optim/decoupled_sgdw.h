@@ -2,6 +2,8 @@
 #pragma once
 
 #include <torch/arg.h>
+#include "composer/optim/optimizer.h"
+
 #include <torch/optim/optimizer.h>
 
 #include <unordered_map>
@@ -30,17 +32,18 @@ struct DecoupledSGDWOptions : torch::optim::OptimizerCloneableOptions<DecoupledS
 /// Step (per parameter with a gradient g): buf = g on the first step, then momentum*buf + (1-dampening)*g;
 /// d = g + momentum*buf (nesterov) or buf (or g without momentum); p *= 1 - (lr/initial_lr)*wd; p -= lr*d.
 /// Uses the multi-tensor `_foreach_` kernels (one launch per op on CUDA).
-class DecoupledSGDW : public torch::optim::Optimizer {
+class DecoupledSGDW : public Optimizer {
  public:
   explicit DecoupledSGDW(std::vector<at::Tensor> params, DecoupledSGDWOptions options = DecoupledSGDWOptions());
   DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledSGDWOptions options);
 
   at::Tensor step(LossClosure closure = nullptr) override;
   /// Python-style {"state": {index: {"momentum_buffer": t}}, "param_groups": [...]}.
-  c10::IValue state_dict() const;
-  void load_state_dict(const c10::IValue& state);
+  c10::IValue state_dict() const override;
+  void load_state_dict(const c10::IValue& state) override;
   /// Forgets the momentum buffer of `param` (module surgery removed it).
-  void erase_state(const at::Tensor& param) { momentum_buffers_.erase(param.unsafeGetTensorImpl()); }
+  void erase_state(const at::Tensor& param) override { momentum_buffers_.erase(param.unsafeGetTensorImpl()); }
+  std::vector<double> initial_lrs() const override;
 
  private:
   void init_groups();

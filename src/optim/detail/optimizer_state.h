@@ -34,6 +34,14 @@ double decay_factor(const Options& o) {
   return o.initial_lr() != 0 ? o.lr() / o.initial_lr() : 1.0;
 }
 
+/// Each group's initial_lr (the lr the group was created with).
+template <class Options>
+std::vector<double> initial_lrs_of(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  std::vector<double> lrs;
+  for (const auto& g : groups) lrs.push_back(static_cast<const Options&>(g.options()).initial_lr());
+  return lrs;
+}
+
 /// Visits every parameter with its global index (Python's state_dict numbering across groups).
 void for_each_param(const std::vector<torch::optim::OptimizerParamGroup>& groups,
                     const std::function<void(size_t index, const at::Tensor& param)>& fn);

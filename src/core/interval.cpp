@@ -1,4 +1,4 @@
-#include "composer/utils/interval.h"
+#include "composer/core/interval.h"
 
 #include "composer/core/state.h"
 
@@ -8,9 +8,10 @@
 
 namespace composer {
 
-IntervalScheduler create_interval_scheduler(const Time& interval, bool include_end_of_training, bool checkpoint_events,
-                                            std::optional<std::set<Event>> final_events) {
-  const std::set<Event> finals = final_events.value_or(std::set<Event>{Event::BATCH_CHECKPOINT, Event::EPOCH_CHECKPOINT});
+IntervalScheduler create_interval_scheduler(const Time& interval, const IntervalSchedulerOptions& options) {
+  const std::set<Event> finals = options.final_events();
+  const bool include_end_of_training = options.include_end_of_training();
+  const bool checkpoint_events = options.checkpoint_events();
   Event trigger;
   switch (interval.unit()) {
     case TimeUnit::EPOCH: trigger = checkpoint_events ? Event::EPOCH_CHECKPOINT : Event::EPOCH_END; break;

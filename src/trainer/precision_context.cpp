@@ -1,8 +1,8 @@
-#include "trainer/detail/precision_context.h"
+#include "composer/trainer/precision_context.h"
 
 #include <stdexcept>
 
-namespace composer::detail {
+namespace composer {
 
 PrecisionContext::PrecisionContext(Precision precision, c10::Device device) : precision_(precision), device_(device) {
   if (precision == Precision::AMP_FP16 && !device.is_cuda()) {
@@ -20,4 +20,4 @@ std::unique_ptr<compat::AutocastGuard> PrecisionContext::enter() const {
   return nullptr;
 }
 
-}  // namespace composer::detail
+}  // namespace composer

@@ -1,4 +1,4 @@
-#include "composer/utils/format_name.h"
+#include "composer/core/format_name.h"
 
 #include "composer/core/state.h"
 #include "composer/dist/env.h"

@@ -1,9 +1,11 @@
-#include "trainer/detail/checkpoint_loading.h"
+#include "composer/checkpoint/resume.h"
 
 #include "composer/algorithms/registry.h"
-#include "composer/checkpoint/checkpoint.h"
-#include "composer/core/algorithm.h"
 #include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/core/algorithm.h"
+#include "composer/core/format_name.h"
+#include "composer/core/logger.h"
+#include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 
@@ -12,17 +14,9 @@
 #include <filesystem>
 #include <iostream>
 
-namespace composer::detail {
+namespace composer {
 namespace fs = std::filesystem;
 namespace {
-
-CheckpointLoadOptions load_options(const TrainerOptions& o) {
-  CheckpointLoadOptions lo;
-  lo.weights_only = o.load_weights_only();
-  lo.strict_model = o.load_strict_model_weights();
-  lo.ignore_keys = o.load_ignore_keys();
-  return lo;
-}
 
 void report(const std::string& what) {
   if (dist::get_global_rank() == 0) std::cerr << "composer: " << what << "\n";
@@ -31,14 +25,14 @@ void report(const std::string& what) {
 // Composer's required_on_load: a checkpoint made after model surgery fits only a model with the same surgery.
 // Algorithms the checkpoint lists that this run lacks are re-created from their repr through the registry and
 // applied at INIT; names the registry does not know (user algorithms) are left to the model-key check.
-void restore_required_algorithms(TrainerImpl& t, const c10::IValue& payload, const std::string& path) {
+void restore_required_algorithms(State& s, Logger& logger, const c10::IValue& payload, const std::string& path) {
   const auto state = payload.toGenericDict().at("state").toGenericDict();
   if (!state.contains("algorithms")) return;
   for (const auto& entry : state.at("algorithms").toList()) {
     const auto tuple = entry.get().toTuple();
     const std::string name = tuple->elements().at(0).toStringRef();
     const c10::IValue& saved = tuple->elements().at(1);
-    const auto& present = t.state.algorithms;
+    const auto& present = s.algorithms;
     if (std::any_of(present.begin(), present.end(), [&](const auto& a) { return a->name() == name; })) continue;
     if (!algorithms::find_algorithm(name) || !saved.isGenericDict() || !saved.toGenericDict().contains("repr")) continue;
     const std::string repr = saved.toGenericDict().at("repr").toStringRef();
@@ -49,17 +43,15 @@ void restore_required_algorithms(TrainerImpl& t, const c10::IValue& payload, con
       throw CheckpointError("checkpoint '" + path + "' was trained with " + repr + ", which cannot be re-created: " + e.what());
     }
     if (!algorithm->required_on_load()) continue;
-    algorithm->apply(Event::INIT, t.state, t.logger);
-    t.state.algorithms.push_back(algorithm);
+    algorithm->apply(Event::INIT, s, logger);  // INIT has passed: this algorithm joins late, so it is applied here
+    s.algorithms.push_back(algorithm);
     report("re-created " + repr + " from '" + path + "' (required on load: it changes the model)");
   }
 }
 
 // Rank 0's newest readable checkpoint of this run in save_folder and its payload, or "" when there is none.
 // Unreadable candidates are set aside as <name>.corrupt.
-std::pair<std::string, c10::IValue> newest_readable_checkpoint(TrainerImpl& t) {
-  State& s = t.state;
-  const TrainerOptions& o = t.options;
+std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, const ResumeOptions& o) {
   const std::string folder = format_name(o.save_folder(), s);
   // Newest first by batch (find_checkpoints' order): a kill between a checkpoint's rename and the link update leaves
   // the link one behind. A link target outside the naming pattern is tried last.
@@ -85,18 +77,17 @@ std::pair<std::string, c10::IValue> newest_readable_checkpoint(TrainerImpl& t) {
 
 // Autoresume. Only rank 0 writes checkpoints, so rank 0 picks one (its names carry rank 0) and every rank loads
 // that file; the ranks then check that they resumed at the same batch.
-bool try_autoresume(TrainerImpl& t) {
-  State& s = t.state;
+ResumePoint try_autoresume(State& s, Logger& logger, const ResumeOptions& o) {
   const int64_t rank = dist::get_global_rank();
-  auto [path, payload] = rank == 0 ? newest_readable_checkpoint(t) : std::pair<std::string, c10::IValue>{};
+  auto [path, payload] = rank == 0 ? newest_readable_checkpoint(s, o) : std::pair<std::string, c10::IValue>{};
   if (dist::get_world_size() > 1) {
     path = dist::all_gather_object(path).at(0);
     if (rank != 0 && !path.empty()) payload = read_checkpoint(path);
   }
-  if (path.empty()) return false;
+  if (path.empty()) return {};
   CheckpointLoadOptions lo;  // Composer: autoresume ignores load_weights_only / load_ignore_keys
-  restore_required_algorithms(t, payload, path);
-  t.pending_rng = apply_checkpoint(s, payload, lo, path);
+  restore_required_algorithms(s, logger, payload, path);
+  ResumePoint point{path, apply_checkpoint(s, payload, lo, path)};
   if (dist::get_world_size() > 1) {
     at::Tensor lo_batch = at::full({1}, s.timestamp.batch, at::kLong), hi_batch = lo_batch.clone();
     dist::all_reduce(lo_batch, dist::ReduceOp::MIN);
@@ -107,25 +98,30 @@ bool try_autoresume(TrainerImpl& t) {
     }
   }
   report("autoresume: resumed run '" + s.run_name + "' from '" + path + "' at batch " + std::to_string(s.timestamp.batch));
-  return true;
+  return point;
 }
 
 }  // namespace
 
-void load_checkpoints(TrainerImpl& t) {
-  const TrainerOptions& o = t.options;
-  if (o.autoresume()) {
-    if (o.run_name().empty() && !std::getenv("COMPOSER_RUN_NAME") && !std::getenv("RUN_NAME")) {
-      throw std::invalid_argument("autoresume needs an explicit run_name (or $COMPOSER_RUN_NAME) to find its checkpoints");
-    }
-    if (try_autoresume(t)) return;
-  }
-  if (o.load_path().empty()) return;
-  const std::string path = format_name(o.load_path(), t.state);
-  const c10::IValue payload = read_checkpoint(path);
-  restore_required_algorithms(t, payload, path);
-  t.pending_rng = apply_checkpoint(t.state, payload, load_options(o), path);
-  report("loaded '" + path + "' (batch " + std::to_string(t.state.timestamp.batch) + ")");
+void ResumePoint::restore(int64_t rank) const {
+  if (rng) restore_rng(*rng, rank);
 }
 
-}  // namespace composer::detail
+ResumePoint load_for_run(State& state, Logger& logger, const ResumeOptions& o) {
+  if (o.autoresume()) {
+    if (o.requested_run_name().empty() && !std::getenv("COMPOSER_RUN_NAME") && !std::getenv("RUN_NAME")) {
+      throw std::invalid_argument("autoresume needs an explicit run_name (or $COMPOSER_RUN_NAME) to find its checkpoints");
+    }
+    ResumePoint point = try_autoresume(state, logger, o);
+    if (!point.path.empty()) return point;
+  }
+  if (o.load_path().empty()) return {};
+  const std::string path = format_name(o.load_path(), state);
+  const c10::IValue payload = read_checkpoint(path);
+  restore_required_algorithms(state, logger, payload, path);
+  ResumePoint point{path, apply_checkpoint(state, payload, o.load(), path)};
+  report("loaded '" + path + "' (batch " + std::to_string(state.timestamp.batch) + ")");
+  return point;
+}
+
+}  // namespace composer

@@ -1,0 +1,35 @@
+// Interval schedulers: when an evaluator (or a checkpoint saver) is due, as Composer's create_interval_scheduler.
+#pragma once
+
+#include "composer/core/event.h"
+#include "composer/core/time.h"
+
+#include <torch/arg.h>
+
+#include <functional>
+#include <optional>
+#include <set>
+
+namespace composer {
+
+struct State;
+
+using IntervalScheduler = std::function<bool(const State& state, Event event)>;
+
+struct IntervalSchedulerOptions {
+  /// Also fire at a final event once training is complete (unless it already fired at that batch).
+  TORCH_ARG(bool, include_end_of_training) = true;
+  /// Fire at the *_CHECKPOINT events (the checkpoint saver); false: at BATCH_END / EPOCH_END / ITERATION_END
+  /// (evaluators).
+  TORCH_ARG(bool, checkpoint_events) = true;
+  /// The events include_end_of_training fires at.
+  TORCH_ARG(std::set<Event>, final_events) = std::set<Event>{Event::BATCH_CHECKPOINT, Event::EPOCH_CHECKPOINT};
+};
+
+/// `interval` in ep fires at EPOCH_CHECKPOINT (EPOCH_END without checkpoint_events); iter at ITERATION_*;
+/// ba/sp/tok/dur/sec at BATCH_*. Fires when the count crosses a multiple of the interval, and per the options at
+/// the end of training. Throws std::invalid_argument for a bad unit.
+IntervalScheduler create_interval_scheduler(const Time& interval,
+                                            const IntervalSchedulerOptions& options = IntervalSchedulerOptions());
+
+}  // namespace composer

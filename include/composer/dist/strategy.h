@@ -1,0 +1,105 @@
+// Strategy: how a run spreads over processes, behind one interface, so the loop units never branch on world size.
+// SingleProcess does nothing; DataParallel (DDP) broadcasts rank 0's weights, keeps BatchNorm buffers in step, and
+// averages gradients with the bucketed GradientReducer. The hooks around forward and backward (enter) and the
+// state-dict questions are where a sharded strategy gathers and releases parameters.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace composer::dist {
+
+class GradientReducer;
+
+/// The per-batch values every rank reports: named losses (averaged over ranks), samples and tokens (summed).
+struct BatchTotals {
+  std::map<std::string, double> losses;
+  int64_t samples = 0;
+  int64_t tokens = 0;
+};
+
+/// Where a loop unit is about to compute, for enter().
+enum class Phase { TRAIN_FORWARD, TRAIN_BACKWARD, EVAL_FORWARD, PREDICT_FORWARD };
+
+/// Held for the duration of a phase; its destructor ends it (a sharded strategy frees gathered parameters there).
+class PhaseScope {
+ public:
+  virtual ~PhaseScope() = default;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  /// "single_process", "ddp", ...
+  virtual std::string name() const = 0;
+  /// Processes taking part (the world size).
+  virtual int64_t num_replicas() const = 0;
+  /// Once, after the model is on its device and loaded, before the first step (DDP: rank 0's weights everywhere,
+  /// the gradient reducer). Requires: the same model on every rank.
+  virtual void setup(torch::nn::Module& model) = 0;
+  /// At the start of every optimisation step (DDP: broadcast buffers, as torch DDP's broadcast_buffers).
+  virtual void begin_step() {}
+  /// The batch size a microbatch's loss weight divides by: the mean over ranks of the local batch sizes, so that
+  /// the gradients averaged across ranks are the sample-weighted mean over the global batch. A collective.
+  virtual double mean_batch_samples(double local_samples) = 0;
+  /// Around the backward pass of one microbatch; `sync` is true for the step's last microbatch (gradients are
+  /// averaged across ranks after it; earlier microbatches only accumulate locally).
+  virtual void before_backward(bool /*sync*/) {}
+  virtual void after_backward(bool /*sync*/) {}
+  /// One collective for the batch's losses, samples and tokens.
+  virtual BatchTotals reduce_batch(BatchTotals local) = 0;
+  /// Sums a metric's state tensor over ranks in place (metrics computed over every rank's data).
+  virtual void sum_metric_state(at::Tensor& /*state*/) {}
+  /// A scope for `phase` (nullptr when there is nothing to do, as for single-process and DDP).
+  virtual std::unique_ptr<PhaseScope> enter(Phase /*phase*/) { return nullptr; }
+  /// Whether each rank holds a different part of the model and optimizer state (then each rank writes its own
+  /// shard of a checkpoint). False for replicated strategies.
+  virtual bool shards_state() const { return false; }
+  /// Whether the training data must be split across ranks (DataLoader::is_distributed()).
+  virtual bool needs_sharded_data() const { return num_replicas() > 1; }
+};
+
+/// The null strategy of a one-process run.
+class SingleProcess final : public Strategy {
+ public:
+  std::string name() const override { return "single_process"; }
+  int64_t num_replicas() const override { return 1; }
+  void setup(torch::nn::Module&) override {}
+  double mean_batch_samples(double local_samples) override { return local_samples; }
+  BatchTotals reduce_batch(BatchTotals local) override { return local; }
+};
+
+/// Distributed data parallel over the initialised process group (dist::initialize_dist first).
+class DataParallel final : public Strategy {
+ public:
+  /// `bucket_bytes`: the gradient reducer's bucket size (torch DDP's bucket_cap_mb, 25 MB).
+  explicit DataParallel(int64_t bucket_bytes = 25 * 1024 * 1024);
+  ~DataParallel() override;
+  std::string name() const override { return "ddp"; }
+  int64_t num_replicas() const override;
+  void setup(torch::nn::Module& model) override;
+  void begin_step() override;
+  double mean_batch_samples(double local_samples) override;
+  void before_backward(bool sync) override;
+  void after_backward(bool sync) override;
+  BatchTotals reduce_batch(BatchTotals local) override;
+  void sum_metric_state(at::Tensor& state) override;
+
+ private:
+  int64_t bucket_bytes_;
+  std::vector<at::Tensor> buffers_;
+  std::unique_ptr<GradientReducer> reducer_;
+};
+
+/// SingleProcess for a world size of 1, else DataParallel.
+std::unique_ptr<Strategy> default_strategy();
+
+}  // namespace composer::dist

@@ -1,0 +1,44 @@
+// Optimizer: the base of this library's optimizers. Its state is virtual, so the checkpoint code, module surgery and
+// the schedulers work through it instead of knowing each concrete optimizer.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/optim/optimizer.h>
+
+#include <vector>
+
+namespace composer::optim {
+
+class Optimizer : public torch::optim::Optimizer {
+ public:
+  using torch::optim::Optimizer::Optimizer;
+
+  /// Python's layout: {"state": {index: {name: tensor}}, "param_groups": [{fields..., "params": [indices]}]},
+  /// parameters numbered across groups as torch.optim numbers them.
+  virtual c10::IValue state_dict() const = 0;
+  /// Restores what state_dict() wrote. Throws std::invalid_argument naming the optimizer and what differs (group
+  /// count, group sizes, a missing field).
+  virtual void load_state_dict(const c10::IValue& state) = 0;
+  /// Forgets the state held for `param` (module surgery removed it from the model).
+  virtual void erase_state(const at::Tensor& param) = 0;
+  /// Each group's learning rate when it was created: what schedulers multiply.
+  virtual std::vector<double> initial_lrs() const = 0;
+
+  /// torch::save / torch::load: the state_dict() travels in the archive, so a saved optimizer keeps its moments.
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+};
+
+// The same operations on any torch::optim::Optimizer: ours through the virtuals above, LibTorch's through its own
+// archive and state map. State keeps a torch::optim::Optimizer so that torch::optim::SGD and friends work too.
+
+/// Ours: state_dict(). LibTorch's: {"torch_archive": uint8 tensor of its torch::save archive}.
+c10::IValue optimizer_state_dict(const torch::optim::Optimizer& optimizer);
+/// The inverse of optimizer_state_dict. Throws std::invalid_argument when the state does not fit the optimizer.
+void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::IValue& state);
+/// Ours: initial_lrs(). LibTorch's: each group's current lr.
+std::vector<double> initial_lrs(const torch::optim::Optimizer& optimizer);
+/// Drops the state `optimizer` holds for `param`.
+void erase_param_state(torch::optim::Optimizer& optimizer, const at::Tensor& param);
+
+}  // namespace composer::optim

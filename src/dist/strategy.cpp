@@ -1,0 +1,71 @@
+#include "composer/dist/strategy.h"
+
+#include "composer/dist/dist.h"
+#include "composer/dist/env.h"
+#include "composer/dist/gradient_reducer.h"
+
+#include <torch/nn/module.h>
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+namespace composer::dist {
+
+DataParallel::DataParallel(int64_t bucket_bytes) : bucket_bytes_(bucket_bytes) {}
+DataParallel::~DataParallel() = default;
+
+int64_t DataParallel::num_replicas() const { return get_world_size(); }
+
+void DataParallel::setup(torch::nn::Module& model) {
+  std::vector<at::Tensor> tensors = model.parameters();
+  buffers_ = model.buffers();
+  tensors.insert(tensors.end(), buffers_.begin(), buffers_.end());
+  broadcast_module(tensors);
+  reducer_ = std::make_unique<GradientReducer>(model.parameters(), bucket_bytes_);
+}
+
+void DataParallel::begin_step() {
+  at::NoGradGuard no_grad;
+  for (auto& b : buffers_) broadcast(b);
+}
+
+double DataParallel::mean_batch_samples(double local_samples) {
+  at::Tensor samples = at::full({1}, local_samples, at::kDouble);
+  all_reduce(samples);
+  return samples.item<double>() / static_cast<double>(get_world_size());
+}
+
+void DataParallel::before_backward(bool sync) {
+  if (!reducer_) throw std::logic_error("DataParallel: setup() was not called before training");
+  reducer_->prepare(sync);
+}
+
+void DataParallel::after_backward(bool sync) {
+  if (sync) reducer_->finalize();
+}
+
+BatchTotals DataParallel::reduce_batch(BatchTotals local) {
+  std::vector<double> values;
+  for (const auto& [name, v] : local.losses) values.push_back(v);
+  values.push_back(static_cast<double>(local.samples));
+  values.push_back(static_cast<double>(local.tokens));
+  at::Tensor reduced = at::tensor(values, at::kDouble);
+  all_reduce(reduced);
+  const auto r = reduced.accessor<double, 1>();
+  const double world = static_cast<double>(get_world_size());
+  BatchTotals out;
+  size_t i = 0;
+  for (const auto& [name, v] : local.losses) out.losses[name] = r[static_cast<int64_t>(i++)] / world;
+  out.samples = static_cast<int64_t>(r[static_cast<int64_t>(i++)]);
+  out.tokens = static_cast<int64_t>(r[static_cast<int64_t>(i)]);
+  return out;
+}
+
+void DataParallel::sum_metric_state(at::Tensor& state) { all_reduce(state); }
+
+std::unique_ptr<Strategy> default_strategy() {
+  if (get_world_size() == 1) return std::make_unique<SingleProcess>();
+  return std::make_unique<DataParallel>();
+}
+
+}  // namespace composer::dist

@@ -1,0 +1,80 @@
+#include "composer/optim/optimizer.h"
+
+#include "composer/core/serialization.h"
+#include "composer/utils/compat.h"
+
+#include <torch/serialize.h>
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace composer::optim {
+namespace {
+
+constexpr const char* kArchiveKey = "composer_state_dict";
+
+at::Tensor bytes_tensor(const std::string& bytes) {
+  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return t;
+}
+
+std::string tensor_bytes(const at::Tensor& tensor) {
+  const at::Tensor t = tensor.contiguous();
+  return std::string(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()));
+}
+
+const Optimizer* ours(const torch::optim::Optimizer& o) { return dynamic_cast<const Optimizer*>(&o); }
+Optimizer* ours(torch::optim::Optimizer& o) { return dynamic_cast<Optimizer*>(&o); }
+
+}  // namespace
+
+void Optimizer::save(torch::serialize::OutputArchive& archive) const {
+  const std::vector<char> bytes = torch::pickle_save(state_dict());
+  archive.write(kArchiveKey, bytes_tensor(std::string(bytes.begin(), bytes.end())));
+}
+
+void Optimizer::load(torch::serialize::InputArchive& archive) {
+  at::Tensor bytes;
+  if (!archive.try_read(kArchiveKey, bytes)) {
+    throw std::invalid_argument("optimizer archive has no '" + std::string(kArchiveKey) +
+                                "': it was not saved from a composer::optim optimizer");
+  }
+  const std::string text = tensor_bytes(bytes);
+  load_state_dict(torch::pickle_load(std::vector<char>(text.begin(), text.end())));
+}
+
+c10::IValue optimizer_state_dict(const torch::optim::Optimizer& optimizer) {
+  if (const Optimizer* o = ours(optimizer)) return o->state_dict();
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream os;
+  archive.save_to(os);
+  Dict d = new_dict();
+  d.insert("torch_archive", bytes_tensor(os.str()));
+  return d;
+}
+
+void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::IValue& state) {
+  if (Optimizer* o = ours(optimizer)) return o->load_state_dict(state);
+  if (!state.isGenericDict()) throw std::invalid_argument("optimizer state must be a dict");
+  std::istringstream is(tensor_bytes(dict_get(state.toGenericDict(), "torch_archive", "optimizer state").toTensor()));
+  torch::serialize::InputArchive archive;
+  archive.load_from(is);
+  optimizer.load(archive);
+}
+
+std::vector<double> initial_lrs(const torch::optim::Optimizer& optimizer) {
+  if (const Optimizer* o = ours(optimizer)) return o->initial_lrs();
+  std::vector<double> lrs;
+  for (const auto& g : optimizer.param_groups()) lrs.push_back(g.options().get_lr());
+  return lrs;
+}
+
+void erase_param_state(torch::optim::Optimizer& optimizer, const at::Tensor& param) {
+  if (Optimizer* o = ours(optimizer)) return o->erase_state(param);
+  compat::erase_optimizer_state(optimizer, param);
+}
+
+}  // namespace composer::optim

@@ -1,0 +1,90 @@
+#include "composer/trainer/eval_loop.h"
+
+#include "composer/core/engine.h"
+#include "composer/core/evaluator.h"
+#include "composer/core/logger.h"
+#include "composer/core/state.h"
+#include "composer/metrics/metric.h"
+#include "composer/models/composer_model.h"
+#include "trainer/detail/global_metric.h"
+#include "trainer/detail/loader_swap.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+
+namespace composer {
+
+EvalLoop::EvalLoop(State& state, Engine& engine, Logger& logger, EvalLoopOptions options)
+    : state_(state), engine_(engine), logger_(logger), options_(options), precision_(state.precision, state.device) {
+  for (const auto& e : state.evaluators) {
+    due_.push_back(create_interval_scheduler(
+        e.eval_interval.value_or(options_.eval_interval()),
+        IntervalSchedulerOptions().checkpoint_events(false).final_events({Event::FIT_END})));
+  }
+}
+
+void EvalLoop::run(Evaluator& evaluator) {
+  State& s = state_;
+  detail::LoaderSwap swap(s);
+  const int64_t subset = evaluator.subset_num_batches >= 0 ? evaluator.subset_num_batches : options_.subset_num_batches();
+  s.set_dataloader(evaluator.dataloader.get(), evaluator.label, subset);
+  s.eval_timestamp = Timestamp();
+  at::NoGradGuard no_grad;
+  s.model->eval();
+  engine_.run_event(Event::EVAL_START);
+  MetricMap& metrics = s.eval_metrics[evaluator.label];
+  for (auto& [name, m] : metrics) m->reset();
+  DataLoader& loader = *evaluator.dataloader;
+  loader.set_epoch(s.timestamp.batch);
+  loader.reset();
+  const int64_t mb_size = evaluator.device_eval_microbatch_size.value_or(0);
+  auto batch_start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; !s.dataloader_len || i < *s.dataloader_len; ++i) {
+    auto batch = loader.next();
+    if (!batch) break;
+    s.batch = batch->to(s.device);
+    engine_.run_event(Event::EVAL_BATCH_START);
+    const Batch full = s.batch;
+    for (const Batch& mb : mb_size > 0 ? full.split(mb_size) : std::vector<Batch>{full}) {
+      s.batch = mb;
+      engine_.run_event(Event::EVAL_BEFORE_FORWARD);
+      {
+        auto scope = s.strategy->enter(dist::Phase::EVAL_FORWARD);
+        auto autocast = precision_.enter();
+        s.outputs = s.model->eval_forward(s.batch);
+      }
+      engine_.run_event(Event::EVAL_AFTER_FORWARD);
+      for (auto& [name, m] : metrics) s.model->update_metric(s.batch, s.outputs, *m);
+    }
+    s.batch = full;
+    const auto now = std::chrono::steady_clock::now();
+    s.eval_timestamp = s.eval_timestamp.to_next_batch(full.num_samples(), full.num_tokens(),
+                                                      std::chrono::duration_cast<Seconds>(now - batch_start));
+    batch_start = now;
+    engine_.run_event(Event::EVAL_BATCH_END);
+  }
+  std::map<std::string, double> values;
+  for (auto& [name, m] : metrics) {
+    const double v = detail::compute_global(*m, *s.strategy);
+    values["metrics/" + evaluator.label + "/" + name] = v;
+    s.eval_metric_values[name] = v;
+  }
+  logger_.log_metrics(values);
+  engine_.run_event(Event::EVAL_END);
+}
+
+void EvalLoop::run_due(Event event) {
+  if (due_.size() != state_.evaluators.size()) {
+    throw std::logic_error("EvalLoop: state.evaluators changed after the loop was built");
+  }
+  std::vector<size_t> due;
+  for (size_t i = 0; i < state_.evaluators.size(); ++i)
+    if (due_[i](state_, event)) due.push_back(i);
+  if (due.empty()) return;
+  engine_.run_event(Event::EVAL_BEFORE_ALL);
+  for (size_t i : due) run(state_.evaluators[i]);
+  engine_.run_event(Event::EVAL_AFTER_ALL);
+}
+
+}  // namespace composer

@@ -1,0 +1,46 @@
+#include "composer/trainer/predict_loop.h"
+
+#include "composer/core/engine.h"
+#include "composer/core/state.h"
+#include "composer/models/composer_model.h"
+#include "trainer/detail/loader_swap.h"
+
+#include <torch/torch.h>
+
+namespace composer {
+
+PredictLoop::PredictLoop(State& state, Engine& engine, Logger& logger)
+    : state_(state), engine_(engine), logger_(logger), precision_(state.precision, state.device) {}
+
+std::vector<at::Tensor> PredictLoop::run(DataLoader& loader, PredictLoopOptions options) {
+  State& s = state_;
+  detail::LoaderSwap swap(s);
+  s.set_dataloader(&loader, "predict", options.subset_num_batches());
+  s.predict_timestamp = Timestamp();
+  at::NoGradGuard no_grad;
+  s.model->eval();
+  engine_.run_event(Event::PREDICT_START);
+  loader.set_epoch(0);
+  loader.reset();
+  std::vector<at::Tensor> outputs;
+  for (int64_t i = 0; !s.dataloader_len || i < *s.dataloader_len; ++i) {
+    auto batch = loader.next();
+    if (!batch) break;
+    s.batch = batch->to(s.device);
+    engine_.run_event(Event::PREDICT_BATCH_START);
+    engine_.run_event(Event::PREDICT_BEFORE_FORWARD);
+    {
+      auto scope = s.strategy->enter(dist::Phase::PREDICT_FORWARD);
+      auto autocast = precision_.enter();
+      s.outputs = s.model->forward(s.batch);
+    }
+    engine_.run_event(Event::PREDICT_AFTER_FORWARD);
+    outputs.push_back(s.outputs.to(at::kCPU));
+    s.predict_timestamp = s.predict_timestamp.to_next_batch(s.batch.num_samples(), s.batch.num_tokens());
+    engine_.run_event(Event::PREDICT_BATCH_END);
+  }
+  engine_.run_event(Event::PREDICT_END);
+  return outputs;
+}
+
+}  // namespace composer

@@ -1,0 +1,133 @@
+#include "composer/trainer/train_step.h"
+
+#include "composer/core/algorithm.h"
+#include "composer/core/engine.h"
+#include "composer/core/state.h"
+#include "composer/metrics/metric.h"
+#include "composer/models/composer_model.h"
+#include "composer/optim/grad_scaler.h"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+namespace composer {
+namespace {
+
+void zero_grad_set_to_none(torch::optim::Optimizer& optimizer) {
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params())
+      if (p.grad().defined()) p.mutable_grad().reset();
+}
+
+bool backwards_create_graph(const State& s) {
+  for (const auto& a : s.algorithms)
+    if (a->backwards_create_graph()) return true;
+  return false;
+}
+
+// Composer: "total" when the model names one, else the sum of the losses' means.
+at::Tensor total_of(const std::map<std::string, at::Tensor>& losses, const std::string& model) {
+  if (losses.empty()) throw std::invalid_argument(model + ".losses() returned no loss");
+  if (auto it = losses.find("total"); it != losses.end()) return it->second;
+  at::Tensor sum;
+  for (const auto& [name, l] : losses) sum = sum.defined() ? sum + l.mean() : l.mean();
+  return sum;
+}
+
+// Train metrics from the microbatch as it was before BEFORE_FORWARD, reusing the training outputs.
+void update_train_metrics(State& s, const Batch& original_microbatch) {
+  if (s.train_metrics.empty()) return;
+  at::NoGradGuard no_grad;
+  ComposerModel& model = *s.model;
+  const at::Tensor outputs = model.eval_forward(original_microbatch, s.outputs.detach());
+  for (auto& [name, metric] : s.train_metrics) model.update_metric(original_microbatch, outputs, *metric);
+}
+
+void add_weighted(std::map<std::string, at::Tensor>& totals, const std::string& name, const at::Tensor& loss, double weight) {
+  const at::Tensor weighted = loss.detach().to(at::kFloat).mean() * weight;
+  auto [it, fresh] = totals.try_emplace(name, weighted);
+  if (!fresh) it->second = it->second + weighted;
+}
+
+}  // namespace
+
+TrainStep::TrainStep(State& state, Engine& engine, Logger& logger)
+    : state_(state), engine_(engine), logger_(logger), precision_(state.precision, state.device) {}
+
+// Forward, loss and backward of one microbatch; adds its weighted losses to `totals`.
+void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor>& totals, bool sync_gradients) {
+  State& s = state_;
+  const Batch original = s.batch;
+  engine_.run_event(Event::BEFORE_FORWARD);
+  {
+    auto autocast = precision_.enter();
+    s.outputs = s.model->forward(s.batch);
+  }
+  engine_.run_event(Event::AFTER_FORWARD);
+  engine_.run_event(Event::BEFORE_LOSS);
+  {
+    auto autocast = precision_.enter();
+    s.losses = s.model->losses(s.outputs, s.batch);
+    s.loss = total_of(s.losses, s.model->name());
+  }
+  engine_.run_event(Event::AFTER_LOSS);
+  engine_.run_event(Event::BEFORE_BACKWARD);
+  add_weighted(totals, "total", s.loss, weight);
+  for (const auto& [name, l] : s.losses)
+    if (name != "total") add_weighted(totals, name, l, weight);
+  at::Tensor to_backprop = s.loss.mean();
+  if (precision_.uses_grad_scaling()) to_backprop = s.scaler->scale(to_backprop);
+  s.strategy->before_backward(sync_gradients);  // no gradient sync on all but the last microbatch
+  {
+    auto scope = s.strategy->enter(dist::Phase::TRAIN_BACKWARD);
+    (to_backprop * weight).backward({}, /*retain_graph=*/c10::nullopt, /*create_graph=*/backwards_create_graph(s));
+  }
+  s.strategy->after_backward(sync_gradients);
+  engine_.run_event(Event::AFTER_BACKWARD);
+  update_train_metrics(s, original);
+}
+
+// BEFORE_TRAIN_BATCH .. AFTER_TRAIN_BATCH: the block an optimizer closure re-runs (SAM runs it twice).
+std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
+  State& s = state_;
+  engine_.run_event(Event::BEFORE_TRAIN_BATCH);
+  zero_grad_set_to_none(*s.optimizer);
+  const Batch batch = s.batch;  // algorithms at BEFORE_TRAIN_BATCH may have changed it
+  const int64_t size = s.device_train_microbatch_size;
+  const std::vector<Batch> microbatches = size > 0 ? batch.split(size) : std::vector<Batch>{batch};
+  const double mean_samples = s.strategy->mean_batch_samples(static_cast<double>(batch.num_samples()));
+  std::map<std::string, at::Tensor> totals;
+  for (size_t i = 0; i < microbatches.size(); ++i) {
+    s.batch = microbatches[i];
+    auto scope = s.strategy->enter(dist::Phase::TRAIN_FORWARD);
+    train_microbatch(static_cast<double>(microbatches[i].num_samples()) / mean_samples, totals, i + 1 == microbatches.size());
+  }
+  s.batch = batch;
+  if (precision_.uses_grad_scaling()) s.scaler->unscale_(*s.optimizer);
+  engine_.run_event(Event::AFTER_TRAIN_BATCH);
+  return totals;
+}
+
+std::map<std::string, at::Tensor> TrainStep::run() {
+  State& s = state_;
+  if (!s.model || !s.optimizer) throw std::invalid_argument("TrainStep.run: state.model and state.optimizer must be set");
+  if (precision_.uses_grad_scaling() && !s.scaler) throw std::invalid_argument("TrainStep.run: amp_fp16 needs state.scaler");
+  s.strategy->begin_step();
+  const Batch full_batch = s.batch;
+  std::map<std::string, at::Tensor> totals;
+  if (precision_.uses_grad_scaling()) {
+    totals = train_microbatches();
+    s.scaler->step(*s.optimizer);
+    s.scaler->update();
+  } else {
+    s.optimizer->step([&]() -> at::Tensor {
+      s.batch = full_batch;  // a closure re-run (SAM) starts from the batch as it came
+      totals = train_microbatches();
+      return totals.at("total");
+    });
+  }
+  return totals;
+}
+
+}  // namespace composer

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Checks that the component folders include each other only downwards.
+
+Each folder of include/composer/ (and its mirror in src/) may include only the folders listed below it in LAYERS'
+allowed sets; a folder's own files and <torch/...>, <std> headers are always fine. Prints every violation as
+"file:line: <dir> includes <other> (allowed: ...)" and exits 1 when there is one; also fails when LAYERS itself has a
+cycle or misses a folder.
+"""
+import pathlib
+import re
+import sys
+
+# folder -> the folders it may include. Lower layers first; no folder may reach back up.
+LAYERS = {
+    "utils": set(),
+    "data": {"utils"},
+    "metrics": {"utils"},
+    "nn": {"utils"},
+    "dist": {"utils"},
+    "core": {"utils", "data", "metrics", "dist"},
+    "models": {"utils", "data", "metrics", "nn", "core"},
+    "optim": {"utils", "core"},
+    "algorithms": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim"},
+    "loggers": {"utils", "dist", "core"},
+    "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms"},
+    "callbacks": {"utils", "data", "metrics", "dist", "core", "models", "optim", "checkpoint"},
+    "trainer": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "loggers",
+                "checkpoint", "callbacks"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:composer/)?([a-z_]+)/')
+
+
+def check_acyclic():
+    seen, done = set(), set()
+
+    def visit(d, path):
+        if d in done:
+            return
+        if d in seen:
+            sys.exit("LAYERS has a cycle: " + " -> ".join(path + [d]))
+        seen.add(d)
+        for dep in LAYERS[d]:
+            visit(dep, path + [d])
+        done.add(d)
+
+    for d in LAYERS:
+        visit(d, [])
+
+
+def main(root):
+    check_acyclic()
+    folders = sorted(p.name for p in (root / "include/composer").iterdir() if p.is_dir())
+    missing = [f for f in folders if f not in LAYERS]
+    if missing:
+        sys.exit("tools/ci/check_layering.py: no layer for folder(s) " + ", ".join(missing) + "; add them to LAYERS")
+    problems = []
+    for folder in folders:
+        for base in (root / "include/composer" / folder, root / "src" / folder):
+            for f in sorted(base.rglob("*")) if base.exists() else []:
+                if f.suffix not in (".h", ".cpp"):
+                    continue
+                for n, line in enumerate(f.read_text().splitlines(), 1):
+                    m = INCLUDE.match(line)
+                    if not m or m.group(1) == folder or m.group(1) not in LAYERS:
+                        continue
+                    if m.group(1) not in LAYERS[folder]:
+                        problems.append(f"{f.relative_to(root)}:{n}: {folder} includes {m.group(1)} "
+                                        f"(allowed: {', '.join(sorted(LAYERS[folder])) or 'nothing'})")
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{len(problems)} include(s) point up the layers (tools/ci/check_layering.py lists the layers)")
+        return 1
+    print(f"layering: {len(folders)} folders, every include points down")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()))
