@@ -1,6 +1,7 @@
 #include "composer/algorithms/augmix.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "algorithms/detail/transforms.h"
 #include "composer/core/state.h"
 
@@ -51,15 +52,7 @@ std::optional<int> AugMix::apply(Event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string AugMix::repr() const {
-  return detail::Repr("AugMix")
-      .add("severity", options_.severity())
-      .add("depth", options_.depth())
-      .add("width", options_.width())
-      .add("alpha", options_.alpha())
-      .add("augmentation_set", options_.augmentation_set())
-      .str();
-}
+std::string AugMix::repr() const { return options_repr("AugMix", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

@@ -1,6 +1,7 @@
 #include "composer/algorithms/blurpool.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
 
@@ -101,14 +102,7 @@ std::optional<int> BlurPool::apply(Event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string BlurPool::repr() const {
-  return detail::Repr("BlurPool")
-      .add("replace_convs", options_.replace_convs())
-      .add("replace_maxpools", options_.replace_maxpools())
-      .add("blur_first", options_.blur_first())
-      .add("min_channels", options_.min_channels())
-      .str();
-}
+std::string BlurPool::repr() const { return options_repr("BlurPool", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

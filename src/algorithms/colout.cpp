@@ -1,6 +1,7 @@
 #include "composer/algorithms/colout.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "algorithms/detail/transforms.h"
 #include "composer/core/state.h"
 
@@ -46,6 +47,17 @@ BatchTransform colout_transform(double p_row, double p_col) {
   });
 }
 
+namespace {
+const std::vector<std::pair<std::string, ResizeTarget>> kResizeTargets{
+    {"auto", ResizeTarget::Auto}, {"true", ResizeTarget::Yes}, {"false", ResizeTarget::No}};
+}  // namespace
+
+// Composer's repr shows the Python value: 'auto', True or False (kept quoted as this library always wrote it).
+std::string field_text(ResizeTarget value) {
+  return value == ResizeTarget::Auto ? "'auto'" : value == ResizeTarget::Yes ? "'True'" : "'False'";
+}
+void read_field(Hparams& hparams, const std::string& key, ResizeTarget& value) { read_choice(hparams, key, value, kResizeTargets); }
+
 }  // namespace functional
 
 namespace algorithms {
@@ -78,18 +90,7 @@ std::optional<int> ColOut::apply(Event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string ColOut::repr() const {
-  const char* rt = options_.resize_target() == functional::ResizeTarget::Auto ? "auto"
-                   : options_.resize_target() == functional::ResizeTarget::Yes ? "True" : "False";
-  return detail::Repr("ColOut")
-      .add("p_row", options_.p_row())
-      .add("p_col", options_.p_col())
-      .add("batch", options_.batch())
-      .add("resize_target", rt)
-      .add("input_key", options_.input_key())
-      .add("target_key", options_.target_key())
-      .str();
-}
+std::string ColOut::repr() const { return options_repr("ColOut", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

@@ -1,6 +1,7 @@
 #include "composer/algorithms/cutmix.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "algorithms/detail/mixing.h"
 #include "composer/core/state.h"
 
@@ -87,15 +88,7 @@ std::optional<int> CutMix::apply(Event event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string CutMix::repr() const {
-  return detail::Repr("CutMix")
-      .add("alpha", options_.alpha())
-      .add("interpolate_loss", options_.interpolate_loss())
-      .add("uniform_sampling", options_.uniform_sampling())
-      .add("input_key", options_.input_key())
-      .add("target_key", options_.target_key())
-      .str();
-}
+std::string CutMix::repr() const { return options_repr("CutMix", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

@@ -1,6 +1,7 @@
 #include "composer/algorithms/cutout.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 
 #include <torch/torch.h>
@@ -42,14 +43,7 @@ std::optional<int> CutOut::apply(Event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string CutOut::repr() const {
-  return detail::Repr("CutOut")
-      .add("num_holes", options_.num_holes())
-      .add("length", options_.length())
-      .add("uniform_sampling", options_.uniform_sampling())
-      .add("input_key", options_.input_key())
-      .str();
-}
+std::string CutOut::repr() const { return options_repr("CutOut", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

@@ -1,6 +1,7 @@
 #include "composer/algorithms/factorize.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
 
@@ -166,16 +167,7 @@ std::optional<int> Factorize::apply(Event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string Factorize::repr() const {
-  return detail::Repr("Factorize")
-      .add("factorize_convs", options_.factorize_convs())
-      .add("factorize_linears", options_.factorize_linears())
-      .add("min_channels", options_.min_channels())
-      .add("latent_channels", options_.latent_channels())
-      .add("min_features", options_.min_features())
-      .add("latent_features", options_.latent_features())
-      .str();
-}
+std::string Factorize::repr() const { return options_repr("Factorize", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

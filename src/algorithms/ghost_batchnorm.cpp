@@ -1,6 +1,7 @@
 #include "composer/algorithms/ghost_batchnorm.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
 
@@ -57,20 +58,22 @@ std::vector<Replacement> apply_ghost_batchnorm(torch::nn::Module& model, int64_t
 
 namespace algorithms {
 
-GhostBatchNorm::GhostBatchNorm(int64_t g) : ghost_batch_size_(g) {
-  if (g < 1) detail::bad_option("GhostBatchNorm", "ghost_batch_size", ">= 1", static_cast<double>(g));
+void GhostBatchNormOptions::validate() const {
+  if (ghost_batch_size_ < 1) detail::bad_option("GhostBatchNorm", "ghost_batch_size", ">= 1", static_cast<double>(ghost_batch_size_));
 }
+
+GhostBatchNorm::GhostBatchNorm(GhostBatchNormOptions options) : options_(options) { options_.validate(); }
 
 bool GhostBatchNorm::match(Event event, const State&) { return event == Event::INIT; }
 
 std::optional<int> GhostBatchNorm::apply(Event, State& state, Logger&) {
-  if (functional::apply_ghost_batchnorm(*state.model, ghost_batch_size_, state.optimizer.get()).empty()) {
+  if (functional::apply_ghost_batchnorm(*state.model, options_.ghost_batch_size(), state.optimizer.get()).empty()) {
     std::cerr << "composer: GhostBatchNorm found no BatchNorm2d to replace\n";
   }
   return std::nullopt;
 }
 
-std::string GhostBatchNorm::repr() const { return detail::Repr("GhostBatchNorm").add("ghost_batch_size", ghost_batch_size_).str(); }
+std::string GhostBatchNorm::repr() const { return options_repr("GhostBatchNorm", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

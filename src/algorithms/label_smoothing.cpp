@@ -1,6 +1,7 @@
 #include "composer/algorithms/label_smoothing.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 
 #include <torch/torch.h>
@@ -60,9 +61,7 @@ std::optional<int> LabelSmoothing::apply(Event event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string LabelSmoothing::repr() const {
-  return detail::Repr("LabelSmoothing").add("smoothing", options_.smoothing()).add("target_key", options_.target_key()).str();
-}
+std::string LabelSmoothing::repr() const { return options_repr("LabelSmoothing", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

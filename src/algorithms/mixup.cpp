@@ -1,6 +1,7 @@
 #include "composer/algorithms/mixup.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "algorithms/detail/mixing.h"
 #include "composer/core/state.h"
 
@@ -45,14 +46,7 @@ std::optional<int> MixUp::apply(Event event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string MixUp::repr() const {
-  return detail::Repr("MixUp")
-      .add("alpha", options_.alpha())
-      .add("interpolate_loss", options_.interpolate_loss())
-      .add("input_key", options_.input_key())
-      .add("target_key", options_.target_key())
-      .str();
-}
+std::string MixUp::repr() const { return options_repr("MixUp", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

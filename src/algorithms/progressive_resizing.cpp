@@ -1,6 +1,7 @@
 #include "composer/algorithms/progressive_resizing.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 
@@ -58,6 +59,13 @@ int64_t pinned_width(int64_t width, double scale, int64_t size_increment) {
          size_increment;
 }
 
+namespace {
+const std::vector<std::pair<std::string, ResizeMode>> kModes{{"resize", ResizeMode::Resize}, {"crop", ResizeMode::Crop}};
+}  // namespace
+
+std::string field_text(ResizeMode value) { return choice_text(value, kModes); }
+void read_field(Hparams& hparams, const std::string& key, ResizeMode& value) { read_choice(hparams, key, value, kModes); }
+
 }  // namespace functional
 
 namespace algorithms {
@@ -104,18 +112,7 @@ std::optional<int> ProgressiveResizing::apply(Event, State& state, Logger& logge
   return std::nullopt;
 }
 
-std::string ProgressiveResizing::repr() const {
-  return detail::Repr("ProgressiveResizing")
-      .add("mode", options_.mode() == functional::ResizeMode::Resize ? "resize" : "crop")
-      .add("initial_scale", options_.initial_scale())
-      .add("finetune_fraction", options_.finetune_fraction())
-      .add("delay_fraction", options_.delay_fraction())
-      .add("size_increment", options_.size_increment())
-      .add("resize_targets", options_.resize_targets())
-      .add("input_key", options_.input_key())
-      .add("target_key", options_.target_key())
-      .str();
-}
+std::string ProgressiveResizing::repr() const { return options_repr("ProgressiveResizing", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

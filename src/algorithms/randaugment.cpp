@@ -1,6 +1,7 @@
 #include "composer/algorithms/randaugment.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "algorithms/detail/transforms.h"
 #include "composer/core/state.h"
 
@@ -39,13 +40,7 @@ std::optional<int> RandAugment::apply(Event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string RandAugment::repr() const {
-  return detail::Repr("RandAugment")
-      .add("severity", options_.severity())
-      .add("depth", options_.depth())
-      .add("augmentation_set", options_.augmentation_set())
-      .str();
-}
+std::string RandAugment::repr() const { return options_repr("RandAugment", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

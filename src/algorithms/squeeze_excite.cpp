@@ -1,6 +1,7 @@
 #include "composer/algorithms/squeeze_excite.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
 
@@ -73,12 +74,7 @@ std::optional<int> SqueezeExcite::apply(Event, State& state, Logger&) {
   return std::nullopt;
 }
 
-std::string SqueezeExcite::repr() const {
-  return detail::Repr("SqueezeExcite")
-      .add("latent_channels", options_.latent_channels())
-      .add("min_channels", options_.min_channels())
-      .str();
-}
+std::string SqueezeExcite::repr() const { return options_repr("SqueezeExcite", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

@@ -1,6 +1,7 @@
 #include "composer/algorithms/stochastic_depth.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
@@ -51,6 +52,20 @@ std::vector<Replacement> apply_stochastic_depth(torch::nn::Module& model, const 
   SurgeryOptions so;
   so.optimizer = optimizer;
   return replace_module_classes(model, {policy}, so);
+}
+
+namespace {
+const std::vector<std::pair<std::string, StochasticMethod>> kMethods{{"block", StochasticMethod::Block},
+                                                                     {"sample", StochasticMethod::Sample}};
+const std::vector<std::pair<std::string, DropDistribution>> kDistributions{{"linear", DropDistribution::Linear},
+                                                                           {"uniform", DropDistribution::Uniform}};
+}  // namespace
+
+std::string field_text(StochasticMethod value) { return choice_text(value, kMethods); }
+void read_field(Hparams& hparams, const std::string& key, StochasticMethod& value) { read_choice(hparams, key, value, kMethods); }
+std::string field_text(DropDistribution value) { return choice_text(value, kDistributions); }
+void read_field(Hparams& hparams, const std::string& key, DropDistribution& value) {
+  read_choice(hparams, key, value, kDistributions);
 }
 
 }  // namespace functional
@@ -120,15 +135,7 @@ std::optional<int> StochasticDepth::apply(Event event, State& state, Logger& log
   return std::nullopt;
 }
 
-std::string StochasticDepth::repr() const {
-  return detail::Repr("StochasticDepth")
-      .add("target_layer_name", options_.target_layer_name())
-      .add("stochastic_method", options_.stochastic_method() == functional::StochasticMethod::Block ? "block" : "sample")
-      .add("drop_rate", options_.drop_rate())
-      .add("drop_distribution", options_.drop_distribution() == functional::DropDistribution::Linear ? "linear" : "uniform")
-      .add("drop_warmup", options_.drop_warmup())
-      .str();
-}
+std::string StochasticDepth::repr() const { return options_repr("StochasticDepth", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

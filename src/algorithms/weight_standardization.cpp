@@ -1,6 +1,7 @@
 #include "composer/algorithms/weight_standardization.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
 
@@ -58,22 +59,24 @@ std::vector<Replacement> apply_weight_standardization(torch::nn::Module& model, 
 
 namespace algorithms {
 
-WeightStandardization::WeightStandardization(int64_t n) : n_last_layers_ignore_(n) {
-  if (n < 0) detail::bad_option("WeightStandardization", "n_last_layers_ignore", ">= 0", static_cast<double>(n));
+void WeightStandardizationOptions::validate() const {
+  if (n_last_layers_ignore_ < 0) {
+    detail::bad_option("WeightStandardization", "n_last_layers_ignore", ">= 0", static_cast<double>(n_last_layers_ignore_));
+  }
 }
+
+WeightStandardization::WeightStandardization(WeightStandardizationOptions options) : options_(options) { options_.validate(); }
 
 bool WeightStandardization::match(Event event, const State&) { return event == Event::INIT; }
 
 std::optional<int> WeightStandardization::apply(Event, State& state, Logger&) {
-  if (functional::apply_weight_standardization(*state.model, n_last_layers_ignore_, state.optimizer.get()).empty()) {
+  if (functional::apply_weight_standardization(*state.model, options_.n_last_layers_ignore(), state.optimizer.get()).empty()) {
     std::cerr << "composer: WeightStandardization found no Conv2d to standardize\n";
   }
   return std::nullopt;
 }
 
-std::string WeightStandardization::repr() const {
-  return detail::Repr("WeightStandardization").add("n_last_layers_ignore", n_last_layers_ignore_).str();
-}
+std::string WeightStandardization::repr() const { return options_repr("WeightStandardization", options_); }
 
 }  // namespace algorithms
 }  // namespace composer

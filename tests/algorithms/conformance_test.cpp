@@ -1,10 +1,13 @@
 // Conformance over the registry: every algorithm constructs with defaults, matches only its events, keeps its state
 // through a checkpoint, trains a step on a tiny model, and agrees with its functional form.
 #include "algorithms/algo_support.h"
+#include "support/data_paths.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 using namespace composer;
@@ -75,6 +78,18 @@ TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
   EXPECT_THROW(algorithms::make_algorithm("colout", {{"resize_target", "maybe"}}), std::invalid_argument);
   EXPECT_EQ(algorithms::make_algorithm("cutout", {{"num_holes", "2"}, {"length", "0.25"}})->repr(),
             "CutOut(num_holes=2, length=0.25, uniform_sampling=False, input_key=0)");
+  EXPECT_EQ(algorithms::make_algorithm("stochastic_depth", {{"stochastic_method", "SAMPLE"}, {"drop_distribution", "uniform"}})->repr(),
+            "StochasticDepth(target_layer_name='ResNetBottleneck', stochastic_method='sample', drop_rate=0.2, "
+            "drop_distribution='uniform', drop_warmup=0.0)");
+  EXPECT_EQ(algorithms::make_algorithm("mixup", {{"input_key", "image"}, {"target_key", "3"}})->repr(),
+            "MixUp(alpha=0.2, interpolate_loss=False, input_key='image', target_key=3)");
+  try {
+    algorithms::make_algorithm("progressive_resizing", {{"mode", "stretch"}});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("progressive_resizing.mode: expected one of resize, crop, got 'stretch'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_P(Conformance, ConstructsWithDefaultsAndMatchesOnlyItsEvents) {
@@ -89,6 +104,30 @@ TEST_P(Conformance, ConstructsWithDefaultsAndMatchesOnlyItsEvents) {
   state.timestamp.batch = 3;
   const auto& events = expected_events().at(GetParam());
   for (Event e : all_events()) EXPECT_EQ(algorithm->match(e, state), events.count(e) > 0) << event_name(e);
+}
+
+// The field list is the one source of each hyperparameter: the repr lists every field with the value the options
+// hold, and a repr re-creates equal options.
+TEST_P(Conformance, FieldListDrivesReprAndParsing) {
+  const auto& entry = *algorithms::find_algorithm(GetParam());
+  std::string expected = entry.class_name + "(";
+  for (size_t i = 0; i < entry.fields.size(); ++i) {
+    expected += (i ? ", " : "") + entry.fields[i].name + "=" + entry.fields[i].value;
+    EXPECT_FALSE(entry.fields[i].doc.empty()) << entry.fields[i].name;
+  }
+  EXPECT_EQ(algorithms::make_algorithm(GetParam())->repr(), expected + ")");
+}
+
+// Each docs page's hyperparameter table is the field list's table (regenerate it from the message below).
+TEST_P(Conformance, DocsTableIsTheFieldList) {
+  const auto& entry = *algorithms::find_algorithm(GetParam());
+  std::ifstream in(std::filesystem::path(composer::testing::source_dir()) / "docs" / "algorithms" / (GetParam() + ".md"));
+  ASSERT_TRUE(in) << "docs/algorithms/" << GetParam() << ".md is missing";
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string table = fields_table(entry.fields);
+  EXPECT_NE(page.find("## Hyperparameters (Composer's defaults)\n" + table), std::string::npos)
+      << "docs/algorithms/" << GetParam() << ".md: the table after '## Hyperparameters (Composer's defaults)' should be:\n"
+      << table;
 }
 
 TEST_P(Conformance, TrainsAStepAndKeepsItsStateThroughACheckpoint) {

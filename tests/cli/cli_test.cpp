@@ -239,6 +239,11 @@ TEST_F(CliTest, ListShowsRegistries) {
     EXPECT_NE(oa.str().find(name), std::string::npos) << name;
   }
   EXPECT_NE(oa.str().find("BlurPool: anti-aliased"), std::string::npos) << oa.str();
+  // Each algorithm's hyperparameters and defaults come from its options' field list.
+  EXPECT_NE(oa.str().find("MixUp: convex combinations of samples and labels (alpha=0.2, interpolate_loss=False, input_key=0, "
+                          "target_key=1)"),
+            std::string::npos)
+      << oa.str();
   std::ostringstream o3, e3;
   EXPECT_EQ(list_command("widgets", o3, e3), 1);
   EXPECT_NE(e3.str().find("unknown kind 'widgets'"), std::string::npos);

@@ -56,7 +56,11 @@ const std::map<std::string, std::vector<RegistryEntry>>& tables() {
   static const std::map<std::string, std::vector<RegistryEntry>> all = [] {
     auto tables = t;
     auto& algos = tables["algorithms"];
-    for (const auto& a : algorithms::algorithm_registry()) algos.push_back({a.name, a.class_name + ": " + a.summary});
+    for (const auto& a : algorithms::algorithm_registry()) {
+      std::string fields;
+      for (const auto& f : a.fields) fields += (fields.empty() ? "" : ", ") + f.name + "=" + f.value;
+      algos.push_back({a.name, a.class_name + ": " + a.summary + (fields.empty() ? "" : " (" + fields + ")")});
+    }
     return tables;
   }();
   return all;

@@ -25,6 +25,15 @@ struct AugMixOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("severity", self.severity_, "strength of each operation, in [0, 10]");
+    visit("depth", self.depth_, "operations per chain; <= 0 draws 1, 2 or 3 per chain");
+    visit("width", self.width_, "number of chains mixed");
+    visit("alpha", self.alpha_, "Dirichlet concentration of the chain weights and Beta(alpha, alpha) of the final mix");
+    visit("augmentation_set", self.augmentation_set_, "'all' or 'safe'");
+  }
 };
 
 /// One image [C, H, W]: w ~ Dirichlet(alpha), m ~ Beta(alpha, alpha); result (1 - m) x + m sum_i w_i chain_i(x),

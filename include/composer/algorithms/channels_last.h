@@ -19,8 +19,15 @@ void apply_channels_last(torch::nn::Module& model);
 namespace algorithms {
 
 /// INIT: functional::apply_channels_last on the model.
+/// ChannelsLast has no hyperparameters; the empty field list keeps the registry uniform.
+struct ChannelsLastOptions {
+  template <class Self, class Visit>
+  static void for_each_field(Self&, Visit&&) {}
+};
+
 class ChannelsLast : public Algorithm {
  public:
+  explicit ChannelsLast(ChannelsLastOptions = {}) {}
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 };

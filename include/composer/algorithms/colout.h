@@ -10,10 +10,14 @@
 #include <utility>
 
 namespace composer {
+class Hparams;
 namespace functional {
 
 /// Whether to crop the targets too: always, never, or when they are images with the input's height and width.
 enum class ResizeTarget { Auto, Yes, No };
+/// Field-list conversions (core/fields.h): 'auto', 'True', 'False'; reads auto/true/false.
+std::string field_text(ResizeTarget value);
+void read_field(Hparams& hparams, const std::string& key, ResizeTarget& value);
 
 /// Keeps int((1 - p_row) H) random rows and int((1 - p_col) W) random columns (in order, the same for the whole
 /// batch) of `input` [..., H, W]; `target` gets the same crop when resize_target says so (an undefined target is
@@ -41,6 +45,16 @@ struct ColOutOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("p_row", self.p_row_, "fraction of rows dropped");
+    visit("p_col", self.p_col_, "fraction of columns dropped");
+    visit("batch", self.batch_, "one crop per batch on the device (true) or per sample in the loader (false)");
+    visit("resize_target", self.resize_target_, "crop the targets too: 'auto' (when they are images), True or False");
+    visit("input_key", self.input_key_, "batch field of the images");
+    visit("target_key", self.target_key_, "batch field of the targets");
+  }
 };
 
 /// Batch mode: AFTER_DATALOADER. Sample mode: FIT_START adds colout_transform() in front of the training

@@ -42,6 +42,15 @@ struct CutMixOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("alpha", self.alpha_, "Beta(alpha, alpha) concentration of the kept area");
+    visit("interpolate_loss", self.interpolate_loss_, "interpolate the two losses instead of building mixed targets");
+    visit("uniform_sampling", self.uniform_sampling_, "box centres uniform over the image extended by half a box");
+    visit("input_key", self.input_key_, "batch field of the images");
+    visit("target_key", self.target_key_, "batch field of the targets");
+  }
 };
 
 /// BEFORE_FORWARD cuts and pastes; BEFORE_LOSS mixes the targets by area (or BEFORE_BACKWARD the losses). Index

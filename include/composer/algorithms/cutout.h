@@ -27,6 +27,14 @@ struct CutOutOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("num_holes", self.num_holes_, "squares cut per image");
+    visit("length", self.length_, "hole side: a fraction of min(H, W) in (0, 1), else pixels");
+    visit("uniform_sampling", self.uniform_sampling_, "hole centres uniform over the image extended by half a hole");
+    visit("input_key", self.input_key_, "batch field of the images");
+  }
 };
 
 /// AFTER_DATALOADER: cuts holes in the batch's inputs.

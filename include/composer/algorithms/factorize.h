@@ -56,6 +56,16 @@ struct FactorizeOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("factorize_convs", self.factorize_convs_, "factorize convolutions");
+    visit("factorize_linears", self.factorize_linears_, "factorize linear layers");
+    visit("min_channels", self.min_channels_, "convolutions with min(in, out) below this stay");
+    visit("latent_channels", self.latent_channels_, "rank of factorized convolutions: channels if >= 1, else a fraction of min(in, out)");
+    visit("min_features", self.min_features_, "linears with min(in, out) below this stay");
+    visit("latent_features", self.latent_features_, "rank of factorized linears: features if >= 1, else a fraction of min(in, out)");
+  }
 };
 
 /// Replaces Conv2d (groups = 1) and Linear layers that are wide enough and whose rank saves compute.

@@ -5,6 +5,8 @@
 #include "composer/core/algorithm.h"
 #include "composer/nn/layers.h"
 
+#include <torch/arg.h>
+
 namespace composer {
 namespace nn {
 
@@ -33,17 +35,29 @@ std::vector<Replacement> apply_ghost_batchnorm(torch::nn::Module& model, int64_t
 
 namespace algorithms {
 
+struct GhostBatchNormOptions {
+  /// Samples per ghost batch; training batches must hold at least this many.
+  TORCH_ARG(int64_t, ghost_batch_size) = 32;
+
+ public:
+  void validate() const;
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("ghost_batch_size", self.ghost_batch_size_, "samples per ghost batch");
+  }
+};
+
 /// INIT: functional::apply_ghost_batchnorm (required on load).
 class GhostBatchNorm : public Algorithm {
  public:
-  explicit GhostBatchNorm(int64_t ghost_batch_size = 32);
+  explicit GhostBatchNorm(GhostBatchNormOptions options = {});
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
   std::string repr() const override;
 
  private:
-  int64_t ghost_batch_size_;
+  GhostBatchNormOptions options_;
 };
 
 }  // namespace algorithms

@@ -28,6 +28,12 @@ struct LabelSmoothingOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("smoothing", self.smoothing_, "probability mass spread uniformly over the classes, in [0, 1)");
+    visit("target_key", self.target_key_, "batch field of the targets");
+  }
 };
 
 /// BEFORE_LOSS: replaces the targets with smoothed ones; AFTER_LOSS: puts the original targets back.

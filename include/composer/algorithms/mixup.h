@@ -32,6 +32,14 @@ struct MixUpOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("alpha", self.alpha_, "Beta(alpha, alpha) concentration; 0 disables mixing");
+    visit("interpolate_loss", self.interpolate_loss_, "interpolate the two losses instead of building mixed targets");
+    visit("input_key", self.input_key_, "batch field of the inputs");
+    visit("target_key", self.target_key_, "batch field of the targets");
+  }
 };
 
 /// BEFORE_FORWARD mixes the inputs; BEFORE_LOSS mixes the targets (or BEFORE_BACKWARD the losses).

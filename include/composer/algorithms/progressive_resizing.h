@@ -10,9 +10,13 @@
 #include <utility>
 
 namespace composer {
+class Hparams;
 namespace functional {
 
 enum class ResizeMode { Resize, Crop };
+/// Field-list conversions (core/fields.h): 'resize', 'crop'.
+std::string field_text(ResizeMode value);
+void read_field(Hparams& hparams, const std::string& key, ResizeMode& value);
 
 /// Scales `input` [N, C, H, W] by `scale_factor` < 1: Resize = nearest-neighbour interpolation to
 /// floor(H * s) x floor(W * s); Crop = one random int(s H) x int(s W) crop for the batch. `target` is changed the same
@@ -46,6 +50,18 @@ struct ProgressiveResizingOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("mode", self.mode_, "'resize' (interpolate) or 'crop'");
+    visit("initial_scale", self.initial_scale_, "scale at the start, in (0, 1]");
+    visit("finetune_fraction", self.finetune_fraction_, "fraction of training at full size at the end");
+    visit("delay_fraction", self.delay_fraction_, "fraction of training at initial_scale at the start");
+    visit("size_increment", self.size_increment_, "sizes are multiples of this many pixels");
+    visit("resize_targets", self.resize_targets_, "resize the targets too (segmentation)");
+    visit("input_key", self.input_key_, "batch field of the images");
+    visit("target_key", self.target_key_, "batch field of the targets");
+  }
 };
 
 /// AFTER_DATALOADER: resizes the batch to the scheduled size (needs max_duration). Logs `progressive_resizing/height`,

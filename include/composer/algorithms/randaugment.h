@@ -19,6 +19,13 @@ struct RandAugmentOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("severity", self.severity_, "strength of each operation, in [0, 10]");
+    visit("depth", self.depth_, "operations applied in sequence, each drawn uniformly from the set");
+    visit("augmentation_set", self.augmentation_set_, "'all' or 'safe'");
+  }
 };
 
 at::Tensor randaugment_image(const at::Tensor& image, const RandAugmentOptions& options, at::Generator& gen);

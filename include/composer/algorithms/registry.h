@@ -1,8 +1,11 @@
 // The algorithm registry: every method by its config name ("blurpool") and Composer class name ("BlurPool"), built
-// from string hyperparameters, so YAML configs and `composer-cpp list algorithms` see all of them.
+// from string hyperparameters through its options' field list, so YAML configs, reprs in checkpoints and
+// `composer-cpp list algorithms` see all of them with the defaults the options declare.
 #pragma once
 
 #include "composer/core/algorithm.h"
+#include "composer/core/fields.h"
+#include "composer/core/hparams.h"
 #include "composer/core/time.h"
 
 #include <functional>
@@ -14,31 +17,12 @@
 
 namespace composer::algorithms {
 
-/// Hyperparameters as strings (YAML scalars). Every getter names the key on a bad value; check_all_used() rejects
-/// keys no getter asked for, listing the known ones.
-class Hparams {
- public:
-  explicit Hparams(std::map<std::string, std::string> values = {}, std::string where = "");
-  double get_double(const std::string& key, double fallback);
-  int64_t get_int(const std::string& key, int64_t fallback);
-  bool get_bool(const std::string& key, bool fallback);
-  std::string get_string(const std::string& key, const std::string& fallback);
-  /// Throws unless the value (or fallback) is one of `allowed`.
-  std::string get_choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
-  void check_all_used() const;
-
- private:
-  const std::string* find(const std::string& key);
-  [[noreturn]] void fail(const std::string& key, const std::string& expected) const;
-  std::map<std::string, std::string> values_;
-  std::string where_;
-  std::set<std::string> asked_;
-};
-
 struct AlgorithmEntry {
   std::string name;        // config name, snake_case
   std::string class_name;  // Composer's class name
-  std::string summary;     // one line: what it does and its hyperparameters
+  std::string summary;     // one line: what it does
+  /// The hyperparameters with their defaults and docs, from the options' field list.
+  std::vector<FieldDoc> fields;
   std::function<std::shared_ptr<Algorithm>(Hparams&)> make;
 };
 

@@ -11,10 +11,16 @@
 #include <string>
 
 namespace composer {
+class Hparams;
 namespace functional {
 
 enum class StochasticMethod { Block, Sample };
 enum class DropDistribution { Uniform, Linear };
+/// Field-list conversions (core/fields.h): 'block', 'sample'; 'linear', 'uniform'.
+std::string field_text(StochasticMethod value);
+void read_field(Hparams& hparams, const std::string& key, StochasticMethod& value);
+std::string field_text(DropDistribution value);
+void read_field(Hparams& hparams, const std::string& key, DropDistribution& value);
 
 /// Drop rate of the i-th (0-based) of n target blocks: (i + 1) / n * drop_rate if linear, else drop_rate.
 double stochastic_depth_rate(int64_t index, int64_t count, double drop_rate, DropDistribution distribution);
@@ -62,6 +68,15 @@ struct StochasticDepthOptions {
 
  public:
   void validate() const;
+  /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("target_layer_name", self.target_layer_name_, "class name of the residual blocks to make stochastic: 'ResNetBottleneck' or 'BasicBlock'");
+    visit("stochastic_method", self.stochastic_method_, "'block' (drop whole blocks) or 'sample' (drop per sample)");
+    visit("drop_rate", self.drop_rate_, "drop probability of the deepest block (linear) or of every block (uniform), in [0, 1]");
+    visit("drop_distribution", self.drop_distribution_, "'linear' (deeper blocks drop more) or 'uniform'");
+    visit("drop_warmup", self.drop_warmup_, "fraction of training over which the rates ramp up from 0 (block method)");
+  }
 };
 
 /// INIT: the surgery at the full drop_rate; BATCH_START before drop_warmup: rates scaled by elapsed / drop_warmup.

@@ -6,6 +6,8 @@
 #include "composer/core/algorithm.h"
 #include "composer/nn/layers.h"
 
+#include <torch/arg.h>
+
 namespace composer {
 namespace nn {
 
@@ -32,17 +34,29 @@ std::vector<Replacement> apply_weight_standardization(torch::nn::Module& model, 
 
 namespace algorithms {
 
+struct WeightStandardizationOptions {
+  /// The last n convolutions (depth-first order) keep plain weights.
+  TORCH_ARG(int64_t, n_last_layers_ignore) = 0;
+
+ public:
+  void validate() const;
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("n_last_layers_ignore", self.n_last_layers_ignore_, "the last n convolutions keep plain weights");
+  }
+};
+
 /// INIT: functional::apply_weight_standardization.
 class WeightStandardization : public Algorithm {
  public:
-  explicit WeightStandardization(int64_t n_last_layers_ignore = 0);
+  explicit WeightStandardization(WeightStandardizationOptions options = {});
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
   std::string repr() const override;
 
  private:
-  int64_t n_last_layers_ignore_;
+  WeightStandardizationOptions options_;
 };
 
 }  // namespace algorithms

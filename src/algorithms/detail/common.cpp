@@ -60,33 +60,6 @@ at::Tensor randperm(int64_t n, const c10::Device& device) {
   return at::randperm(n, at::TensorOptions().dtype(at::kLong)).to(device);
 }
 
-Repr& Repr::add(const std::string& key, double v) {
-  items_.emplace_back(key, composer::detail::python_float_str(v));
-  return *this;
-}
-Repr& Repr::add(const std::string& key, int64_t v) {
-  items_.emplace_back(key, std::to_string(v));
-  return *this;
-}
-Repr& Repr::add(const std::string& key, bool v) {
-  items_.emplace_back(key, v ? "True" : "False");
-  return *this;
-}
-Repr& Repr::add(const std::string& key, const std::string& v) {
-  items_.emplace_back(key, "'" + v + "'");
-  return *this;
-}
-Repr& Repr::add(const std::string& key, const BatchKey& v) {
-  if (std::holds_alternative<int64_t>(v)) return add(key, std::get<int64_t>(v));
-  return add(key, std::get<std::string>(v));
-}
-
-std::string Repr::str() const {
-  std::string s = name_ + "(";
-  for (size_t i = 0; i < items_.size(); ++i) s += (i ? ", " : "") + items_[i].first + "=" + items_[i].second;
-  return s + ")";
-}
-
 void bad_option(const std::string& what, const std::string& field, const std::string& expected, double value) {
   throw std::invalid_argument(what + "." + field + " must be " + expected + ", got " + composer::detail::python_float_str(value));
 }

@@ -31,24 +31,6 @@ at::Tensor randperm(int64_t n, const c10::Device& device);
 /// Returns {row1, col1, row2, col2}; the row centre is drawn first.
 std::array<int64_t, 4> random_box(int64_t h, int64_t w, int64_t cut_h, int64_t cut_w, bool uniform_sampling);
 
-/// "Name(key=value, ...)" in Composer's repr style.
-class Repr {
- public:
-  explicit Repr(std::string name) : name_(std::move(name)) {}
-  Repr& add(const std::string& key, double v);
-  Repr& add(const std::string& key, int64_t v);
-  Repr& add(const std::string& key, int v) { return add(key, static_cast<int64_t>(v)); }
-  Repr& add(const std::string& key, bool v);
-  Repr& add(const std::string& key, const std::string& v);
-  Repr& add(const std::string& key, const char* v) { return add(key, std::string(v)); }
-  Repr& add(const std::string& key, const BatchKey& v);
-  std::string str() const;
-
- private:
-  std::string name_;
-  std::vector<std::pair<std::string, std::string>> items_;
-};
-
 /// Throws std::invalid_argument "<what>.<field> must be <expected>, got <value>".
 [[noreturn]] void bad_option(const std::string& what, const std::string& field, const std::string& expected, double value);
 void require_range(const std::string& what, const std::string& field, double value, double lo, double hi,

@@ -1,0 +1,33 @@
+// Hparams: hyperparameters as strings (YAML scalars, repr arguments), read with errors that name the key.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace composer {
+
+/// Hyperparameters as strings (YAML scalars). Every getter names the key on a bad value; check_all_used() rejects
+/// keys no getter asked for, listing the known ones.
+class Hparams {
+ public:
+  explicit Hparams(std::map<std::string, std::string> values = {}, std::string where = "");
+  double get_double(const std::string& key, double fallback);
+  int64_t get_int(const std::string& key, int64_t fallback);
+  bool get_bool(const std::string& key, bool fallback);
+  std::string get_string(const std::string& key, const std::string& fallback);
+  /// Throws unless the value (or fallback) is one of `allowed`.
+  std::string get_choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
+  void check_all_used() const;
+  /// Throws std::invalid_argument "<where>.<key>: expected <expected>, got '<value>'".
+  [[noreturn]] void fail(const std::string& key, const std::string& expected) const;
+
+ private:
+  const std::string* find(const std::string& key);
+  std::map<std::string, std::string> values_;
+  std::string where_;
+  std::set<std::string> asked_;
+};
+
+}  // namespace composer
