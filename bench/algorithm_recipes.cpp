@@ -68,16 +68,19 @@ Outcome run(const Setup& setup, const std::vector<std::string>& methods, uint64_
             int64_t eval_every, double target) {
   const auto normalize = make_image_transform(ImageTransformOptions().mean({0.2860}).std({0.3530}));
   auto train = std::make_shared<DatasetLoader>(
-      load_mnist(setup.data, true), DatasetLoaderOptions(128).shuffle(true).seed(seed).num_workers(setup.workers).transform(normalize));
-  auto test = std::make_shared<DatasetLoader>(load_mnist(setup.data, false),
-                                              DatasetLoaderOptions(1000).shuffle(false).num_workers(setup.workers).transform(normalize));
+      load_mnist(setup.data, true),
+      DatasetLoaderOptions(128).shuffle(true).seed(seed).num_workers(setup.workers).transform(normalize));
+  auto test = std::make_shared<DatasetLoader>(
+      load_mnist(setup.data, false),
+      DatasetLoaderOptions(1000).shuffle(false).num_workers(setup.workers).transform(normalize));
   const Time duration = Time::from_batch(epochs * *train->length());
   torch::manual_seed(seed);
   auto model = ComposerClassifier::wrap(small_resnet());
   std::vector<std::shared_ptr<Algorithm>> algos;
   for (const auto& m : methods)
     if (m != "baseline") algos.push_back(algorithms::make_algorithm(m, method_hparams(m)));
-  auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9).weight_decay(5e-4));
+  auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
+                                                    optim::DecoupledSGDWOptions(0.1).momentum(0.9).weight_decay(5e-4));
   std::vector<std::shared_ptr<Callback>> callbacks;
   if (target > 0) callbacks.push_back(std::make_shared<ThresholdStopper>("Accuracy", "eval", target));
   const auto start = std::chrono::steady_clock::now();
@@ -125,17 +128,28 @@ int main(int argc, char** argv) {
   bool with_baseline = true;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--data") setup.data = v;
-    else if (a == "--methods") methods = v;
-    else if (a == "--recipe") recipe = v;
-    else if (a == "--seeds") seeds = v;
-    else if (a == "--seed") seed = std::stoll(v);
-    else if (a == "--epochs") epochs = std::stoll(v);
-    else if (a == "--max-epochs") max_epochs = std::stoll(v);
-    else if (a == "--eval-every") eval_every = std::stoll(v);
-    else if (a == "--target") target = std::stod(v);
-    else if (a == "--workers") setup.workers = std::stoll(v);
-    else if (a == "--baseline") with_baseline = v != "0";
+    if (a == "--data")
+      setup.data = v;
+    else if (a == "--methods")
+      methods = v;
+    else if (a == "--recipe")
+      recipe = v;
+    else if (a == "--seeds")
+      seeds = v;
+    else if (a == "--seed")
+      seed = std::stoll(v);
+    else if (a == "--epochs")
+      epochs = std::stoll(v);
+    else if (a == "--max-epochs")
+      max_epochs = std::stoll(v);
+    else if (a == "--eval-every")
+      eval_every = std::stoll(v);
+    else if (a == "--target")
+      target = std::stod(v);
+    else if (a == "--workers")
+      setup.workers = std::stoll(v);
+    else if (a == "--baseline")
+      with_baseline = v != "0";
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -145,9 +159,11 @@ int main(int argc, char** argv) {
   if (mode == "screen") {
     for (const auto& m : split(methods)) {
       const Outcome o = run(setup, {m}, static_cast<uint64_t>(seed), epochs, 0, 0);
-      std::printf("RESULT screen method=%s seed=%lld epochs=%lld acc=%.4f batches=%lld train_s=%.2f step_ms=%.2f total_s=%.2f\n",
-                  m.c_str(), static_cast<long long>(seed), static_cast<long long>(epochs), o.acc,
-                  static_cast<long long>(o.batches), o.train_s, 1000.0 * o.train_s / static_cast<double>(o.batches), o.total_s);
+      std::printf(
+          "RESULT screen method=%s seed=%lld epochs=%lld acc=%.4f batches=%lld train_s=%.2f step_ms=%.2f "
+          "total_s=%.2f\n",
+          m.c_str(), static_cast<long long>(seed), static_cast<long long>(epochs), o.acc,
+          static_cast<long long>(o.batches), o.train_s, 1000.0 * o.train_s / static_cast<double>(o.batches), o.total_s);
       std::fflush(stdout);
     }
     return 0;
@@ -162,9 +178,10 @@ int main(int argc, char** argv) {
       if (!with_baseline) order = {rec};
       for (const auto& config : order) {
         const Outcome o = run(setup, config, s, max_epochs, eval_every, target);
-        std::printf("RESULT tta config=%s seed=%llu target=%.4f reached=%d acc=%.4f batches=%lld train_s=%.2f total_s=%.2f\n",
-                    joined(config).c_str(), static_cast<unsigned long long>(s), target, o.acc >= target ? 1 : 0, o.acc,
-                    static_cast<long long>(o.batches), o.train_s, o.total_s);
+        std::printf(
+            "RESULT tta config=%s seed=%llu target=%.4f reached=%d acc=%.4f batches=%lld train_s=%.2f total_s=%.2f\n",
+            joined(config).c_str(), static_cast<unsigned long long>(s), target, o.acc >= target ? 1 : 0, o.acc,
+            static_cast<long long>(o.batches), o.train_s, o.total_s);
         std::fflush(stdout);
       }
     }

@@ -42,7 +42,8 @@ double step_ms(bool channels_last, int64_t depth, int64_t batch, int64_t size, i
   auto loader = std::make_shared<RepeatLoader>(data, warmup + steps);
   std::vector<std::shared_ptr<Algorithm>> algos;
   if (channels_last) algos.push_back(std::make_shared<algorithms::ChannelsLast>());
-  auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
+  auto opt =
+      std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
   Trainer trainer(TrainerOptions(model)
                       .train_dataloader(loader)
                       .optimizer(opt)
@@ -57,7 +58,8 @@ double step_ms(bool channels_last, int64_t depth, int64_t batch, int64_t size, i
   const auto start = std::chrono::steady_clock::now();
   trainer.fit(Time::from_batch(steps));
   if (device.is_cuda()) torch::cuda::synchronize();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(steps);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+         static_cast<double>(steps);
 }
 
 }  // namespace
@@ -67,12 +69,18 @@ int main(int argc, char** argv) {
   std::string precision = "amp_bf16";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--depth") depth = std::stoll(v);
-    else if (a == "--batch") batch = std::stoll(v);
-    else if (a == "--size") size = std::stoll(v);
-    else if (a == "--steps") steps = std::stoll(v);
-    else if (a == "--warmup") warmup = std::stoll(v);
-    else if (a == "--precision") precision = v;
+    if (a == "--depth")
+      depth = std::stoll(v);
+    else if (a == "--batch")
+      batch = std::stoll(v);
+    else if (a == "--size")
+      size = std::stoll(v);
+    else if (a == "--steps")
+      steps = std::stoll(v);
+    else if (a == "--warmup")
+      warmup = std::stoll(v);
+    else if (a == "--precision")
+      precision = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -87,8 +95,10 @@ int main(int argc, char** argv) {
     nchw += step_ms(false, depth, batch, size, steps, warmup, p, device) / 2;
     cl += step_ms(true, depth, batch, size, steps, warmup, p, device) / 2;
   }
-  std::printf("RESULT channels_last device=%s depth=%lld batch=%lld size=%lld precision=%s nchw_ms=%.2f channels_last_ms=%.2f speedup=%.3f\n",
-              device.str().c_str(), static_cast<long long>(depth), static_cast<long long>(batch), static_cast<long long>(size),
-              precision.c_str(), nchw, cl, nchw / cl);
+  std::printf(
+      "RESULT channels_last device=%s depth=%lld batch=%lld size=%lld precision=%s nchw_ms=%.2f channels_last_ms=%.2f "
+      "speedup=%.3f\n",
+      device.str().c_str(), static_cast<long long>(depth), static_cast<long long>(batch), static_cast<long long>(size),
+      precision.c_str(), nchw, cl, nchw / cl);
   return 0;
 }

@@ -23,15 +23,17 @@ struct Row {
   double bytes, save_s, load_s, ref_bytes, ref_save_s, ref_load_s;
 };
 
-Row measure(const std::string& name, std::shared_ptr<ComposerModel> model, const Batch& batch, const std::string& dir, int repeats) {
+Row measure(const std::string& name, std::shared_ptr<ComposerModel> model, const Batch& batch, const std::string& dir,
+            int repeats) {
   auto opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-4));
-  Trainer trainer(TrainerOptions(model)
-                      .train_dataloader(std::make_shared<TensorDataLoader>(batch, TensorDataLoaderOptions(batch.num_samples())))
-                      .optimizer(opt)
-                      .max_duration("1ba")
-                      .progress_bar(false)
-                      .device("cpu")
-                      .seed(0));
+  Trainer trainer(
+      TrainerOptions(model)
+          .train_dataloader(std::make_shared<TensorDataLoader>(batch, TensorDataLoaderOptions(batch.num_samples())))
+          .optimizer(opt)
+          .max_duration("1ba")
+          .progress_bar(false)
+          .device("cpu")
+          .seed(0));
   trainer.fit();  // one step, so the optimizer holds its moments
   const std::string ckpt = dir + "/" + name + ".pt", ref = dir + "/" + name + "-torch-save.pt";
   std::vector<at::Tensor> tensors;  // the same tensors, for the reference
@@ -70,24 +72,29 @@ int main(int argc, char** argv) {
   std::string dir = std::filesystem::temp_directory_path().string();
   int repeats = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--dir"))
+      dir = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--repeats"))
+      repeats = std::atoi(argv[i + 1]);
   }
   configure_threads();
   std::vector<Row> rows;
   torch::manual_seed(0);
   rows.push_back(measure("resnet50", ComposerClassifier::wrap(models::resnet(50, 1000)),
-                         Batch(at::randn({2, 3, 64, 64}), at::randint(1000, {2}, at::TensorOptions().dtype(at::kLong))), dir, repeats));
+                         Batch(at::randn({2, 3, 64, 64}), at::randint(1000, {2}, at::TensorOptions().dtype(at::kLong))),
+                         dir, repeats));
   auto gpt = std::make_shared<models::GPT>(models::TransformerConfig());  // GPT-2 124M
   const at::Tensor ids = at::randint(50257, {1, 16}, at::TensorOptions().dtype(at::kLong));
-  rows.push_back(measure("gpt2-124m", std::make_shared<ComposerLanguageModel>(gpt), Batch({{"input_ids", ids}, {"labels", ids}}),
-                         dir, repeats));
-  std::printf("| model | checkpoint MB | save s | save MB/s | load s | load MB/s | torch::save MB | torch::save MB/s | torch::load MB/s | save ratio | load ratio |\n");
+  rows.push_back(measure("gpt2-124m", std::make_shared<ComposerLanguageModel>(gpt),
+                         Batch({{"input_ids", ids}, {"labels", ids}}), dir, repeats));
+  std::printf(
+      "| model | checkpoint MB | save s | save MB/s | load s | load MB/s | torch::save MB | torch::save MB/s | "
+      "torch::load MB/s | save ratio | load ratio |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : rows) {
     const double mb = r.bytes / 1e6, ref_mb = r.ref_bytes / 1e6;
-    std::printf("| %s | %.1f | %.2f | %.0f | %.2f | %.0f | %.1f | %.0f | %.0f | %.2f | %.2f |\n", r.model.c_str(), mb, r.save_s,
-                mb / r.save_s, r.load_s, mb / r.load_s, ref_mb, ref_mb / r.ref_save_s, ref_mb / r.ref_load_s,
+    std::printf("| %s | %.1f | %.2f | %.0f | %.2f | %.0f | %.1f | %.0f | %.0f | %.2f | %.2f |\n", r.model.c_str(), mb,
+                r.save_s, mb / r.save_s, r.load_s, mb / r.load_s, ref_mb, ref_mb / r.ref_save_s, ref_mb / r.ref_load_s,
                 (mb / r.save_s) / (ref_mb / r.ref_save_s), (mb / r.load_s) / (ref_mb / r.ref_load_s));
   }
   std::printf("RESULT checkpoint_io save_throughput_ratio_resnet50=%.2f save_throughput_ratio_gpt2=%.2f\n",

@@ -19,8 +19,8 @@ namespace {
 
 torch::nn::Sequential make_model() {
   torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(784, 2048), torch::nn::ReLU(), torch::nn::Linear(2048, 2048), torch::nn::ReLU(),
-                               torch::nn::Linear(2048, 10));
+  return torch::nn::Sequential(torch::nn::Linear(784, 2048), torch::nn::ReLU(), torch::nn::Linear(2048, 2048),
+                               torch::nn::ReLU(), torch::nn::Linear(2048, 10));
 }
 
 double seconds(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -32,17 +32,21 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2)
     if (!std::strcmp(argv[i], "--batches")) batches = std::atoll(argv[i + 1]);
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
-  configure_threads(static_cast<int>(std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / world)));
+  configure_threads(
+      static_cast<int>(std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / world)));
   auto gen = at::detail::createCPUGenerator(1);
-  const Batch data(at::randn({64 * 2 * 40, 784}, gen), at::randint(10, {64 * 2 * 40}, gen, at::TensorOptions().dtype(at::kLong)));
+  const Batch data(at::randn({64 * 2 * 40, 784}, gen),
+                   at::randint(10, {64 * 2 * 40}, gen, at::TensorOptions().dtype(at::kLong)));
   auto model = ComposerClassifier::wrap(make_model());
-  auto loader = std::make_shared<TensorDataLoader>(data, TensorDataLoaderOptions(64).shuffle(true).num_replicas(world).rank(rank));
-  Trainer trainer(TrainerOptions(model)
-                      .train_dataloader(loader)
-                      .optimizer(std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.01)))
-                      .max_duration(Time::from_batch(5))
-                      .progress_bar(false)
-                      .device("cpu"));
+  auto loader = std::make_shared<TensorDataLoader>(
+      data, TensorDataLoaderOptions(64).shuffle(true).num_replicas(world).rank(rank));
+  Trainer trainer(
+      TrainerOptions(model)
+          .train_dataloader(loader)
+          .optimizer(std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.01)))
+          .max_duration(Time::from_batch(5))
+          .progress_bar(false)
+          .device("cpu"));
   trainer.fit();  // warm-up
   auto t = Clock::now();
   trainer.fit(Time::from_batch(batches));
@@ -81,13 +85,16 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("ddp_scaling: world %lld, %d threads per rank, %.1f MB of gradients\n", static_cast<long long>(world),
                 at::get_num_threads(), bytes / 1e6);
-    std::printf("train: %.0f samples/s (%lld batches of %d per rank)\n", samples_per_s, static_cast<long long>(batches), 64);
-    std::printf("backward: %.1f ms without sync, %.1f ms with the bucketed reducer (exposed exchange %.1f ms)\n", 1e3 * without,
-                1e3 * with_sync, 1e3 * (with_sync - without));
+    std::printf("train: %.0f samples/s (%lld batches of %d per rank)\n", samples_per_s, static_cast<long long>(batches),
+                64);
+    std::printf("backward: %.1f ms without sync, %.1f ms with the bucketed reducer (exposed exchange %.1f ms)\n",
+                1e3 * without, 1e3 * with_sync, 1e3 * (with_sync - without));
     std::printf("raw c10d all-reduce of the same bytes: %.1f ms (%.2f GB/s algbw)\n", 1e3 * raw, bytes / raw / 1e9);
-    std::printf("RESULT ddp_scaling world=%lld samples_per_s=%.0f exposed_exchange_ms=%.1f raw_allreduce_ms=%.1f ratio_raw_over_exposed=%.2f\n",
-                static_cast<long long>(world), samples_per_s, 1e3 * (with_sync - without), 1e3 * raw,
-                world > 1 ? raw / std::max(1e-9, with_sync - without) : 0.0);
+    std::printf(
+        "RESULT ddp_scaling world=%lld samples_per_s=%.0f exposed_exchange_ms=%.1f raw_allreduce_ms=%.1f "
+        "ratio_raw_over_exposed=%.2f\n",
+        static_cast<long long>(world), samples_per_s, 1e3 * (with_sync - without), 1e3 * raw,
+        world > 1 ? raw / std::max(1e-9, with_sync - without) : 0.0);
   }
   trainer.close();
   return 0;

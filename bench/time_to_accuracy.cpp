@@ -17,13 +17,20 @@ int main(int argc, char** argv) {
   std::string algorithm_names;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--data") data = argv[i + 1];
-    else if (a == "--target") target = std::atof(argv[i + 1]);
-    else if (a == "--max-epochs") max_epochs = std::atoll(argv[i + 1]);
-    else if (a == "--eval-every") eval_every = std::atoll(argv[i + 1]);
-    else if (a == "--seed") seed = std::atoll(argv[i + 1]);
-    else if (a == "--workers") workers = std::atoll(argv[i + 1]);
-    else if (a == "--algorithms") algorithm_names = argv[i + 1];
+    if (a == "--data")
+      data = argv[i + 1];
+    else if (a == "--target")
+      target = std::atof(argv[i + 1]);
+    else if (a == "--max-epochs")
+      max_epochs = std::atoll(argv[i + 1]);
+    else if (a == "--eval-every")
+      eval_every = std::atoll(argv[i + 1]);
+    else if (a == "--seed")
+      seed = std::atoll(argv[i + 1]);
+    else if (a == "--workers")
+      workers = std::atoll(argv[i + 1]);
+    else if (a == "--algorithms")
+      algorithm_names = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -33,9 +40,13 @@ int main(int argc, char** argv) {
   const bool fashion = data.find("fashion") != std::string::npos;
   const double mean = fashion ? 0.2860 : 0.1307, stdev = fashion ? 0.3530 : 0.3081;
   const auto normalize = make_image_transform(ImageTransformOptions().mean({mean}).std({stdev}));
-  auto train = std::make_shared<DatasetLoader>(load_mnist(data, true),
-                                               DatasetLoaderOptions(128).shuffle(true).seed(static_cast<uint64_t>(seed)).num_workers(workers).transform(normalize));
-  auto test = std::make_shared<DatasetLoader>(load_mnist(data, false), DatasetLoaderOptions(1000).shuffle(false).num_workers(workers).transform(normalize));
+  auto train = std::make_shared<DatasetLoader>(load_mnist(data, true), DatasetLoaderOptions(128)
+                                                                           .shuffle(true)
+                                                                           .seed(static_cast<uint64_t>(seed))
+                                                                           .num_workers(workers)
+                                                                           .transform(normalize));
+  auto test = std::make_shared<DatasetLoader>(
+      load_mnist(data, false), DatasetLoaderOptions(1000).shuffle(false).num_workers(workers).transform(normalize));
   torch::manual_seed(static_cast<uint64_t>(seed));
   auto model = ComposerClassifier::wrap(models::mnist_cnn(1, 10, 32));
   auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
@@ -64,9 +75,11 @@ int main(int argc, char** argv) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const State& s = trainer.state();
   const double acc = s.eval_metric_values.at("Accuracy");
-  std::printf("RESULT time_to_accuracy impl=cpp data=%s target=%.4f reached=%d acc=%.4f batches=%lld train_s=%.2f total_s=%.2f threads=%d%s\n",
-              fashion ? "fashion_mnist" : "mnist", target, acc >= target ? 1 : 0, acc, static_cast<long long>(s.timestamp.batch),
-              s.timestamp.total_wct.count(), total, at::get_num_threads(),
-              algorithm_names.empty() ? "" : (" algorithms=" + algorithm_names).c_str());
+  std::printf(
+      "RESULT time_to_accuracy impl=cpp data=%s target=%.4f reached=%d acc=%.4f batches=%lld train_s=%.2f total_s=%.2f "
+      "threads=%d%s\n",
+      fashion ? "fashion_mnist" : "mnist", target, acc >= target ? 1 : 0, acc,
+      static_cast<long long>(s.timestamp.batch), s.timestamp.total_wct.count(), total, at::get_num_threads(),
+      algorithm_names.empty() ? "" : (" algorithms=" + algorithm_names).c_str());
   return 0;
 }

@@ -56,7 +56,8 @@ double run_hand(const composer::Batch& data, int64_t batches, const c10::Device&
 double run_trainer(const composer::Batch& data, int64_t batches, const std::string& device) {
   auto model = composer::ComposerClassifier::wrap(make_mlp(0));
   auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  auto loader = std::make_shared<composer::TensorDataLoader>(data, composer::TensorDataLoaderOptions(64).shuffle(true).seed(1));
+  auto loader =
+      std::make_shared<composer::TensorDataLoader>(data, composer::TensorDataLoaderOptions(64).shuffle(true).seed(1));
   composer::Trainer trainer(composer::TrainerOptions(model)
                                 .train_dataloader(loader)
                                 .optimizer(opt)
@@ -80,9 +81,12 @@ int main(int argc, char** argv) {
   int64_t batches = 300;
   std::string device = "cpu";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--batches")) batches = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
+    if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--batches"))
+      batches = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--device"))
+      device = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -92,8 +96,9 @@ int main(int argc, char** argv) {
   const c10::Device d(device);
   auto gen = at::detail::createCPUGenerator(3);
   const composer::Batch data(at::randn({64 * 50, 784}, gen), at::randint(0, 10, {64 * 50}, gen));
-  std::printf("trainer_overhead: MLP 784-256-256-10, batch 64, SGD momentum, %lld batches x %d rounds, device %s, %d threads\n",
-              static_cast<long long>(batches), rounds, device.c_str(), at::get_num_threads());
+  std::printf(
+      "trainer_overhead: MLP 784-256-256-10, batch 64, SGD momentum, %lld batches x %d rounds, device %s, %d threads\n",
+      static_cast<long long>(batches), rounds, device.c_str(), at::get_num_threads());
   run_hand(data, 20, d);  // warm-up both paths
   run_trainer(data, 20, device);
   std::vector<double> hand, trainer, ratios;

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   DatasetLoader test(load_mnist(root, /*train=*/false), DatasetLoaderOptions(1000).shuffle(false).transform(normalize));
 
   auto net = models::cifar_resnet(8, 10, /*in_channels=*/1);  // surgery-ready: built from nn::Composite
-  functional::apply_blurpool(*net);                             // before the optimizer exists
+  functional::apply_blurpool(*net);                           // before the optimizer exists
   functional::apply_channels_last(*net);
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(5e-4));
 

@@ -11,7 +11,8 @@ namespace {
 class PrintLoss : public composer::Callback {
  public:
   void after_train_batch(composer::State& state, composer::Logger&) override {
-    if (++batches_ % 100 == 0) std::printf("batch %lld loss %.4f\n", static_cast<long long>(batches_), state.loss.item<double>());
+    if (++batches_ % 100 == 0)
+      std::printf("batch %lld loss %.4f\n", static_cast<long long>(batches_), state.loss.item<double>());
   }
 
  private:

@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config
+  clang-format                        # tools/ci/check_format.sh (Debian 12: clang-format 14)
   python3 python3-venv                # the project environment's interpreter (Debian's python3.11)
   libgloo-dev                         # gloo/*.h for ProcessGroupGloo.hpp; the wheel ships Gloo's code, not its headers
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -14,7 +14,8 @@ namespace {
 struct Canvas {
   explicit Canvas(const at::Tensor& image) : batched(image.dim() == 4), dtype(image.scalar_type()) {
     if (image.dim() != 3 && image.dim() != 4) {
-      throw std::invalid_argument("image operations need [C, H, W] or [N, C, H, W] images, got shape " + c10::str(image.sizes()));
+      throw std::invalid_argument("image operations need [C, H, W] or [N, C, H, W] images, got shape " +
+                                  c10::str(image.sizes()));
     }
     x = (batched ? image : image.unsqueeze(0)).to(at::kFloat);
     if (at::isFloatingType(dtype)) x = x * 255.0;
@@ -75,7 +76,8 @@ at::Tensor equalize(const at::Tensor& image) {
 }
 
 at::Tensor posterize(const at::Tensor& image, int64_t bits) {
-  if (bits < 0 || bits > 8) throw std::invalid_argument("posterize: bits must be in [0, 8], got " + std::to_string(bits));
+  if (bits < 0 || bits > 8)
+    throw std::invalid_argument("posterize: bits must be in [0, 8], got " + std::to_string(bits));
   Canvas c(image);
   const int64_t mask = ~((int64_t{1} << (8 - bits)) - 1) & 0xff;
   return c.finish(c.x.round().clamp(0, 255).to(at::kLong).bitwise_and(mask).to(at::kFloat));
@@ -95,9 +97,10 @@ at::Tensor affine(const at::Tensor& image, const std::array<double, 6>& m) {
   const auto mesh = at::meshgrid({ys, xs}, "ij");
   const at::Tensor u = mesh[1] * m[0] + mesh[0] * m[1] + m[2];
   const at::Tensor v = mesh[1] * m[3] + mesh[0] * m[4] + m[5];
-  const at::Tensor grid = at::stack({u * (2.0 / static_cast<double>(w)) - 1.0, v * (2.0 / static_cast<double>(h)) - 1.0}, -1)
-                              .unsqueeze(0)
-                              .expand({n, h, w, 2});
+  const at::Tensor grid =
+      at::stack({u * (2.0 / static_cast<double>(w)) - 1.0, v * (2.0 / static_cast<double>(h)) - 1.0}, -1)
+          .unsqueeze(0)
+          .expand({n, h, w, 2});
   // interpolation 0 = bilinear, padding 0 = zeros
   return c.finish(at::grid_sampler(c.x, grid, 0, 0, /*align_corners=*/false));
 }
@@ -137,16 +140,20 @@ at::Tensor sharpness(const at::Tensor& image, double factor) {
   const int64_t ch = c.x.size(1), h = c.x.size(2), w = c.x.size(3);
   at::Tensor degenerate = c.x.clone();
   if (h > 2 && w > 2) {
-    const at::Tensor k = (torch::tensor({1.f, 1.f, 1.f, 1.f, 5.f, 1.f, 1.f, 1.f, 1.f}, c.x.options()) / 13.0).view({1, 1, 3, 3});
-    const at::Tensor smooth = at::conv2d(c.x, k.expand({ch, 1, 3, 3}), {}, at::IntArrayRef{1, 1}, at::IntArrayRef{0, 0}, at::IntArrayRef{1, 1}, ch).round();
+    const at::Tensor k =
+        (torch::tensor({1.f, 1.f, 1.f, 1.f, 5.f, 1.f, 1.f, 1.f, 1.f}, c.x.options()) / 13.0).view({1, 1, 3, 3});
+    const at::Tensor smooth = at::conv2d(c.x, k.expand({ch, 1, 3, 3}), {}, at::IntArrayRef{1, 1}, at::IntArrayRef{0, 0},
+                                         at::IntArrayRef{1, 1}, ch)
+                                  .round();
     degenerate.narrow(2, 1, h - 2).narrow(3, 1, w - 2).copy_(smooth);
   }
   return c.finish(blend(degenerate, c.x, factor));
 }
 
 std::string to_string(Augmentation op) {
-  static const char* names[] = {"autocontrast", "equalize", "posterize", "rotate", "solarize", "shear_x", "shear_y",
-                                "translate_x", "translate_y", "color", "contrast", "brightness", "sharpness"};
+  static const char* names[] = {"autocontrast", "equalize",   "posterize",   "rotate",      "solarize",
+                                "shear_x",      "shear_y",    "translate_x", "translate_y", "color",
+                                "contrast",     "brightness", "sharpness"};
   return names[static_cast<int>(op)];
 }
 
@@ -164,19 +171,32 @@ at::Tensor augment(const at::Tensor& image, Augmentation op, double severity, at
   const auto sign = [&](double v) { return algorithms::detail::uniform(0.0, 1.0, gen) > 0.5 ? -v : v; };
   const double enhance = level_float(level, 1.8) + 0.1;
   switch (op) {
-    case Augmentation::AutoContrast: return autocontrast(image);
-    case Augmentation::Equalize: return equalize(image);
-    case Augmentation::Posterize: return posterize(image, 4 - static_cast<int64_t>(level_int(level, 4)));
-    case Augmentation::Rotate: return rotate(image, sign(level_int(level, 30)));
-    case Augmentation::Solarize: return solarize(image, 256 - static_cast<int64_t>(level_int(level, 256)));
-    case Augmentation::ShearX: return shear_x(image, sign(level_float(level, 0.3)));
-    case Augmentation::ShearY: return shear_y(image, sign(level_float(level, 0.3)));
-    case Augmentation::TranslateX: return translate_x(image, sign(level_int(level, static_cast<double>(image.size(-1)) / 3.0)));
-    case Augmentation::TranslateY: return translate_y(image, sign(level_int(level, static_cast<double>(image.size(-2)) / 3.0)));
-    case Augmentation::Color: return color(image, enhance);
-    case Augmentation::Contrast: return contrast(image, enhance);
-    case Augmentation::Brightness: return brightness(image, enhance);
-    case Augmentation::Sharpness: return sharpness(image, enhance);
+    case Augmentation::AutoContrast:
+      return autocontrast(image);
+    case Augmentation::Equalize:
+      return equalize(image);
+    case Augmentation::Posterize:
+      return posterize(image, 4 - static_cast<int64_t>(level_int(level, 4)));
+    case Augmentation::Rotate:
+      return rotate(image, sign(level_int(level, 30)));
+    case Augmentation::Solarize:
+      return solarize(image, 256 - static_cast<int64_t>(level_int(level, 256)));
+    case Augmentation::ShearX:
+      return shear_x(image, sign(level_float(level, 0.3)));
+    case Augmentation::ShearY:
+      return shear_y(image, sign(level_float(level, 0.3)));
+    case Augmentation::TranslateX:
+      return translate_x(image, sign(level_int(level, static_cast<double>(image.size(-1)) / 3.0)));
+    case Augmentation::TranslateY:
+      return translate_y(image, sign(level_int(level, static_cast<double>(image.size(-2)) / 3.0)));
+    case Augmentation::Color:
+      return color(image, enhance);
+    case Augmentation::Contrast:
+      return contrast(image, enhance);
+    case Augmentation::Brightness:
+      return brightness(image, enhance);
+    case Augmentation::Sharpness:
+      return sharpness(image, enhance);
   }
   return image;
 }

@@ -1,8 +1,8 @@
 #include "composer/algorithms/augmix.h"
 
 #include "algorithms/detail/common.h"
-#include "composer/core/fields.h"
 #include "algorithms/detail/transforms.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 
 #include <torch/torch.h>
@@ -25,7 +25,8 @@ at::Tensor augmix_image(const at::Tensor& image, const AugMixOptions& options, a
   at::Tensor mix = at::zeros_like(x);
   for (int64_t chain = 0; chain < options.width(); ++chain) {
     const int64_t depth = options.depth() > 0 ? options.depth() : algorithms::detail::randint(1, 4, gen);
-    mix += augment_chain(image, ops, depth, options.severity(), gen).to(at::kFloat) * weights[static_cast<size_t>(chain)];
+    mix +=
+        augment_chain(image, ops, depth, options.severity(), gen).to(at::kFloat) * weights[static_cast<size_t>(chain)];
   }
   const at::Tensor mixed = x * (1.0 - m) + mix * m;
   if (at::isFloatingType(image.scalar_type())) return mixed.clamp(0, 1).to(image.scalar_type());

@@ -1,8 +1,8 @@
 #include "composer/algorithms/colout.h"
 
 #include "algorithms/detail/common.h"
-#include "composer/core/fields.h"
 #include "algorithms/detail/transforms.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 
 #include <torch/torch.h>
@@ -21,8 +21,10 @@ at::Tensor kept_indices(int64_t size, double p, const std::optional<at::Generato
 }  // namespace
 
 std::pair<at::Tensor, at::Tensor> colout_batch(const at::Tensor& input, const at::Tensor& target, double p_row,
-                                               double p_col, ResizeTarget resize_target, std::optional<at::Generator> gen) {
-  if (input.dim() < 2) throw std::invalid_argument("colout_batch: input must be [..., H, W], got shape " + c10::str(input.sizes()));
+                                               double p_col, ResizeTarget resize_target,
+                                               std::optional<at::Generator> gen) {
+  if (input.dim() < 2)
+    throw std::invalid_argument("colout_batch: input must be [..., H, W], got shape " + c10::str(input.sizes()));
   algorithms::detail::require_range("colout_batch", "p_row", p_row, 0.0, 1.0, false, true);
   algorithms::detail::require_range("colout_batch", "p_col", p_col, 0.0, 1.0, false, true);
   const int64_t h = input.size(-2), w = input.size(-1);
@@ -33,9 +35,11 @@ std::pair<at::Tensor, at::Tensor> colout_batch(const at::Tensor& input, const at
   if (resize_target == ResizeTarget::Auto && target.defined()) {
     crop_target = target.dim() >= 2 && target.size(-2) == h && target.size(-1) == w;
   }
-  if (crop_target && !target.defined()) throw std::invalid_argument("colout_batch: resize_target is Yes but no target was given");
+  if (crop_target && !target.defined())
+    throw std::invalid_argument("colout_batch: resize_target is Yes but no target was given");
   at::Tensor new_target = target;
-  if (crop_target) new_target = target.index_select(-2, rows.to(target.device())).index_select(-1, cols.to(target.device()));
+  if (crop_target)
+    new_target = target.index_select(-2, rows.to(target.device())).index_select(-1, cols.to(target.device()));
   return {out, new_target};
 }
 
@@ -56,7 +60,9 @@ const std::vector<std::pair<std::string, ResizeTarget>> kResizeTargets{
 std::string field_text(ResizeTarget value) {
   return value == ResizeTarget::Auto ? "'auto'" : value == ResizeTarget::Yes ? "'True'" : "'False'";
 }
-void read_field(Hparams& hparams, const std::string& key, ResizeTarget& value) { read_choice(hparams, key, value, kResizeTargets); }
+void read_field(Hparams& hparams, const std::string& key, ResizeTarget& value) {
+  read_choice(hparams, key, value, kResizeTargets);
+}
 
 }  // namespace functional
 

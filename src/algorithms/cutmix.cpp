@@ -1,8 +1,8 @@
 #include "composer/algorithms/cutmix.h"
 
 #include "algorithms/detail/common.h"
-#include "composer/core/fields.h"
 #include "algorithms/detail/mixing.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 
 #include <torch/torch.h>
@@ -23,7 +23,8 @@ std::tuple<at::Tensor, at::Tensor, double, BoundingBox> cutmix_batch(const at::T
   }
   algorithms::detail::require_range("cutmix_batch", "alpha", alpha, 0.0, INFINITY, true);
   const int64_t h = input.size(2), w = input.size(3);
-  const at::Tensor perm = indices.defined() ? indices.to(input.device()) : algorithms::detail::randperm(input.size(0), input.device());
+  const at::Tensor perm =
+      indices.defined() ? indices.to(input.device()) : algorithms::detail::randperm(input.size(0), input.device());
   BoundingBox box{};
   if (bbox) {
     box = *bbox;
@@ -43,7 +44,8 @@ std::tuple<at::Tensor, at::Tensor, double, BoundingBox> cutmix_batch(const at::T
   }
   at::Tensor out = input.clone();
   if (x2 > x1 && y2 > y1) {
-    out.narrow(2, x1, x2 - x1).narrow(3, y1, y2 - y1)
+    out.narrow(2, x1, x2 - x1)
+        .narrow(3, y1, y2 - y1)
         .copy_(input.index_select(0, perm).narrow(2, x1, x2 - x1).narrow(3, y1, y2 - y1));
   }
   const double adjusted = 1.0 - static_cast<double>((x2 - x1) * (y2 - y1)) / static_cast<double>(h * w);
@@ -73,13 +75,15 @@ std::optional<int> CutMix::apply(Event event, State& state, Logger&) {
     return std::nullopt;
   }
   const at::Tensor& input = detail::batch_field(state.batch, options_.input_key(), "CutMix");
-  const bool dense = !original_.is_floating_point() && original_.dim() >= 3 &&
-                     original_.size(-2) == input.size(2) && original_.size(-1) == input.size(3);
+  const bool dense = !original_.is_floating_point() && original_.dim() >= 3 && original_.size(-2) == input.size(2) &&
+                     original_.size(-1) == input.size(3);
   if (dense && event == Event::BEFORE_LOSS) {  // Composer: segmentation masks get the same box pasted in
     at::Tensor y = original_.clone();
     const auto [x1, y1, x2, y2] = box_;
     if (x2 > x1 && y2 > y1) {
-      y.narrow(-2, x1, x2 - x1).narrow(-1, y1, y2 - y1).copy_(permuted_.narrow(-2, x1, x2 - x1).narrow(-1, y1, y2 - y1));
+      y.narrow(-2, x1, x2 - x1)
+          .narrow(-1, y1, y2 - y1)
+          .copy_(permuted_.narrow(-2, x1, x2 - x1).narrow(-1, y1, y2 - y1));
     }
     state.batch.set(options_.target_key(), y);
     return std::nullopt;

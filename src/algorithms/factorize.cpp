@@ -14,7 +14,9 @@ namespace composer {
 namespace nn {
 
 FactorizedConv2d::FactorizedConv2d(const Conv2d& c, int64_t r) : latent_channels(r) {
-  if (c.groups != 1) throw std::invalid_argument("FactorizedConv2d: grouped convolutions (groups=" + std::to_string(c.groups) + ") cannot be factorized");
+  if (c.groups != 1)
+    throw std::invalid_argument("FactorizedConv2d: grouped convolutions (groups=" + std::to_string(c.groups) +
+                                ") cannot be factorized");
   add("conv0", std::make_shared<Conv2d>(c.in_channels, r, c.kernel_size, c.stride, c.padding, false));
   add("conv1", std::make_shared<Conv2d>(r, c.out_channels, 1, 1, 0, c.bias.defined()));
 }
@@ -26,7 +28,9 @@ FactorizedLinear::FactorizedLinear(const Linear& l, int64_t r) : latent_features
   add("module1", std::make_shared<Linear>(r, l.out_features, l.bias.defined()));
 }
 
-at::Tensor FactorizedLinear::forward(const at::Tensor& x) { return child("module1").forward(child("module0").forward(x)); }
+at::Tensor FactorizedLinear::forward(const at::Tensor& x) {
+  return child("module1").forward(child("module0").forward(x));
+}
 
 namespace {
 
@@ -41,13 +45,14 @@ std::pair<at::Tensor, at::Tensor> best_factors(const at::Tensor& x, const at::Te
 
 void check_rank(const char* what, int64_t rank, int64_t current) {
   if (rank < 1 || rank > current) {
-    throw std::invalid_argument(std::string(what) + "::set_rank: rank must be in [1, " + std::to_string(current) + "], got " +
-                                std::to_string(rank));
+    throw std::invalid_argument(std::string(what) + "::set_rank: rank must be in [1, " + std::to_string(current) +
+                                "], got " + std::to_string(rank));
   }
 }
 
 // Puts `fresh` in place of child `name`; the optimizer swaps the parameters.
-void swap_child(Composite& parent, const std::string& name, const std::shared_ptr<Layer>& fresh, torch::optim::Optimizer* optimizer) {
+void swap_child(Composite& parent, const std::string& name, const std::shared_ptr<Layer>& fresh,
+                torch::optim::Optimizer* optimizer) {
   const auto old = parent.child_ptr(name);
   if (optimizer) update_params_in_optimizer(old->parameters(), fresh->parameters(), *optimizer);
   parent.replace(name, fresh);
@@ -62,9 +67,10 @@ void FactorizedConv2d::set_rank(const at::Tensor& input, int64_t rank, torch::op
   auto& c1 = dynamic_cast<Conv2d&>(child("conv1"));
   const int64_t k = c0.kernel_size;
   // Patches of the input as rows: [N * L, in * k * k]; the current map is W = W1 W0 over them.
-  const at::Tensor patches = at::im2col(input.detach(), {k, k}, {1, 1}, {c0.padding, c0.padding}, {c0.stride, c0.stride})
-                                 .transpose(1, 2)
-                                 .reshape({-1, c0.in_channels * k * k});
+  const at::Tensor patches =
+      at::im2col(input.detach(), {k, k}, {1, 1}, {c0.padding, c0.padding}, {c0.stride, c0.stride})
+          .transpose(1, 2)
+          .reshape({-1, c0.in_channels * k * k});
   const at::Tensor w = c1.weight.detach().flatten(1).matmul(c0.weight.detach().flatten(1));  // [out, in*k*k]
   const auto [w0, w1] = best_factors(patches, w, rank);
   auto n0 = std::make_shared<Conv2d>(c0.in_channels, rank, k, c0.stride, c0.padding, false);

@@ -12,7 +12,8 @@
 namespace composer {
 namespace nn {
 
-GhostBatchNorm2d::GhostBatchNorm2d(std::shared_ptr<BatchNorm2d> batchnorm, int64_t g) : ghost_batch_size(g), bn_(batchnorm.get()) {
+GhostBatchNorm2d::GhostBatchNorm2d(std::shared_ptr<BatchNorm2d> batchnorm, int64_t g)
+    : ghost_batch_size(g), bn_(batchnorm.get()) {
   if (g < 1) algorithms::detail::bad_option("GhostBatchNorm", "ghost_batch_size", ">= 1", static_cast<double>(g));
   add("batchnorm", std::move(batchnorm));
 }
@@ -44,11 +45,15 @@ namespace functional {
 
 std::vector<Replacement> apply_ghost_batchnorm(torch::nn::Module& model, int64_t ghost_batch_size,
                                                torch::optim::Optimizer* optimizer) {
-  if (ghost_batch_size < 1) algorithms::detail::bad_option("apply_ghost_batchnorm", "ghost_batch_size", ">= 1", static_cast<double>(ghost_batch_size));
+  if (ghost_batch_size < 1)
+    algorithms::detail::bad_option("apply_ghost_batchnorm", "ghost_batch_size", ">= 1",
+                                   static_cast<double>(ghost_batch_size));
   // The BatchNorm2d object moves into the wrapper: same parameters, so the optimizer needs no change.
-  std::vector<ReplacementPolicy> policies{policy_for<nn::BatchNorm2d>([&](nn::BatchNorm2d& bn, int64_t) -> std::shared_ptr<nn::Layer> {
-    return std::make_shared<nn::GhostBatchNorm2d>(std::dynamic_pointer_cast<nn::BatchNorm2d>(bn.shared_from_this()), ghost_batch_size);
-  })};
+  std::vector<ReplacementPolicy> policies{
+      policy_for<nn::BatchNorm2d>([&](nn::BatchNorm2d& bn, int64_t) -> std::shared_ptr<nn::Layer> {
+        return std::make_shared<nn::GhostBatchNorm2d>(std::dynamic_pointer_cast<nn::BatchNorm2d>(bn.shared_from_this()),
+                                                      ghost_batch_size);
+      })};
   SurgeryOptions so;
   so.optimizer = optimizer;
   return replace_module_classes(model, policies, so);
@@ -59,7 +64,8 @@ std::vector<Replacement> apply_ghost_batchnorm(torch::nn::Module& model, int64_t
 namespace algorithms {
 
 void GhostBatchNormOptions::validate() const {
-  if (ghost_batch_size_ < 1) detail::bad_option("GhostBatchNorm", "ghost_batch_size", ">= 1", static_cast<double>(ghost_batch_size_));
+  if (ghost_batch_size_ < 1)
+    detail::bad_option("GhostBatchNorm", "ghost_batch_size", ">= 1", static_cast<double>(ghost_batch_size_));
 }
 
 GhostBatchNorm::GhostBatchNorm(GhostBatchNormOptions options) : options_(options) { options_.validate(); }

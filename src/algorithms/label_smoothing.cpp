@@ -43,11 +43,15 @@ at::Tensor smooth_labels(const at::Tensor& logits, const at::Tensor& target, dou
 
 namespace algorithms {
 
-void LabelSmoothingOptions::validate() const { detail::require_range("LabelSmoothing", "smoothing", smoothing_, 0.0, 1.0, false, false); }
+void LabelSmoothingOptions::validate() const {
+  detail::require_range("LabelSmoothing", "smoothing", smoothing_, 0.0, 1.0, false, false);
+}
 
 LabelSmoothing::LabelSmoothing(LabelSmoothingOptions options) : options_(std::move(options)) { options_.validate(); }
 
-bool LabelSmoothing::match(Event event, const State&) { return event == Event::BEFORE_LOSS || event == Event::AFTER_LOSS; }
+bool LabelSmoothing::match(Event event, const State&) {
+  return event == Event::BEFORE_LOSS || event == Event::AFTER_LOSS;
+}
 
 std::optional<int> LabelSmoothing::apply(Event event, State& state, Logger&) {
   at::Tensor& target = detail::batch_field(state.batch, options_.target_key(), "LabelSmoothing");

@@ -1,8 +1,8 @@
 #include "composer/algorithms/mixup.h"
 
 #include "algorithms/detail/common.h"
-#include "composer/core/fields.h"
 #include "algorithms/detail/mixing.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 
 #include <torch/torch.h>
@@ -17,7 +17,8 @@ std::tuple<at::Tensor, at::Tensor, double> mixup_batch(const at::Tensor& input, 
   double m = mixing.value_or(alpha == 0 ? 0.0 : algorithms::detail::sample_beta(alpha, alpha));
   if (!mixing) m = std::min(m, 1.0 - m);
   algorithms::detail::require_range("mixup_batch", "mixing", m, 0.0, 1.0);
-  const at::Tensor perm = indices.defined() ? indices.to(input.device()) : algorithms::detail::randperm(input.size(0), input.device());
+  const at::Tensor perm =
+      indices.defined() ? indices.to(input.device()) : algorithms::detail::randperm(input.size(0), input.device());
   const at::Tensor mixed = input * (1.0 - m) + input.index_select(0, perm) * m;
   return {mixed, target.index_select(0, perm.to(target.device())), m};
 }

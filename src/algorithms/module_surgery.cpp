@@ -108,7 +108,8 @@ std::vector<Replacement> replace_module_classes(torch::nn::Module& root, const s
     if (!layer) continue;
     match_placement(*node.module, *layer, model_tensor);
     for (const auto& [parent, name] : node.slots) static_cast<nn::Composite*>(parent)->replace(name, layer);
-    if (options.optimizer) update_params_in_optimizer(node.module->parameters(), layer->parameters(), *options.optimizer);
+    if (options.optimizer)
+      update_params_in_optimizer(node.module->parameters(), layer->parameters(), *options.optimizer);
     done.push_back({node.path, node.module, layer});
     if (options.recurse_on_replacements) {
       std::vector<Node> added;
@@ -120,7 +121,8 @@ std::vector<Replacement> replace_module_classes(torch::nn::Module& root, const s
   return done;
 }
 
-int64_t count_module_instances(const torch::nn::Module& root, const std::function<bool(const torch::nn::Module&)>& pred) {
+int64_t count_module_instances(const torch::nn::Module& root,
+                               const std::function<bool(const torch::nn::Module&)>& pred) {
   std::vector<Node> nodes;
   std::unordered_map<const torch::nn::Module*, size_t> seen;
   collect(const_cast<torch::nn::Module&>(root), "", nodes, seen);
@@ -139,9 +141,11 @@ void update_params_in_optimizer(const std::vector<at::Tensor>& old_params, const
       for (const auto& q : groups[g].params()) {
         if (!q.is_same(p)) continue;
         if (owner && *owner != g) {
-          throw std::invalid_argument("update_params_in_optimizer: the replaced module's parameters are in parameter "
-                                      "groups " + std::to_string(*owner) + " and " + std::to_string(g) +
-                                      "; surgery supports modules whose parameters share one group");
+          throw std::invalid_argument(
+              "update_params_in_optimizer: the replaced module's parameters are in parameter "
+              "groups " +
+              std::to_string(*owner) + " and " + std::to_string(g) +
+              "; surgery supports modules whose parameters share one group");
         }
         owner = g;
       }

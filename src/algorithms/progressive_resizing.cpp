@@ -28,13 +28,15 @@ at::Tensor nearest(const at::Tensor& x, double s) {
 
 std::pair<at::Tensor, at::Tensor> resize_batch(const at::Tensor& input, const at::Tensor& target, double scale_factor,
                                                ResizeMode mode, bool resize_targets) {
-  if (input.dim() != 4) throw std::invalid_argument("resize_batch: input must be [N, C, H, W], got shape " + c10::str(input.sizes()));
+  if (input.dim() != 4)
+    throw std::invalid_argument("resize_batch: input must be [N, C, H, W], got shape " + c10::str(input.sizes()));
   if (!(scale_factor > 0)) algorithms::detail::bad_option("resize_batch", "scale_factor", "> 0", scale_factor);
   if (scale_factor >= 1) return {input, target};
   if (resize_targets && (!target.defined() || target.dim() < 3)) {
     throw std::invalid_argument("resize_batch: resize_targets needs image-like targets [N, (C,) H, W]");
   }
-  if (mode == ResizeMode::Resize) return {nearest(input, scale_factor), resize_targets ? nearest(target, scale_factor) : target};
+  if (mode == ResizeMode::Resize)
+    return {nearest(input, scale_factor), resize_targets ? nearest(target, scale_factor) : target};
   const int64_t h = input.size(2), w = input.size(3);
   const int64_t ch = static_cast<int64_t>(scale_factor * static_cast<double>(h));
   const int64_t cw = static_cast<int64_t>(scale_factor * static_cast<double>(w));
@@ -44,7 +46,8 @@ std::pair<at::Tensor, at::Tensor> resize_batch(const at::Tensor& input, const at
   return {crop(input), resize_targets ? crop(target) : target};
 }
 
-double progressive_resizing_scale(double elapsed, double initial_scale, double delay_fraction, double finetune_fraction) {
+double progressive_resizing_scale(double elapsed, double initial_scale, double delay_fraction,
+                                  double finetune_fraction) {
   double f = 0.0;
   if (elapsed >= delay_fraction) {
     const double span = 1.0 - finetune_fraction - delay_fraction;
@@ -55,16 +58,20 @@ double progressive_resizing_scale(double elapsed, double initial_scale, double d
 
 int64_t pinned_width(int64_t width, double scale, int64_t size_increment) {
   // Python's round(): halves go to the even neighbour (std::nearbyint in the default rounding mode).
-  return static_cast<int64_t>(std::nearbyint(static_cast<double>(width) * scale / static_cast<double>(size_increment))) *
+  return static_cast<int64_t>(
+             std::nearbyint(static_cast<double>(width) * scale / static_cast<double>(size_increment))) *
          size_increment;
 }
 
 namespace {
-const std::vector<std::pair<std::string, ResizeMode>> kModes{{"resize", ResizeMode::Resize}, {"crop", ResizeMode::Crop}};
+const std::vector<std::pair<std::string, ResizeMode>> kModes{{"resize", ResizeMode::Resize},
+                                                             {"crop", ResizeMode::Crop}};
 }  // namespace
 
 std::string field_text(ResizeMode value) { return choice_text(value, kModes); }
-void read_field(Hparams& hparams, const std::string& key, ResizeMode& value) { read_choice(hparams, key, value, kModes); }
+void read_field(Hparams& hparams, const std::string& key, ResizeMode& value) {
+  read_choice(hparams, key, value, kModes);
+}
 
 }  // namespace functional
 
@@ -75,9 +82,11 @@ void ProgressiveResizingOptions::validate() const {
   detail::require_range("ProgressiveResizing", "finetune_fraction", finetune_fraction_, 0.0, 1.0);
   detail::require_range("ProgressiveResizing", "delay_fraction", delay_fraction_, 0.0, 1.0);
   if (delay_fraction_ + finetune_fraction_ > 1.0) {
-    detail::bad_option("ProgressiveResizing", "delay_fraction + finetune_fraction", "<= 1", delay_fraction_ + finetune_fraction_);
+    detail::bad_option("ProgressiveResizing", "delay_fraction + finetune_fraction", "<= 1",
+                       delay_fraction_ + finetune_fraction_);
   }
-  if (size_increment_ < 1) detail::bad_option("ProgressiveResizing", "size_increment", ">= 1", static_cast<double>(size_increment_));
+  if (size_increment_ < 1)
+    detail::bad_option("ProgressiveResizing", "size_increment", ">= 1", static_cast<double>(size_increment_));
 }
 
 ProgressiveResizing::ProgressiveResizing(ProgressiveResizingOptions options) : options_(std::move(options)) {
@@ -91,15 +100,17 @@ std::optional<int> ProgressiveResizing::apply(Event, State& state, Logger& logge
   if (!elapsed) throw std::invalid_argument("ProgressiveResizing: needs max_duration to schedule the image size");
   const at::Tensor& input = detail::batch_field(state.batch, options_.input_key(), "ProgressiveResizing");
   if (input.dim() != 4) {
-    throw std::invalid_argument("ProgressiveResizing: input must be [N, C, H, W], got shape " + c10::str(input.sizes()));
+    throw std::invalid_argument("ProgressiveResizing: input must be [N, C, H, W], got shape " +
+                                c10::str(input.sizes()));
   }
-  const double scale = functional::progressive_resizing_scale(*elapsed, options_.initial_scale(), options_.delay_fraction(),
-                                                              options_.finetune_fraction());
+  const double scale = functional::progressive_resizing_scale(*elapsed, options_.initial_scale(),
+                                                              options_.delay_fraction(), options_.finetune_fraction());
   const int64_t width = input.size(3);
   const double pinned = static_cast<double>(functional::pinned_width(width, scale, options_.size_increment())) /
                         static_cast<double>(width);
   at::Tensor target;
-  if (options_.resize_targets()) target = detail::batch_field(state.batch, options_.target_key(), "ProgressiveResizing");
+  if (options_.resize_targets())
+    target = detail::batch_field(state.batch, options_.target_key(), "ProgressiveResizing");
   if (pinned > 0 && pinned < 1) {
     auto [x, y] = functional::resize_batch(input, target, pinned, options_.mode(), options_.resize_targets());
     state.batch.set(options_.input_key(), x);

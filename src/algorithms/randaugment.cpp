@@ -1,8 +1,8 @@
 #include "composer/algorithms/randaugment.h"
 
 #include "algorithms/detail/common.h"
-#include "composer/core/fields.h"
 #include "algorithms/detail/transforms.h"
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 
 #include <torch/torch.h>

@@ -23,17 +23,21 @@ std::vector<AlgorithmEntry> entries() {
   std::vector<AlgorithmEntry> e{
       entry<AugMix, AugMixOptions>("augmix", "AugMix", "mix each image with augmented copies"),
       entry<BlurPool, BlurPoolOptions>("blurpool", "BlurPool", "anti-aliased strided convs and max-pools"),
-      entry<ChannelsLast, ChannelsLastOptions>("channels_last", "ChannelsLast", "NHWC weights and activations (faster convolutions on GPUs)"),
+      entry<ChannelsLast, ChannelsLastOptions>("channels_last", "ChannelsLast",
+                                               "NHWC weights and activations (faster convolutions on GPUs)"),
       entry<ColOut, ColOutOptions>("colout", "ColOut", "drop random rows and columns"),
       entry<CutMix, CutMixOptions>("cutmix", "CutMix", "paste boxes between samples, mix labels by area"),
       entry<CutOut, CutOutOptions>("cutout", "CutOut", "zero random squares"),
       entry<Factorize, FactorizeOptions>("factorize", "Factorize", "low-rank convs and linears"),
-      entry<GhostBatchNorm, GhostBatchNormOptions>("ghost_batchnorm", "GhostBatchNorm", "batch norm over ghost batches"),
+      entry<GhostBatchNorm, GhostBatchNormOptions>("ghost_batchnorm", "GhostBatchNorm",
+                                                   "batch norm over ghost batches"),
       entry<LabelSmoothing, LabelSmoothingOptions>("label_smoothing", "LabelSmoothing", "soft targets"),
       entry<MixUp, MixUpOptions>("mixup", "MixUp", "convex combinations of samples and labels"),
-      entry<ProgressiveResizing, ProgressiveResizingOptions>("progressive_resizing", "ProgressiveResizing", "small images first"),
+      entry<ProgressiveResizing, ProgressiveResizingOptions>("progressive_resizing", "ProgressiveResizing",
+                                                             "small images first"),
       entry<RandAugment, RandAugmentOptions>("randaugment", "RandAugment", "random augmentation chains"),
-      entry<SqueezeExcite, SqueezeExciteOptions>("squeeze_excite", "SqueezeExcite", "channel attention after wide convs"),
+      entry<SqueezeExcite, SqueezeExciteOptions>("squeeze_excite", "SqueezeExcite",
+                                                 "channel attention after wide convs"),
       entry<StochasticDepth, StochasticDepthOptions>("stochastic_depth", "StochasticDepth", "drop residual branches"),
       entry<WeightStandardization, WeightStandardizationOptions>("weight_standardization", "WeightStandardization",
                                                                  "standardized conv weights"),
@@ -85,7 +89,8 @@ std::shared_ptr<Algorithm> make_algorithm_from_repr(const std::string& repr) {
     const auto trim = [](std::string v) {
       v.erase(0, v.find_first_not_of(' '));
       v.erase(v.find_last_not_of(' ') + 1);
-      if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+      if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front())
+        v = v.substr(1, v.size() - 2);
       return v;
     };
     hparams[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));

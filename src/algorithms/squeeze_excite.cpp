@@ -15,8 +15,8 @@ namespace nn {
 SqueezeExcite2d::SqueezeExcite2d(int64_t c, double latent)
     : latent_channels(static_cast<int64_t>(latent >= 1 ? latent : latent * static_cast<double>(c))) {
   if (latent_channels < 1) {
-    throw std::invalid_argument("SqueezeExcite2d: latent_channels " + std::to_string(latent) + " of " + std::to_string(c) +
-                                " channels leaves no hidden unit");
+    throw std::invalid_argument("SqueezeExcite2d: latent_channels " + std::to_string(latent) + " of " +
+                                std::to_string(c) + " channels leaves no hidden unit");
   }
   add("pool_and_mlp", std::make_shared<Sequential>(std::vector<std::shared_ptr<Layer>>{
                           std::make_shared<GlobalAvgPool>(), std::make_shared<Flatten>(),
@@ -43,17 +43,19 @@ namespace functional {
 
 void SqueezeExciteOptions::validate() const {
   algorithms::detail::require_range("SqueezeExcite", "latent_channels", latent_channels_, 0.0, INFINITY, true);
-  if (min_channels_ < 1) algorithms::detail::bad_option("SqueezeExcite", "min_channels", ">= 1", static_cast<double>(min_channels_));
+  if (min_channels_ < 1)
+    algorithms::detail::bad_option("SqueezeExcite", "min_channels", ">= 1", static_cast<double>(min_channels_));
 }
 
 std::vector<Replacement> apply_squeeze_excite(torch::nn::Module& model, const SqueezeExciteOptions& options,
                                               torch::optim::Optimizer* optimizer) {
   options.validate();
-  std::vector<ReplacementPolicy> policies{policy_for<nn::Conv2d>([&](nn::Conv2d& conv, int64_t) -> std::shared_ptr<nn::Layer> {
-    if (std::min(conv.in_channels, conv.out_channels) < options.min_channels()) return nullptr;
-    return std::make_shared<nn::SqueezeExciteConv2d>(std::dynamic_pointer_cast<nn::Conv2d>(conv.shared_from_this()),
-                                                     options.latent_channels());
-  })};
+  std::vector<ReplacementPolicy> policies{
+      policy_for<nn::Conv2d>([&](nn::Conv2d& conv, int64_t) -> std::shared_ptr<nn::Layer> {
+        if (std::min(conv.in_channels, conv.out_channels) < options.min_channels()) return nullptr;
+        return std::make_shared<nn::SqueezeExciteConv2d>(std::dynamic_pointer_cast<nn::Conv2d>(conv.shared_from_this()),
+                                                         options.latent_channels());
+      })};
   SurgeryOptions so;
   so.optimizer = optimizer;
   return replace_module_classes(model, policies, so);

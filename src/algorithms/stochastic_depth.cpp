@@ -28,20 +28,23 @@ at::Tensor sample_drop(const at::Tensor& x, double drop_rate, bool training) {
   return x * mask;
 }
 
-std::vector<Replacement> apply_stochastic_depth(torch::nn::Module& model, const std::string& target, StochasticMethod method,
-                                                double drop_rate, DropDistribution distribution,
-                                                torch::optim::Optimizer* optimizer) {
+std::vector<Replacement> apply_stochastic_depth(torch::nn::Module& model, const std::string& target,
+                                                StochasticMethod method, double drop_rate,
+                                                DropDistribution distribution, torch::optim::Optimizer* optimizer) {
   algorithms::detail::require_range("apply_stochastic_depth", "drop_rate", drop_rate, 0.0, 1.0);
   ReplacementPolicy policy;
   nn::StochasticBlock::Kind kind;
   if (target == "ResNetBottleneck") {
     kind = nn::StochasticBlock::Kind::Bottleneck;
-    policy.matches = [](const torch::nn::Module& m) { return dynamic_cast<const models::ResNetBottleneck*>(&m) != nullptr; };
+    policy.matches = [](const torch::nn::Module& m) {
+      return dynamic_cast<const models::ResNetBottleneck*>(&m) != nullptr;
+    };
   } else if (target == "BasicBlock") {
     kind = nn::StochasticBlock::Kind::Basic;
     policy.matches = [](const torch::nn::Module& m) { return dynamic_cast<const models::BasicBlock*>(&m) != nullptr; };
   } else {
-    throw std::invalid_argument("StochasticDepth.target_layer_name must be 'ResNetBottleneck' or 'BasicBlock', got '" + target + "'");
+    throw std::invalid_argument("StochasticDepth.target_layer_name must be 'ResNetBottleneck' or 'BasicBlock', got '" +
+                                target + "'");
   }
   policy.kind = target;
   const int64_t count = count_module_instances(model, policy.matches);
@@ -62,7 +65,9 @@ const std::vector<std::pair<std::string, DropDistribution>> kDistributions{{"lin
 }  // namespace
 
 std::string field_text(StochasticMethod value) { return choice_text(value, kMethods); }
-void read_field(Hparams& hparams, const std::string& key, StochasticMethod& value) { read_choice(hparams, key, value, kMethods); }
+void read_field(Hparams& hparams, const std::string& key, StochasticMethod& value) {
+  read_choice(hparams, key, value, kMethods);
+}
 std::string field_text(DropDistribution value) { return choice_text(value, kDistributions); }
 void read_field(Hparams& hparams, const std::string& key, DropDistribution& value) {
   read_choice(hparams, key, value, kDistributions);
@@ -78,7 +83,9 @@ StochasticBlock::StochasticBlock(Composite& original, Kind k, functional::Stocha
 }
 
 at::Tensor StochasticBlock::forward(const at::Tensor& x) {
-  const auto residual = [&] { return kind == Kind::Basic ? models::basic_residual(*this, x) : models::bottleneck_residual(*this, x); };
+  const auto residual = [&] {
+    return kind == Kind::Basic ? models::basic_residual(*this, x) : models::bottleneck_residual(*this, x);
+  };
   if (method == functional::StochasticMethod::Sample) {
     return at::relu(functional::sample_drop(residual(), drop_rate, is_training()) + models::block_shortcut(*this, x));
   }
@@ -114,8 +121,9 @@ bool StochasticDepth::match(Event event, const State& state) {
 std::optional<int> StochasticDepth::apply(Event event, State& state, Logger& logger) {
   if (event == Event::INIT) {
     // Composer: the full drop_rate at INIT; with a warmup, the first BATCH_START lowers it to the ramp's start.
-    const auto done = functional::apply_stochastic_depth(*state.model, options_.target_layer_name(), options_.stochastic_method(),
-                                                         options_.drop_rate(), options_.drop_distribution(), state.optimizer.get());
+    const auto done =
+        functional::apply_stochastic_depth(*state.model, options_.target_layer_name(), options_.stochastic_method(),
+                                           options_.drop_rate(), options_.drop_distribution(), state.optimizer.get());
     if (done.empty()) std::cerr << "composer: StochasticDepth found no " << options_.target_layer_name() << " blocks\n";
     for (const auto& r : done) blocks_.push_back(std::dynamic_pointer_cast<nn::StochasticBlock>(r.new_module));
     return std::nullopt;
@@ -128,8 +136,8 @@ std::optional<int> StochasticDepth::apply(Event event, State& state, Logger& log
   }
   const double rate = options_.drop_rate() * elapsed / options_.drop_warmup();
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    blocks_[i]->drop_rate = functional::stochastic_depth_rate(static_cast<int64_t>(i), static_cast<int64_t>(blocks_.size()), rate,
-                                                              options_.drop_distribution());
+    blocks_[i]->drop_rate = functional::stochastic_depth_rate(
+        static_cast<int64_t>(i), static_cast<int64_t>(blocks_.size()), rate, options_.drop_distribution());
   }
   logger.log_metrics({{"stochastic_depth/drop_rate", rate}});
   return std::nullopt;

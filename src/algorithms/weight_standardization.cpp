@@ -20,7 +20,8 @@ StandardizedConv2d::StandardizedConv2d(const Conv2d& c)
 }
 
 at::Tensor StandardizedConv2d::forward(const at::Tensor& x) {
-  return at::conv2d(x, functional::standardize_weights(weight), bias, {stride, stride}, {padding, padding}, {1, 1}, groups);
+  return at::conv2d(x, functional::standardize_weights(weight), bias, {stride, stride}, {padding, padding}, {1, 1},
+                    groups);
 }
 
 }  // namespace nn
@@ -37,7 +38,8 @@ at::Tensor standardize_weights(const at::Tensor& weight) {
 std::vector<Replacement> apply_weight_standardization(torch::nn::Module& model, int64_t n_last_layers_ignore,
                                                       torch::optim::Optimizer* optimizer) {
   if (n_last_layers_ignore < 0) {
-    algorithms::detail::bad_option("apply_weight_standardization", "n_last_layers_ignore", ">= 0", static_cast<double>(n_last_layers_ignore));
+    algorithms::detail::bad_option("apply_weight_standardization", "n_last_layers_ignore", ">= 0",
+                                   static_cast<double>(n_last_layers_ignore));
   }
   const auto plain_conv = [](const torch::nn::Module& m) {
     return dynamic_cast<const nn::Conv2d*>(&m) && !dynamic_cast<const nn::StandardizedConv2d*>(&m);
@@ -61,16 +63,20 @@ namespace algorithms {
 
 void WeightStandardizationOptions::validate() const {
   if (n_last_layers_ignore_ < 0) {
-    detail::bad_option("WeightStandardization", "n_last_layers_ignore", ">= 0", static_cast<double>(n_last_layers_ignore_));
+    detail::bad_option("WeightStandardization", "n_last_layers_ignore", ">= 0",
+                       static_cast<double>(n_last_layers_ignore_));
   }
 }
 
-WeightStandardization::WeightStandardization(WeightStandardizationOptions options) : options_(options) { options_.validate(); }
+WeightStandardization::WeightStandardization(WeightStandardizationOptions options) : options_(options) {
+  options_.validate();
+}
 
 bool WeightStandardization::match(Event event, const State&) { return event == Event::INIT; }
 
 std::optional<int> WeightStandardization::apply(Event, State& state, Logger&) {
-  if (functional::apply_weight_standardization(*state.model, options_.n_last_layers_ignore(), state.optimizer.get()).empty()) {
+  if (functional::apply_weight_standardization(*state.model, options_.n_last_layers_ignore(), state.optimizer.get())
+          .empty()) {
     std::cerr << "composer: WeightStandardization found no Conv2d to standardize\n";
   }
   return std::nullopt;

@@ -23,7 +23,8 @@ double divider_for(const std::string& unit) {
 
 SpeedMonitor::SpeedMonitor(int64_t window_size, const std::string& time_unit)
     : window_size_(window_size), divider_(divider_for(time_unit)) {
-  if (window_size <= 0) throw std::invalid_argument("SpeedMonitor.window_size must be > 0, got " + std::to_string(window_size));
+  if (window_size <= 0)
+    throw std::invalid_argument("SpeedMonitor.window_size must be > 0, got " + std::to_string(window_size));
 }
 
 void SpeedMonitor::batch_end(State& state, Logger& logger) {

@@ -8,14 +8,18 @@ namespace composer {
 
 ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_label, double threshold, Compare comp,
                                    bool stop_on_batch)
-    : monitor_(canonical_metric_name(monitor)), label_(std::move(dataloader_label)), threshold_(threshold), comp_(std::move(comp)),
+    : monitor_(canonical_metric_name(monitor)),
+      label_(std::move(dataloader_label)),
+      threshold_(threshold),
+      comp_(std::move(comp)),
       stop_on_batch_(stop_on_batch) {
   if (monitor_.empty()) throw std::invalid_argument("ThresholdStopper.monitor must name a metric");
   if (!comp_) {
     const std::string lower = detail::to_lower(monitor_);
     const bool minimize = lower.find("loss") != std::string::npos || lower.find("error") != std::string::npos ||
                           lower.find("perplexity") != std::string::npos;
-    comp_ = minimize ? Compare([](double v, double t) { return v <= t; }) : Compare([](double v, double t) { return v >= t; });
+    comp_ = minimize ? Compare([](double v, double t) { return v <= t; })
+                     : Compare([](double v, double t) { return v >= t; });
   }
 }
 

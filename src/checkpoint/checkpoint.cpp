@@ -1,14 +1,14 @@
 #include "composer/checkpoint/checkpoint.h"
 
-#include "composer/core/serialization.h"
+#include "checkpoint/detail/pickle_io.h"
+#include "checkpoint/detail/zip_verify.h"
 #include "composer/checkpoint/state_codec.h"
+#include "composer/core/serialization.h"
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 #include "composer/utils/atomic_file.h"
 #include "composer/utils/error_text.h"
-#include "checkpoint/detail/pickle_io.h"
-#include "checkpoint/detail/zip_verify.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fnmatch.h>
@@ -30,7 +30,8 @@ Dict rank_rng_state() {
   if (torch::cuda::is_available()) {
     c10::List<at::Tensor> cuda;
     for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
-      cuda.push_back(at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))).get_state());
+      cuda.push_back(
+          at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))).get_state());
     }
     rank_rng.insert("cuda", cuda);
   }
@@ -53,7 +54,9 @@ c10::IValue prune(const c10::IValue& value, const std::string& path, const std::
   const auto d = value.toGenericDict();
   Dict out(d.keyType(), d.valueType());
   for (const auto& e : d) {
-    const std::string key = e.key().isString() ? e.key().toStringRef() : e.key().isInt() ? std::to_string(e.key().toInt()) : "?";
+    const std::string key = e.key().isString() ? e.key().toStringRef()
+                            : e.key().isInt()  ? std::to_string(e.key().toInt())
+                                               : "?";
     const std::string child = path.empty() ? key : path + "/" + key;
     if (matches_any(child, patterns)) continue;
     out.insert(e.key(), prune(e.value(), child, patterns));
@@ -91,7 +94,8 @@ c10::IValue make_checkpoint(const State& state, bool weights_only, const std::op
   return payload;
 }
 
-void save_checkpoint(const State& state, const std::string& path, bool weights_only, const std::optional<c10::IValue>& rng) {
+void save_checkpoint(const State& state, const std::string& path, bool weights_only,
+                     const std::optional<c10::IValue>& rng) {
   const c10::IValue payload = make_checkpoint(state, weights_only, rng);
   write_file_atomically(path, [&](const ByteSink& sink) { detail::pickle_to(payload, sink); });
 }
@@ -140,16 +144,21 @@ std::optional<c10::IValue> apply_checkpoint(State& state, c10::IValue payload, c
 void restore_rng(const c10::IValue& rng, int64_t rank) {
   const auto list = rng.toList();
   if (list.size() == 0) return;
-  const Dict mine = list.get(static_cast<size_t>(std::min<int64_t>(rank, static_cast<int64_t>(list.size()) - 1))).toGenericDict();
+  const Dict mine =
+      list.get(static_cast<size_t>(std::min<int64_t>(rank, static_cast<int64_t>(list.size()) - 1))).toGenericDict();
   set_generator_state(at::detail::getDefaultCPUGenerator(), mine.at("torch").toTensor());
   if (mine.contains("cuda") && torch::cuda::is_available()) {
     const auto cuda = mine.at("cuda").toList();
     for (size_t i = 0; i < cuda.size() && i < torch::cuda::device_count(); ++i) {
-      set_generator_state(at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))), cuda.get(i).toTensor());
+      set_generator_state(
+          at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))),
+          cuda.get(i).toTensor());
     }
   }
 }
 
-c10::IValue remove_keys(c10::IValue payload, const std::vector<std::string>& patterns) { return prune(payload, "", patterns); }
+c10::IValue remove_keys(c10::IValue payload, const std::vector<std::string>& patterns) {
+  return prune(payload, "", patterns);
+}
 
 }  // namespace composer

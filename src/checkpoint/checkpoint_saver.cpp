@@ -8,10 +8,10 @@
 #include "composer/dist/env.h"
 #include "composer/utils/atomic_file.h"
 
-#include <filesystem>
-#include <iostream>
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <iostream>
 #include <regex>
 
 namespace composer {
@@ -31,13 +31,14 @@ void CheckpointSaverOptions::validate() const {
 
 CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options) : options_(std::move(options)) {
   options_.validate();
-  due_ = options_.save_interval_fn() ? options_.save_interval_fn() : create_interval_scheduler(options_.save_interval());
+  due_ =
+      options_.save_interval_fn() ? options_.save_interval_fn() : create_interval_scheduler(options_.save_interval());
 }
 
 std::string CheckpointSaver::folder(const State& state) const { return format_name(options_.folder(), state); }
 
-std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder, const std::string& filename_pattern,
-                                                             const State& state) {
+std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder,
+                                                              const std::string& filename_pattern, const State& state) {
   std::vector<std::pair<int64_t, std::string>> found;
   const fs::path dir(folder);
   const bool has_batch = filename_pattern.find("{batch}") != std::string::npos;
@@ -46,12 +47,14 @@ std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string&
   // Escape regex characters; the key becomes a capture, other timed variables digits, fixed ones their values.
   std::string pattern = std::regex_replace(filename_pattern, std::regex(R"([.^$|()\[\]*+?\\])"), R"(\$&)");
   pattern.replace(pattern.find(key), key.size(), "@KEY@");
-  for (const char* v : {"{epoch}", "{batch}", "{batch_in_epoch}", "{sample}", "{sample_in_epoch}", "{token}", "{token_in_epoch}",
-                        "{total_wct}", "{epoch_wct}", "{batch_wct}"}) {
-    for (auto pos = pattern.find(v); pos != std::string::npos; pos = pattern.find(v)) pattern.replace(pos, std::strlen(v), "@D@");
+  for (const char* v : {"{epoch}", "{batch}", "{batch_in_epoch}", "{sample}", "{sample_in_epoch}", "{token}",
+                        "{token_in_epoch}", "{total_wct}", "{epoch_wct}", "{batch_wct}"}) {
+    for (auto pos = pattern.find(v); pos != std::string::npos; pos = pattern.find(v))
+      pattern.replace(pos, std::strlen(v), "@D@");
   }
   pattern = format_name_with_dist(pattern, state.run_name);
-  for (auto pos = pattern.find("@D@"); pos != std::string::npos; pos = pattern.find("@D@")) pattern.replace(pos, 3, R"(\d+)");
+  for (auto pos = pattern.find("@D@"); pos != std::string::npos; pos = pattern.find("@D@"))
+    pattern.replace(pos, 3, R"(\d+)");
   pattern.replace(pattern.find("@KEY@"), 5, R"((\d+))");
   const std::regex re(pattern);
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -87,8 +90,12 @@ void CheckpointSaver::fit_start(State& state, Logger&) {
   }
 }
 
-void CheckpointSaver::batch_checkpoint(State& state, Logger& logger) { maybe_save(state, logger, Event::BATCH_CHECKPOINT); }
-void CheckpointSaver::epoch_checkpoint(State& state, Logger& logger) { maybe_save(state, logger, Event::EPOCH_CHECKPOINT); }
+void CheckpointSaver::batch_checkpoint(State& state, Logger& logger) {
+  maybe_save(state, logger, Event::BATCH_CHECKPOINT);
+}
+void CheckpointSaver::epoch_checkpoint(State& state, Logger& logger) {
+  maybe_save(state, logger, Event::EPOCH_CHECKPOINT);
+}
 void CheckpointSaver::iteration_checkpoint(State& state, Logger& logger) {
   maybe_save(state, logger, Event::ITERATION_CHECKPOINT);
 }
@@ -118,7 +125,8 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
   const std::string name = format_name(options_.filename(), state);
   const fs::path path = dir / name;
   if (fs::exists(path) && !options_.overwrite() && (saved_.empty() || saved_.back() != path.string())) {
-    throw std::invalid_argument("CheckpointSaver: '" + path.string() + "' already exists; set save_overwrite to replace it");
+    throw std::invalid_argument("CheckpointSaver: '" + path.string() +
+                                "' already exists; set save_overwrite to replace it");
   }
   // The saver's own state inside the checkpoint already lists this checkpoint.
   saved_.push_back(path.string());

@@ -34,13 +34,15 @@ void restore_required_algorithms(State& s, Logger& logger, const c10::IValue& pa
     const c10::IValue& saved = tuple->elements().at(1);
     const auto& present = s.algorithms;
     if (std::any_of(present.begin(), present.end(), [&](const auto& a) { return a->name() == name; })) continue;
-    if (!algorithms::find_algorithm(name) || !saved.isGenericDict() || !saved.toGenericDict().contains("repr")) continue;
+    if (!algorithms::find_algorithm(name) || !saved.isGenericDict() || !saved.toGenericDict().contains("repr"))
+      continue;
     const std::string repr = saved.toGenericDict().at("repr").toStringRef();
     std::shared_ptr<Algorithm> algorithm;
     try {
       algorithm = algorithms::make_algorithm_from_repr(repr);
     } catch (const std::invalid_argument& e) {
-      throw CheckpointError("checkpoint '" + path + "' was trained with " + repr + ", which cannot be re-created: " + e.what());
+      throw CheckpointError("checkpoint '" + path + "' was trained with " + repr +
+                            ", which cannot be re-created: " + e.what());
     }
     if (!algorithm->required_on_load()) continue;
     algorithm->apply(Event::INIT, s, logger);  // INIT has passed: this algorithm joins late, so it is applied here
@@ -56,7 +58,8 @@ std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, c
   // Newest first by batch (find_checkpoints' order): a kill between a checkpoint's rename and the link update leaves
   // the link one behind. A link target outside the naming pattern is tried last.
   std::vector<std::string> candidates;
-  for (const auto& [count, path] : find_checkpoints(folder, o.save_filename(), s)) candidates.push_back(fs::canonical(path).string());
+  for (const auto& [count, path] : find_checkpoints(folder, o.save_filename(), s))
+    candidates.push_back(fs::canonical(path).string());
   const fs::path latest = fs::path(folder) / format_name(o.save_latest_filename(), s);
   if (!o.save_latest_filename().empty() && fs::is_symlink(latest) && fs::exists(latest)) {
     const std::string target = fs::canonical(latest).string();
@@ -94,10 +97,12 @@ ResumePoint try_autoresume(State& s, Logger& logger, const ResumeOptions& o) {
     dist::all_reduce(hi_batch, dist::ReduceOp::MAX);
     if (lo_batch.item<int64_t>() != hi_batch.item<int64_t>()) {
       throw CheckpointError("autoresume: timestamp mismatch across ranks after loading '" + path + "' (batches " +
-                            std::to_string(lo_batch.item<int64_t>()) + " to " + std::to_string(hi_batch.item<int64_t>()) + ")");
+                            std::to_string(lo_batch.item<int64_t>()) + " to " +
+                            std::to_string(hi_batch.item<int64_t>()) + ")");
     }
   }
-  report("autoresume: resumed run '" + s.run_name + "' from '" + path + "' at batch " + std::to_string(s.timestamp.batch));
+  report("autoresume: resumed run '" + s.run_name + "' from '" + path + "' at batch " +
+         std::to_string(s.timestamp.batch));
   return point;
 }
 
@@ -110,7 +115,8 @@ void ResumePoint::restore(int64_t rank) const {
 ResumePoint load_for_run(State& state, Logger& logger, const ResumeOptions& o) {
   if (o.autoresume()) {
     if (o.requested_run_name().empty() && !std::getenv("COMPOSER_RUN_NAME") && !std::getenv("RUN_NAME")) {
-      throw std::invalid_argument("autoresume needs an explicit run_name (or $COMPOSER_RUN_NAME) to find its checkpoints");
+      throw std::invalid_argument(
+          "autoresume needs an explicit run_name (or $COMPOSER_RUN_NAME) to find its checkpoints");
     }
     ResumePoint point = try_autoresume(state, logger, o);
     if (!point.path.empty()) return point;

@@ -22,7 +22,8 @@ const std::vector<std::pair<at::ScalarType, std::string>>& dtypes() {
 
 }  // namespace
 
-void write_safetensors(const std::string& path, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+void write_safetensors(const std::string& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::vector<at::Tensor> data;
@@ -33,7 +34,8 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors, con
     std::string dtype;
     for (const auto& [st, s] : dtypes())
       if (st == t.scalar_type()) dtype = s;
-    if (dtype.empty()) throw std::invalid_argument("safetensors: tensor '" + name + "' has a dtype safetensors cannot store");
+    if (dtype.empty())
+      throw std::invalid_argument("safetensors: tensor '" + name + "' has a dtype safetensors cannot store");
     const at::Tensor c = t.detach().to(at::kCPU).contiguous();
     const size_t bytes = c.numel() * c.element_size();
     header[name] = {{"dtype", dtype}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
@@ -61,8 +63,10 @@ NamedTensors read_safetensors(const std::string& path) {
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (bytes.size() < 8) throw std::runtime_error("safetensors file '" + path + "' is truncated");
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)])) << (8 * i);
-  if (8 + n > bytes.size()) throw std::runtime_error("safetensors file '" + path + "' has a header past the end of the file");
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)])) << (8 * i);
+  if (8 + n > bytes.size())
+    throw std::runtime_error("safetensors file '" + path + "' has a header past the end of the file");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(std::string(bytes.data() + 8, n));
@@ -82,7 +86,8 @@ NamedTensors read_safetensors(const std::string& path) {
     const auto shape = e.at("shape").get<std::vector<int64_t>>();
     const auto offsets = e.at("data_offsets").get<std::vector<size_t>>();
     at::Tensor t = at::empty(shape, at::TensorOptions().dtype(st));
-    if (offsets.size() != 2 || base + offsets[1] > bytes.size() || offsets[1] - offsets[0] != static_cast<size_t>(t.numel()) * t.element_size()) {
+    if (offsets.size() != 2 || base + offsets[1] > bytes.size() ||
+        offsets[1] - offsets[0] != static_cast<size_t>(t.numel()) * t.element_size()) {
       throw std::runtime_error("safetensors file '" + path + "': bad data offsets for '" + it.key() + "'");
     }
     if (t.numel()) std::memcpy(t.data_ptr(), bytes.data() + base + offsets[0], offsets[1] - offsets[0]);

@@ -142,7 +142,8 @@ bool is_indexed_optimizer_state(const c10::IValue& sd) {
 }
 
 // `d` with the keys of its "state" and the entries of each group's "params" mapped by `key`.
-c10::IValue remap_params(const Dict& d, const c10::TypePtr& key_type, const std::function<c10::IValue(const c10::IValue&)>& key) {
+c10::IValue remap_params(const Dict& d, const c10::TypePtr& key_type,
+                         const std::function<c10::IValue(const c10::IValue&)>& key) {
   Dict state(key_type, c10::AnyType::get());
   for (const auto& e : d.at("state").toGenericDict()) state.insert(key(e.key()), e.value());
   c10::impl::GenericList groups(c10::AnyType::get());
@@ -175,13 +176,15 @@ c10::IValue with_param_indices(const c10::IValue& sd, const std::vector<std::str
     for (const auto& p : g.get().toGenericDict().at("params").toList()) named = named || p.get().isString();
   }
   if (!named) return sd;
-  if (names.empty()) throw std::invalid_argument(what + " names its parameters, but this optimizer holds parameters the model does not");
+  if (names.empty())
+    throw std::invalid_argument(what + " names its parameters, but this optimizer holds parameters the model does not");
   std::unordered_map<std::string, int64_t> index;
   for (size_t i = 0; i < names.size(); ++i) index.emplace(names[i], static_cast<int64_t>(i));
   return remap_params(d, c10::IntType::get(), [&](const c10::IValue& name) -> c10::IValue {
     auto it = index.find(name.toStringRef());
     if (it == index.end()) {
-      throw std::invalid_argument(what + " has state for parameter '" + name.toStringRef() + "', which this model's optimizer does not hold");
+      throw std::invalid_argument(what + " has state for parameter '" + name.toStringRef() +
+                                  "', which this model's optimizer does not hold");
     }
     return it->second;
   });
@@ -195,7 +198,8 @@ c10::IValue state_dict(const State& state) {
   if (state.optimizer) {
     Dict opts = new_dict();
     const auto names = state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};
-    opts.insert(class_name_of(*state.optimizer), with_param_names(optim::optimizer_state_dict(*state.optimizer), names));
+    opts.insert(class_name_of(*state.optimizer),
+                with_param_names(optim::optimizer_state_dict(*state.optimizer), names));
     d.insert("optimizers", opts);
   }
   c10::impl::GenericList algos(c10::AnyType::get());
@@ -236,9 +240,11 @@ void load_state_dict(State& state, const c10::IValue& saved, bool strict_model) 
   if (d.contains("optimizers") && state.optimizer) {
     const Dict opts = d.at("optimizers").toGenericDict();
     const std::string key = class_name_of(*state.optimizer);
-    if (!opts.contains(key)) throw std::invalid_argument("load_state_dict: no state for optimizer " + key + " in the checkpoint");
+    if (!opts.contains(key))
+      throw std::invalid_argument("load_state_dict: no state for optimizer " + key + " in the checkpoint");
     const auto names = state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};
-    optim::load_optimizer_state_dict(*state.optimizer, with_param_indices(opts.at(key), names, "the " + key + " state"));
+    optim::load_optimizer_state_dict(*state.optimizer,
+                                     with_param_indices(opts.at(key), names, "the " + key + " state"));
   }
   if (d.contains("algorithms")) {
     for (const auto& entry : d.at("algorithms").toList()) {
@@ -257,7 +263,8 @@ void load_state_dict(State& state, const c10::IValue& saved, bool strict_model) 
     state.scaler->load_state_dict(dict_get(d.at("scaler").toGenericDict(), "GradScaler", "scaler"));
   }
   if (d.contains("timestamp")) {
-    state.timestamp = timestamp_from_dict(dict_get(d.at("timestamp").toGenericDict(), "Timestamp", "timestamp").toGenericDict());
+    state.timestamp =
+        timestamp_from_dict(dict_get(d.at("timestamp").toGenericDict(), "Timestamp", "timestamp").toGenericDict());
   }
   if (d.contains("train_metrics")) {
     const Dict metrics = d.at("train_metrics").toGenericDict();

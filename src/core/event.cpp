@@ -47,7 +47,8 @@ Event parse_event(const std::string& text) {
   const std::string lower = detail::to_lower(text);  // case-insensitive, as Composer's StringEnum
   for (const auto& i : kEvents)
     if (lower == i.value || lower == detail::to_lower(i.name)) return i.event;
-  throw std::invalid_argument("Unknown event '" + text + "': expected a Composer event such as 'batch_end' or 'FIT_START'");
+  throw std::invalid_argument("Unknown event '" + text +
+                              "': expected a Composer event such as 'batch_end' or 'FIT_START'");
 }
 
 bool is_before_event(Event e) {

@@ -13,7 +13,8 @@ std::string field_text(bool value) { return value ? "True" : "False"; }
 std::string field_text(const std::string& value) { return "'" + value + "'"; }
 std::string field_text(const Time& value) { return field_text(value.to_string()); }
 std::string field_text(const BatchKey& value) {
-  return std::holds_alternative<int64_t>(value) ? field_text(std::get<int64_t>(value)) : field_text(std::get<std::string>(value));
+  return std::holds_alternative<int64_t>(value) ? field_text(std::get<int64_t>(value))
+                                                : field_text(std::get<std::string>(value));
 }
 
 std::string fields_table(const std::vector<FieldDoc>& fields) {
@@ -37,8 +38,10 @@ void read_field(Hparams& h, const std::string& key, Time& value) {
 }
 
 void read_field(Hparams& h, const std::string& key, BatchKey& value) {
-  const std::string text = h.get_string(key, std::get_if<std::string>(&value) ? std::get<std::string>(value) : std::to_string(std::get<int64_t>(value)));
-  const bool numeric = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const std::string text = h.get_string(
+      key, std::get_if<std::string>(&value) ? std::get<std::string>(value) : std::to_string(std::get<int64_t>(value)));
+  const bool numeric =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!numeric) {
     value = BatchKey{text};
     return;

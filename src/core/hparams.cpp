@@ -7,7 +7,8 @@
 
 namespace composer {
 
-Hparams::Hparams(std::map<std::string, std::string> values, std::string where) : values_(std::move(values)), where_(std::move(where)) {}
+Hparams::Hparams(std::map<std::string, std::string> values, std::string where)
+    : values_(std::move(values)), where_(std::move(where)) {}
 
 const std::string* Hparams::find(const std::string& key) {
   asked_.insert(key);
@@ -58,9 +59,12 @@ std::string Hparams::get_string(const std::string& key, const std::string& fallb
   return v ? *v : fallback;
 }
 
-std::string Hparams::get_choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed) {
+std::string Hparams::get_choice(const std::string& key, const std::string& fallback,
+                                const std::vector<std::string>& allowed) {
   const std::string* v = find(key);
-  const std::string value = v ? (std::find(allowed.begin(), allowed.end(), *v) != allowed.end() ? *v : composer::detail::to_lower(*v)) : fallback;
+  const std::string value =
+      v ? (std::find(allowed.begin(), allowed.end(), *v) != allowed.end() ? *v : composer::detail::to_lower(*v))
+        : fallback;
   if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -72,8 +76,8 @@ void Hparams::check_all_used() const {
     if (asked_.count(key)) continue;
     std::string known;
     for (const auto& k : asked_) known += (known.empty() ? "" : ", ") + k;
-    throw std::invalid_argument(where_ + (where_.empty() ? "" : ".") + key + ": unknown hyperparameter; known: " +
-                                (known.empty() ? "(none)" : known));
+    throw std::invalid_argument(where_ + (where_.empty() ? "" : ".") + key +
+                                ": unknown hyperparameter; known: " + (known.empty() ? "(none)" : known));
   }
 }
 

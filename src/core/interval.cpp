@@ -14,9 +14,15 @@ IntervalScheduler create_interval_scheduler(const Time& interval, const Interval
   const bool checkpoint_events = options.checkpoint_events();
   Event trigger;
   switch (interval.unit()) {
-    case TimeUnit::EPOCH: trigger = checkpoint_events ? Event::EPOCH_CHECKPOINT : Event::EPOCH_END; break;
-    case TimeUnit::ITERATION: trigger = checkpoint_events ? Event::ITERATION_CHECKPOINT : Event::ITERATION_END; break;
-    default: trigger = checkpoint_events ? Event::BATCH_CHECKPOINT : Event::BATCH_END; break;
+    case TimeUnit::EPOCH:
+      trigger = checkpoint_events ? Event::EPOCH_CHECKPOINT : Event::EPOCH_END;
+      break;
+    case TimeUnit::ITERATION:
+      trigger = checkpoint_events ? Event::ITERATION_CHECKPOINT : Event::ITERATION_END;
+      break;
+    default:
+      trigger = checkpoint_events ? Event::BATCH_CHECKPOINT : Event::BATCH_END;
+      break;
   }
   auto last_batch_seen = std::make_shared<int64_t>(-1);
   return [=](const State& state, Event event) -> bool {
@@ -35,7 +41,8 @@ IntervalScheduler create_interval_scheduler(const Time& interval, const Interval
       if (max.unit() == TimeUnit::EPOCH || max.unit() == TimeUnit::BATCH) {
         double period = interval.value() * max.value();
         if (max.unit() == TimeUnit::EPOCH) {
-          if (!state.dataloader_len) throw std::invalid_argument("a 'dur' interval with max_duration in epochs needs a sized dataloader");
+          if (!state.dataloader_len)
+            throw std::invalid_argument("a 'dur' interval with max_duration in epochs needs a sized dataloader");
           period *= static_cast<double>(*state.dataloader_len);
         }
         const auto p = static_cast<int64_t>(std::ceil(period));

@@ -1,7 +1,7 @@
 #include "composer/core/logger.h"
 
-#include "composer/core/state.h"
 #include "composer/core/format_name.h"
+#include "composer/core/state.h"
 
 namespace composer {
 

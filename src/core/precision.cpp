@@ -6,9 +6,12 @@ namespace composer {
 
 const char* to_string(Precision p) {
   switch (p) {
-    case Precision::FP32: return "fp32";
-    case Precision::AMP_FP16: return "amp_fp16";
-    case Precision::AMP_BF16: return "amp_bf16";
+    case Precision::FP32:
+      return "fp32";
+    case Precision::AMP_FP16:
+      return "amp_fp16";
+    case Precision::AMP_BF16:
+      return "amp_bf16";
   }
   return "unknown";
 }
@@ -17,7 +20,8 @@ Precision parse_precision(const std::string& text) {
   if (text == "fp32") return Precision::FP32;
   if (text == "amp_fp16") return Precision::AMP_FP16;
   if (text == "amp_bf16") return Precision::AMP_BF16;
-  if (text == "amp_fp8") throw std::invalid_argument("precision 'amp_fp8' needs TransformerEngine, which Composer C++ does not support");
+  if (text == "amp_fp8")
+    throw std::invalid_argument("precision 'amp_fp8' needs TransformerEngine, which Composer C++ does not support");
   throw std::invalid_argument("Invalid precision '" + text + "': expected one of fp32, amp_fp16, amp_bf16");
 }
 

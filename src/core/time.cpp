@@ -59,7 +59,8 @@ std::optional<Time> parse_wall_clock(const std::string& s) {
     if (!m[i + 1].matched) continue;
     const std::string v = m[i + 1].str();
     if (v.size() > 2 || std::stoll(v) > limit[i]) {
-      throw std::invalid_argument("Invalid time string '" + s + "': " + part[i] + " must be 0-" + std::to_string(limit[i]) +
+      throw std::invalid_argument("Invalid time string '" + s + "': " + part[i] + " must be 0-" +
+                                  std::to_string(limit[i]) +
                                   " in the wall-clock form XhYmZs (as Composer's strptime); got " + v);
     }
     total += std::stoll(v) * scale[i];
@@ -107,7 +108,8 @@ Time Time::from_string(const std::string& text) {
   const std::string lower = detail::to_lower(text);
   for (const auto& [unit, value, key] : kUnitNames) {
     const std::string suffix(value);
-    if (lower.size() <= suffix.size() || lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    if (lower.size() <= suffix.size() || lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
     double v = 0;
     if (!detail::parse_python_float(text.substr(0, text.size() - suffix.size()), v)) break;
     if (unit != TimeUnit::DURATION && std::isfinite(v) && v != std::trunc(v)) {
@@ -128,7 +130,8 @@ Time Time::from_string(const std::string& text) {
 Time Time::from_input(const std::string& text, TimeUnit default_unit) {
   double v = 0;
   static const std::regex number(R"(^\s*[+-]?[\d_.eE+-]+\s*$)");
-  if (std::regex_match(text, number) && detail::parse_python_float(text, v)) return Time(v, default_unit);  // a YAML number
+  if (std::regex_match(text, number) && detail::parse_python_float(text, v))
+    return Time(v, default_unit);  // a YAML number
   return from_string(text);
 }
 
@@ -201,13 +204,20 @@ std::ostream& operator<<(std::ostream& os, const Time& t) { return os << t.to_st
 
 Time Timestamp::get(TimeUnit unit) const {
   switch (unit) {
-    case TimeUnit::ITERATION: return Time(iteration, unit);
-    case TimeUnit::EPOCH: return Time(epoch, unit);
-    case TimeUnit::BATCH: return Time(batch, unit);
-    case TimeUnit::SAMPLE: return Time(sample, unit);
-    case TimeUnit::TOKEN: return Time(token, unit);
-    case TimeUnit::SECOND: return Time(static_cast<int64_t>(total_wct.count()), unit);
-    case TimeUnit::DURATION: break;
+    case TimeUnit::ITERATION:
+      return Time(iteration, unit);
+    case TimeUnit::EPOCH:
+      return Time(epoch, unit);
+    case TimeUnit::BATCH:
+      return Time(batch, unit);
+    case TimeUnit::SAMPLE:
+      return Time(sample, unit);
+    case TimeUnit::TOKEN:
+      return Time(token, unit);
+    case TimeUnit::SECOND:
+      return Time(static_cast<int64_t>(total_wct.count()), unit);
+    case TimeUnit::DURATION:
+      break;
   }
   throw std::invalid_argument("Timestamp.get: 'dur' is not a Timestamp field (use State::get_elapsed_duration)");
 }

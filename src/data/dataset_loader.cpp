@@ -28,11 +28,14 @@ struct DatasetLoader::Pipeline {
 
 void DatasetLoaderOptions::validate() const {
   auto positive = [](int64_t v, const char* name) {
-    if (v <= 0) throw std::invalid_argument(std::string("DatasetLoaderOptions.") + name + " must be > 0, got " + std::to_string(v));
+    if (v <= 0)
+      throw std::invalid_argument(std::string("DatasetLoaderOptions.") + name + " must be > 0, got " +
+                                  std::to_string(v));
   };
   positive(batch_size_, "batch_size");
   positive(prefetch_factor_, "prefetch_factor");
-  if (num_workers_ < 0) throw std::invalid_argument("DatasetLoaderOptions.num_workers must be >= 0, got " + std::to_string(num_workers_));
+  if (num_workers_ < 0)
+    throw std::invalid_argument("DatasetLoaderOptions.num_workers must be >= 0, got " + std::to_string(num_workers_));
   SamplerOptions().num_replicas(num_replicas_).rank(rank_).validate();
   if (pin_memory_ && !torch::cuda::is_available()) {
     throw std::invalid_argument("DatasetLoaderOptions.pin_memory needs CUDA, which this build or machine lacks");
@@ -61,7 +64,11 @@ void DatasetLoader::set_epoch(int64_t epoch) { epoch_ = epoch; }
 void DatasetLoader::reset() {
   stop_workers();
   order_ = sample_indices(dataset_->size(), epoch_,
-                          SamplerOptions().shuffle(options_.shuffle()).seed(options_.seed()).num_replicas(options_.num_replicas()).rank(options_.rank()));
+                          SamplerOptions()
+                              .shuffle(options_.shuffle())
+                              .seed(options_.seed())
+                              .num_replicas(options_.num_replicas())
+                              .rank(options_.rank()));
   num_batches_ = *length();
   cursor_ = 0;
 }
@@ -93,7 +100,8 @@ Batch DatasetLoader::make_batch(int64_t index) const {
   Batch batch = dataset_->get_batch(idx);
   if (options_.transform()) {
     // One generator per (seed, epoch, batch): the same batch gets the same augmentation on every run.
-    const uint64_t s = options_.seed() * 1000003ULL + static_cast<uint64_t>(epoch_) * 7919ULL + static_cast<uint64_t>(index);
+    const uint64_t s =
+        options_.seed() * 1000003ULL + static_cast<uint64_t>(epoch_) * 7919ULL + static_cast<uint64_t>(index);
     at::Generator gen = at::detail::createCPUGenerator(s);
     batch = options_.transform()(std::move(batch), gen);
   }
@@ -130,7 +138,8 @@ std::optional<Batch> DatasetLoader::next() {
           int64_t i;
           {
             std::unique_lock<std::mutex> lock(p.mu);
-            p.consumed.wait(lock, [&] { return p.stop || (p.next_task < num_batches_ && p.next_task < p.consumer + p.window); });
+            p.consumed.wait(
+                lock, [&] { return p.stop || (p.next_task < num_batches_ && p.next_task < p.consumer + p.window); });
             if (p.stop) return;
             i = p.next_task++;
           }

@@ -29,7 +29,9 @@ std::string utf8(uint32_t cp) {
 }
 
 // Length of the UTF-8 sequence starting with byte b (1 for stray continuation bytes).
-size_t utf8_len(unsigned char b) { return b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 1; }
+size_t utf8_len(unsigned char b) {
+  return b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 1;
+}
 
 enum class CharClass { Letter, Number, Space, Other };
 
@@ -64,7 +66,8 @@ std::vector<std::string> pre_tokenize(const std::string& text) {
     const CharClass k = classify(text, j);
     if (k != CharClass::Space) {
       size_t e = j;
-      while (e < n && classify(text, e) == k) e += (k == CharClass::Letter) ? utf8_len(static_cast<unsigned char>(text[e])) : 1;
+      while (e < n && classify(text, e) == k)
+        e += (k == CharClass::Letter) ? utf8_len(static_cast<unsigned char>(text[e])) : 1;
       e = std::min(e, n);
       out.push_back(text.substr(i, e - i));
       i = e;
@@ -111,31 +114,37 @@ std::optional<std::string> base64_decode(const std::string& in) {
 Gpt2Tokenizer Gpt2Tokenizer::from_files(const std::string& encoder_json, const std::string& vocab_bpe) {
   Gpt2Tokenizer tok;
   std::ifstream ej(encoder_json);
-  if (!ej) throw std::runtime_error("GPT-2 vocabulary '" + encoder_json + "' cannot be opened (missing? run tools/fetch_data.sh)");
+  if (!ej)
+    throw std::runtime_error("GPT-2 vocabulary '" + encoder_json +
+                             "' cannot be opened (missing? run tools/fetch_data.sh)");
   nlohmann::json j;
   try {
     ej >> j;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error("GPT-2 vocabulary '" + encoder_json + "' is not valid JSON: " + e.what());
   }
-  if (!j.is_object() || j.empty()) throw std::runtime_error("GPT-2 vocabulary '" + encoder_json + "' must be a JSON object of token -> id");
+  if (!j.is_object() || j.empty())
+    throw std::runtime_error("GPT-2 vocabulary '" + encoder_json + "' must be a JSON object of token -> id");
   tok.decoder_.resize(j.size());
   for (auto it = j.begin(); it != j.end(); ++it) {
     const int64_t id = it.value().get<int64_t>();
     if (id < 0 || id >= static_cast<int64_t>(j.size())) {
-      throw std::runtime_error("GPT-2 vocabulary '" + encoder_json + "' has id " + std::to_string(id) + " out of range");
+      throw std::runtime_error("GPT-2 vocabulary '" + encoder_json + "' has id " + std::to_string(id) +
+                               " out of range");
     }
     tok.encoder_[it.key()] = id;
     tok.decoder_[static_cast<size_t>(id)] = it.key();
   }
   std::ifstream vb(vocab_bpe);
-  if (!vb) throw std::runtime_error("GPT-2 merges '" + vocab_bpe + "' cannot be opened (missing? run tools/fetch_data.sh)");
+  if (!vb)
+    throw std::runtime_error("GPT-2 merges '" + vocab_bpe + "' cannot be opened (missing? run tools/fetch_data.sh)");
   std::string line;
   int64_t rank = 0;
   while (std::getline(vb, line)) {
     if (line.empty() || line.rfind("#version", 0) == 0) continue;
     const auto sp = line.find(' ');
-    if (sp == std::string::npos) throw std::runtime_error("GPT-2 merges '" + vocab_bpe + "' has a malformed line: " + line);
+    if (sp == std::string::npos)
+      throw std::runtime_error("GPT-2 merges '" + vocab_bpe + "' has a malformed line: " + line);
     tok.ranks_[{line.substr(0, sp), line.substr(sp + 1)}] = rank++;
   }
   if (rank == 0) throw std::runtime_error("GPT-2 merges '" + vocab_bpe + "' has no merges");
@@ -152,14 +161,16 @@ void Gpt2Tokenizer::init_byte_table() {
   int extra = 0;
   for (int b = 0; b < 256; ++b) {
     const bool direct = std::find(printable.begin(), printable.end(), b) != printable.end();
-    byte_to_unicode_[static_cast<size_t>(b)] = utf8(direct ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + extra++));
+    byte_to_unicode_[static_cast<size_t>(b)] =
+        utf8(direct ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + extra++));
     unicode_to_byte_[byte_to_unicode_[static_cast<size_t>(b)]] = static_cast<unsigned char>(b);
   }
 }
 
 Gpt2Tokenizer Gpt2Tokenizer::from_tiktoken(const std::string& ranks_file) {
   std::ifstream in(ranks_file);
-  if (!in) throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' cannot be opened (missing? run tools/fetch_data.sh)");
+  if (!in)
+    throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' cannot be opened (missing? run tools/fetch_data.sh)");
   std::vector<std::string> tokens;  // raw bytes, by rank
   std::string line;
   int64_t line_no = 0;
@@ -178,10 +189,13 @@ Gpt2Tokenizer Gpt2Tokenizer::from_tiktoken(const std::string& ranks_file) {
       throw bad("the rank '" + rank_text + "' is not a number below 10^9");
     }
     const auto rank = static_cast<size_t>(std::stoll(rank_text));
-    if (rank != tokens.size()) throw bad("rank " + rank_text + " out of order (expected " + std::to_string(tokens.size()) + ")");
+    if (rank != tokens.size())
+      throw bad("rank " + rank_text + " out of order (expected " + std::to_string(tokens.size()) + ")");
     tokens.push_back(*bytes);
   }
-  if (tokens.size() < 256) throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' has " + std::to_string(tokens.size()) + " tokens; a byte-level BPE needs at least the 256 bytes");
+  if (tokens.size() < 256)
+    throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' has " + std::to_string(tokens.size()) +
+                             " tokens; a byte-level BPE needs at least the 256 bytes");
   Gpt2Tokenizer tok;
   tok.init_byte_table();
   tok.decoder_.reserve(tokens.size() + 1);
@@ -189,14 +203,16 @@ Gpt2Tokenizer Gpt2Tokenizer::from_tiktoken(const std::string& ranks_file) {
     std::string piece;
     for (unsigned char b : tokens[rank]) piece += tok.byte_to_unicode_[b];
     if (!tok.encoder_.emplace(piece, static_cast<int64_t>(rank)).second) {
-      throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' lists a token twice (rank " + std::to_string(rank) + ")");
+      throw std::runtime_error("GPT-2 ranks '" + ranks_file + "' lists a token twice (rank " + std::to_string(rank) +
+                               ")");
     }
     tok.decoder_.push_back(piece);
     if (tokens[rank].size() < 2) continue;
     // The merge that forms this token: BPE with the merges of the lower ranks leaves exactly two parts.
     const std::vector<std::string> parts = tok.bpe(tokens[rank]);
     if (parts.size() != 2) {
-      throw std::runtime_error("GPT-2 ranks '" + ranks_file + "': the token of rank " + std::to_string(rank) + " is not one merge of lower-ranked tokens");
+      throw std::runtime_error("GPT-2 ranks '" + ranks_file + "': the token of rank " + std::to_string(rank) +
+                               " is not one merge of lower-ranked tokens");
     }
     tok.ranks_[{parts[0], parts[1]}] = static_cast<int64_t>(rank);
   }
@@ -214,7 +230,8 @@ Gpt2Tokenizer Gpt2Tokenizer::from_dir(const std::string& dir) {
   const std::string ranks = dir + "/gpt2.tiktoken";
   if (std::ifstream(ranks)) return from_tiktoken(ranks);
   if (std::ifstream(dir + "/encoder.json")) return from_files(dir + "/encoder.json", dir + "/vocab.bpe");
-  throw std::runtime_error("GPT-2 vocabulary: neither '" + ranks + "' nor '" + dir + "/encoder.json' exists (run tools/fetch_data.sh gpt2)");
+  throw std::runtime_error("GPT-2 vocabulary: neither '" + ranks + "' nor '" + dir +
+                           "/encoder.json' exists (run tools/fetch_data.sh gpt2)");
 }
 
 std::vector<std::string> Gpt2Tokenizer::bpe(const std::string& word) const {
@@ -251,7 +268,8 @@ std::vector<int64_t> Gpt2Tokenizer::encode(const std::string& text) const {
   for (const std::string& word : pre_tokenize(text)) {
     for (const std::string& piece : bpe(word)) {
       auto it = encoder_.find(piece);
-      if (it == encoder_.end()) throw std::runtime_error("Gpt2Tokenizer: piece '" + piece + "' is not in the vocabulary");
+      if (it == encoder_.end())
+        throw std::runtime_error("Gpt2Tokenizer: piece '" + piece + "' is not in the vocabulary");
       ids.push_back(it->second);
     }
   }
@@ -261,12 +279,14 @@ std::vector<int64_t> Gpt2Tokenizer::encode(const std::string& text) const {
 std::string Gpt2Tokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string out;
   for (int64_t id : ids) {
-    if (id < 0 || id >= vocab_size()) throw std::invalid_argument("Gpt2Tokenizer: id " + std::to_string(id) + " out of range");
+    if (id < 0 || id >= vocab_size())
+      throw std::invalid_argument("Gpt2Tokenizer: id " + std::to_string(id) + " out of range");
     const std::string& tok = decoder_[static_cast<size_t>(id)];
     for (size_t i = 0; i < tok.size();) {
       const size_t len = utf8_len(static_cast<unsigned char>(tok[i]));
       auto it = unicode_to_byte_.find(tok.substr(i, len));
-      if (it == unicode_to_byte_.end()) throw std::runtime_error("Gpt2Tokenizer: token " + std::to_string(id) + " is not byte-level");
+      if (it == unicode_to_byte_.end())
+        throw std::runtime_error("Gpt2Tokenizer: token " + std::to_string(id) + " is not byte-level");
       out += static_cast<char>(it->second);
       i += len;
     }

@@ -44,7 +44,8 @@ at::Tensor read_idx(const std::string& path) {
   std::unique_ptr<gzFile_s, GzCloser> f(gzopen(path.c_str(), "rb"));  // also reads uncompressed files
   if (!f) throw std::runtime_error("IDX file '" + path + "' cannot be opened (missing? run tools/fetch_data.sh)");
   unsigned char magic[4];
-  if (read_bytes(f.get(), magic, 4, path) != 4) throw std::runtime_error("IDX file '" + path + "' is truncated: no header");
+  if (read_bytes(f.get(), magic, 4, path) != 4)
+    throw std::runtime_error("IDX file '" + path + "' is truncated: no header");
   const uint32_t m = big_endian(magic);
   if (m != 0x00000801 && m != 0x00000803) {
     char buf[16];
@@ -63,13 +64,15 @@ at::Tensor read_idx(const std::string& path) {
   std::string dims;
   for (int i = 0; i < ndim; ++i) {
     unsigned char d[4];
-    if (read_bytes(f.get(), d, 4, path) != 4) throw std::runtime_error("IDX file '" + path + "' is truncated inside its header");
+    if (read_bytes(f.get(), d, 4, path) != 4)
+      throw std::runtime_error("IDX file '" + path + "' is truncated inside its header");
     shape[i] = big_endian(d);
     total_d *= static_cast<double>(shape[i]);
     dims += (i ? "x" : "") + std::to_string(shape[i]);
   }
   if (!ec && total_d > capacity) {
-    throw std::runtime_error("IDX file '" + path + "' declares " + dims + " = " + std::to_string(static_cast<unsigned long long>(std::min(total_d, 1.8e19))) +
+    throw std::runtime_error("IDX file '" + path + "' declares " + dims + " = " +
+                             std::to_string(static_cast<unsigned long long>(std::min(total_d, 1.8e19))) +
                              " bytes of data, more than its " + std::to_string(static_cast<int64_t>(file_bytes)) +
                              "-byte file can hold (a damaged header?)");
   }
@@ -77,12 +80,13 @@ at::Tensor read_idx(const std::string& path) {
   at::Tensor out = at::empty(shape, at::TensorOptions().dtype(at::kByte));
   const size_t got = read_bytes(f.get(), out.data_ptr(), static_cast<size_t>(total), path);
   if (got != static_cast<size_t>(total)) {
-    throw std::runtime_error("IDX file '" + path + "' is truncated: expected " + std::to_string(total) + " data bytes, found " +
-                             std::to_string(got));
+    throw std::runtime_error("IDX file '" + path + "' is truncated: expected " + std::to_string(total) +
+                             " data bytes, found " + std::to_string(got));
   }
   unsigned char extra;
   if (read_bytes(f.get(), &extra, 1, path) != 0) {
-    throw std::runtime_error("IDX file '" + path + "' has bytes after the " + std::to_string(total) + " its header declares");
+    throw std::runtime_error("IDX file '" + path + "' has bytes after the " + std::to_string(total) +
+                             " its header declares");
   }
   return out;
 }

@@ -9,7 +9,8 @@ namespace composer {
 void SamplerOptions::validate() const {
   if (num_replicas_ <= 0) throw std::invalid_argument("num_replicas must be > 0, got " + std::to_string(num_replicas_));
   if (rank_ < 0 || rank_ >= num_replicas_) {
-    throw std::invalid_argument("rank must be in [0, " + std::to_string(num_replicas_) + "), got " + std::to_string(rank_));
+    throw std::invalid_argument("rank must be in [0, " + std::to_string(num_replicas_) + "), got " +
+                                std::to_string(rank_));
   }
 }
 
@@ -31,7 +32,8 @@ at::Tensor sample_indices(int64_t dataset_size, int64_t epoch, const SamplerOpti
     order = order.narrow(0, 0, total);
   } else {
     total = ((dataset_size + r - 1) / r) * r;
-    while (order.size(0) < total) order = at::cat({order, order.narrow(0, 0, std::min(order.size(0), total - order.size(0)))});
+    while (order.size(0) < total)
+      order = at::cat({order, order.narrow(0, 0, std::min(order.size(0), total - order.size(0)))});
   }
   return order.slice(0, o.rank(), total, r).contiguous();
 }

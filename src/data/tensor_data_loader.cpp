@@ -9,10 +9,14 @@
 namespace composer {
 
 void TensorDataLoaderOptions::validate() const {
-  if (batch_size_ <= 0) throw std::invalid_argument("TensorDataLoaderOptions.batch_size must be > 0, got " + std::to_string(batch_size_));
-  if (num_replicas_ <= 0) throw std::invalid_argument("TensorDataLoaderOptions.num_replicas must be > 0, got " + std::to_string(num_replicas_));
+  if (batch_size_ <= 0)
+    throw std::invalid_argument("TensorDataLoaderOptions.batch_size must be > 0, got " + std::to_string(batch_size_));
+  if (num_replicas_ <= 0)
+    throw std::invalid_argument("TensorDataLoaderOptions.num_replicas must be > 0, got " +
+                                std::to_string(num_replicas_));
   if (rank_ < 0 || rank_ >= num_replicas_) {
-    throw std::invalid_argument("TensorDataLoaderOptions.rank must be in [0, " + std::to_string(num_replicas_) + "), got " + std::to_string(rank_));
+    throw std::invalid_argument("TensorDataLoaderOptions.rank must be in [0, " + std::to_string(num_replicas_) +
+                                "), got " + std::to_string(rank_));
   }
 }
 
@@ -36,7 +40,11 @@ std::optional<int64_t> TensorDataLoader::length() const {
 
 void TensorDataLoader::reset() {
   indices_ = sample_indices(data_.num_samples(), epoch_,
-                            SamplerOptions().shuffle(options_.shuffle()).seed(options_.seed()).num_replicas(options_.num_replicas()).rank(options_.rank()));
+                            SamplerOptions()
+                                .shuffle(options_.shuffle())
+                                .seed(options_.seed())
+                                .num_replicas(options_.num_replicas())
+                                .rank(options_.rank()));
   cursor_ = 0;
 }
 

@@ -15,7 +15,9 @@ void require_text(const std::string& raw, const std::string& path) {
   size_t controls = 0;
   for (size_t i = 0; i < raw.size();) {
     const auto c = static_cast<unsigned char>(raw[i]);
-    if (c == 0) throw std::runtime_error("text file '" + path + "' is not text: a NUL byte at offset " + std::to_string(i) + " (a binary file?)");
+    if (c == 0)
+      throw std::runtime_error("text file '" + path + "' is not text: a NUL byte at offset " + std::to_string(i) +
+                               " (a binary file?)");
     if (c < 0x80) {
       if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\v') ++controls;
       ++i;
@@ -78,7 +80,9 @@ std::vector<int64_t> CharTokenizer::encode(const std::string& text) const {
   std::vector<int64_t> out;
   out.reserve(text.size());
   for (unsigned char c : text) {
-    if (ids_[c] < 0) throw std::invalid_argument("CharTokenizer: character code " + std::to_string(int(c)) + " is not in the vocabulary");
+    if (ids_[c] < 0)
+      throw std::invalid_argument("CharTokenizer: character code " + std::to_string(int(c)) +
+                                  " is not in the vocabulary");
     out.push_back(ids_[c]);
   }
   return out;
@@ -87,7 +91,8 @@ std::vector<int64_t> CharTokenizer::encode(const std::string& text) const {
 std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string s;
   for (int64_t id : ids) {
-    if (id < 0 || id >= vocab_size()) throw std::invalid_argument("CharTokenizer: id " + std::to_string(id) + " out of range");
+    if (id < 0 || id >= vocab_size())
+      throw std::invalid_argument("CharTokenizer: id " + std::to_string(id) + " out of range");
     s += chars_[static_cast<size_t>(id)];
   }
   return s;
@@ -97,8 +102,8 @@ std::shared_ptr<TensorDataset> make_lm_dataset(const at::Tensor& tokens, int64_t
   if (seq_len <= 0) throw std::invalid_argument("make_lm_dataset: seq_len must be > 0");
   const int64_t n = (tokens.numel() - 1) / seq_len;
   if (n <= 0) {
-    throw std::invalid_argument("make_lm_dataset: " + std::to_string(tokens.numel()) + " tokens are too few for one window of " +
-                                std::to_string(seq_len));
+    throw std::invalid_argument("make_lm_dataset: " + std::to_string(tokens.numel()) +
+                                " tokens are too few for one window of " + std::to_string(seq_len));
   }
   const at::Tensor t = tokens.reshape({-1}).to(at::kLong);
   const at::Tensor inputs = t.narrow(0, 0, n * seq_len).reshape({n, seq_len}).contiguous();

@@ -13,16 +13,20 @@ std::shared_ptr<TensorDataset> load_idx_classification(const std::string& images
                                                        int64_t num_classes, int64_t limit) {
   at::Tensor images = read_idx(images_path);
   at::Tensor labels = read_idx(labels_path);
-  if (images.dim() != 3) throw std::runtime_error("IDX file '" + images_path + "' must hold 3-D images, it has " + std::to_string(images.dim()) + " dimensions");
-  if (labels.dim() != 1) throw std::runtime_error("IDX file '" + labels_path + "' must hold 1-D labels, it has " + std::to_string(labels.dim()) + " dimensions");
+  if (images.dim() != 3)
+    throw std::runtime_error("IDX file '" + images_path + "' must hold 3-D images, it has " +
+                             std::to_string(images.dim()) + " dimensions");
+  if (labels.dim() != 1)
+    throw std::runtime_error("IDX file '" + labels_path + "' must hold 1-D labels, it has " +
+                             std::to_string(labels.dim()) + " dimensions");
   if (images.size(0) != labels.size(0)) {
-    throw std::runtime_error("'" + images_path + "' has " + std::to_string(images.size(0)) + " images but '" + labels_path +
-                             "' has " + std::to_string(labels.size(0)) + " labels");
+    throw std::runtime_error("'" + images_path + "' has " + std::to_string(images.size(0)) + " images but '" +
+                             labels_path + "' has " + std::to_string(labels.size(0)) + " labels");
   }
   const int64_t max_label = labels.max().item<int64_t>();
   if (max_label >= num_classes) {
-    throw std::runtime_error("IDX file '" + labels_path + "' has label " + std::to_string(max_label) + ", outside [0, " +
-                             std::to_string(num_classes) + ")");
+    throw std::runtime_error("IDX file '" + labels_path + "' has label " + std::to_string(max_label) +
+                             ", outside [0, " + std::to_string(num_classes) + ")");
   }
   if (limit > 0 && limit < images.size(0)) {
     images = images.narrow(0, 0, limit);

@@ -5,8 +5,8 @@
 #include "composer/utils/compat.h"
 #include "dist/detail/comm_backend.h"
 
-#include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
 #if COMPOSER_HAS_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
@@ -25,7 +25,7 @@ namespace {
 struct Group {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<detail::CommBackend> backend;
-  std::string listen_address;  // where this rank's CPU backend listens (Gloo), for messages and tests
+  std::string listen_address;     // where this rank's CPU backend listens (Gloo), for messages and tests
   c10::Device device{c10::kCPU};  // the backend's device: CUDA for NCCL
 };
 
@@ -45,10 +45,14 @@ detail::CommBackend& pg() {
 
 c10d::ReduceOp to_c10d(ReduceOp op) {
   switch (op) {
-    case ReduceOp::SUM: return c10d::ReduceOp::SUM;
-    case ReduceOp::MAX: return c10d::ReduceOp::MAX;
-    case ReduceOp::MIN: return c10d::ReduceOp::MIN;
-    case ReduceOp::PRODUCT: return c10d::ReduceOp::PRODUCT;
+    case ReduceOp::SUM:
+      return c10d::ReduceOp::SUM;
+    case ReduceOp::MAX:
+      return c10d::ReduceOp::MAX;
+    case ReduceOp::MIN:
+      return c10d::ReduceOp::MIN;
+    case ReduceOp::PRODUCT:
+      return c10d::ReduceOp::PRODUCT;
   }
   return c10d::ReduceOp::SUM;
 }
@@ -80,12 +84,14 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
   if (is_initialized() || get_world_size() == 1) return;
   const int64_t rank = get_global_rank(), world = get_world_size();
   if (rank >= world) {
-    throw std::invalid_argument("dist: RANK=" + std::to_string(rank) + " is not below WORLD_SIZE=" + std::to_string(world));
+    throw std::invalid_argument("dist: RANK=" + std::to_string(rank) +
+                                " is not below WORLD_SIZE=" + std::to_string(world));
   }
   const std::string addr = env_or("MASTER_ADDR", "127.0.0.1");
   const std::string port_text = env_or("MASTER_PORT", "29500");
   const int port = std::atoi(port_text.c_str());
-  if (port <= 0 || port > 65535) throw std::invalid_argument("dist: MASTER_PORT='" + port_text + "' is not a port number");
+  if (port <= 0 || port > 65535)
+    throw std::invalid_argument("dist: MASTER_PORT='" + port_text + "' is not a port number");
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(port);
   // Under torchrun the elastic agent already serves the store at MASTER_ADDR:MASTER_PORT; every rank is a client.
@@ -96,16 +102,17 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
     group().store = c10::make_intrusive<c10d::TCPStore>(addr, so);
   } catch (const std::exception& e) {
     throw std::runtime_error("dist: rank " + std::to_string(rank) + " could not reach the rendezvous at " + addr + ":" +
-                             port_text + " within " + std::to_string(timeout.count()) + " ms (WORLD_SIZE=" +
-                             std::to_string(world) + "): " + brief_error(e));
+                             port_text + " within " + std::to_string(timeout.count()) +
+                             " ms (WORLD_SIZE=" + std::to_string(world) + "): " + brief_error(e));
   }
   try {
     create_backend(device, rank, world, timeout);
   } catch (const std::exception& e) {
     group().store.reset();
-    throw std::runtime_error("dist: rank " + std::to_string(rank) + " timed out after " + std::to_string(timeout.count()) +
-                             " ms waiting for the other ranks to join at " + addr + ":" + port_text + " (WORLD_SIZE=" +
-                             std::to_string(world) + "; are all ranks started?): " + brief_error(e));
+    throw std::runtime_error("dist: rank " + std::to_string(rank) + " timed out after " +
+                             std::to_string(timeout.count()) + " ms waiting for the other ranks to join at " + addr +
+                             ":" + port_text + " (WORLD_SIZE=" + std::to_string(world) +
+                             "; are all ranks started?): " + brief_error(e));
   }
 }
 
@@ -145,7 +152,8 @@ void create_backend(const c10::Device& device, int64_t rank, int64_t world, std:
 #if COMPOSER_HAS_NCCL
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = timeout;
-    group().backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
+    group().backend =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
 #else
     throw std::invalid_argument("dist: this LibTorch build has no NCCL backend for CUDA devices");
 #endif
@@ -153,9 +161,11 @@ void create_backend(const c10::Device& device, int64_t rank, int64_t world, std:
 #if COMPOSER_HAS_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
     opts->devices.push_back(gloo_device());
-    group().backend = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
+    group().backend =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
 #else
-    throw std::invalid_argument("dist: this build has no Gloo backend for CPU devices (install libgloo-dev and rebuild)");
+    throw std::invalid_argument(
+        "dist: this build has no Gloo backend for CPU devices (install libgloo-dev and rebuild)");
 #endif
   }
 }
@@ -178,7 +188,9 @@ void barrier() {
 
 // NCCL takes CUDA tensors only: CPU tensors (the batch's loss and sample counts, RNG bytes, seeds) go through the
 // backend's device and back.
-at::Tensor on_backend_device(const at::Tensor& t) { return group().device.is_cuda() && !t.is_cuda() ? t.to(group().device) : t; }
+at::Tensor on_backend_device(const at::Tensor& t) {
+  return group().device.is_cuda() && !t.is_cuda() ? t.to(group().device) : t;
+}
 
 void all_reduce(at::Tensor& tensor, ReduceOp op) {
   if (get_world_size() == 1) return;

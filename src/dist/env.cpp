@@ -13,7 +13,8 @@ int64_t env_int(const char* name, int64_t fallback) {
   char* end = nullptr;
   const long long x = std::strtoll(v, &end, 10);
   if (*end != '\0' || x < 0) {
-    throw std::invalid_argument(std::string("environment variable ") + name + "='" + v + "' must be a non-negative integer");
+    throw std::invalid_argument(std::string("environment variable ") + name + "='" + v +
+                                "' must be a non-negative integer");
   }
   return x;
 }

@@ -48,7 +48,8 @@ struct GradientReducer::Impl {
   }
 };
 
-GradientReducer::GradientReducer(std::vector<at::Tensor> params, int64_t bucket_bytes) : impl_(std::make_shared<Impl>()) {
+GradientReducer::GradientReducer(std::vector<at::Tensor> params, int64_t bucket_bytes)
+    : impl_(std::make_shared<Impl>()) {
   std::vector<at::Tensor> trainable;
   for (auto& p : params)
     if (p.requires_grad()) trainable.push_back(p);

@@ -23,11 +23,11 @@ std::string yaml_value(const nlohmann::json& v) { return v.is_string() ? v.get<s
 
 }  // namespace
 
-ConsoleLogger::ConsoleLogger(ConsoleLoggerOptions options)
-    : options_(options), enabled_(dist::get_local_rank() == 0) {
+ConsoleLogger::ConsoleLogger(ConsoleLoggerOptions options) : options_(options), enabled_(dist::get_local_rank() == 0) {
   const TimeUnit u = options_.log_interval().unit();
   if (u != TimeUnit::BATCH && u != TimeUnit::EPOCH) {
-    throw std::invalid_argument("ConsoleLogger.log_interval '" + options_.log_interval().to_string() + "' must be in ba or ep");
+    throw std::invalid_argument("ConsoleLogger.log_interval '" + options_.log_interval().to_string() +
+                                "' must be in ba or ep");
   }
   if (options_.log_interval().value() <= 0) throw std::invalid_argument("ConsoleLogger.log_interval must be positive");
 }
@@ -53,8 +53,8 @@ void ConsoleLogger::log_traces(const std::map<std::string, double>& traces) {
 void ConsoleLogger::flush_train(const State& state) {
   if (!enabled_ || buffer_.empty()) return;
   std::ostream& os = *options_.stream();
-  os << "[epoch=" << state.timestamp.epoch + (state.timestamp.batch_in_epoch > 0 ? 1 : 0) << "][batch="
-     << state.timestamp.batch_in_epoch;
+  os << "[epoch=" << state.timestamp.epoch + (state.timestamp.batch_in_epoch > 0 ? 1 : 0)
+     << "][batch=" << state.timestamp.batch_in_epoch;
   if (state.dataloader_len) os << "/" << *state.dataloader_len;
   os << "]:\n";
   for (const auto& [k, v] : buffer_) os << "\t Train " << k << ": " << format_value(v) << "\n";

@@ -1,7 +1,7 @@
 #include "composer/loggers/file_logger.h"
 
-#include "composer/core/state.h"
 #include "composer/core/format_name.h"
+#include "composer/core/state.h"
 
 #include <filesystem>
 #include <stdexcept>

@@ -19,14 +19,13 @@ void ProgressBarLogger::log_metrics(const std::map<std::string, double>& metrics
     if (k.rfind("loss/", 0) == 0 || k.rfind("metrics/", 0) == 0) latest_[k] = v;
 }
 
-void ProgressBarLogger::epoch_start(State&, Logger&) {
-  epoch_start_ = last_draw_ = std::chrono::steady_clock::now();
-}
+void ProgressBarLogger::epoch_start(State&, Logger&) { epoch_start_ = last_draw_ = std::chrono::steady_clock::now(); }
 
 void ProgressBarLogger::draw(const State& state, bool final_line) {
   // At EPOCH_END the timestamp has already moved to the next epoch; the finished one is the previous timestamp.
-  const Timestamp& ts =
-      final_line && state.timestamp.batch_in_epoch == 0 && state.previous_timestamp ? *state.previous_timestamp : state.timestamp;
+  const Timestamp& ts = final_line && state.timestamp.batch_in_epoch == 0 && state.previous_timestamp
+                            ? *state.previous_timestamp
+                            : state.timestamp;
   const int64_t done = ts.batch_in_epoch;
   const int64_t total = state.dataloader_len.value_or(0);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();

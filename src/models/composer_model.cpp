@@ -39,7 +39,8 @@ at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& target
 ComposerClassifier::ComposerClassifier(std::shared_ptr<torch::nn::Module> module,
                                        std::function<at::Tensor(const at::Tensor&)> forward_fn, LossFunction loss_fn)
     : module_(std::move(module)), forward_fn_(std::move(forward_fn)), loss_fn_(std::move(loss_fn)) {
-  if (!module_ || !forward_fn_) throw std::invalid_argument("ComposerClassifier: module and forward function must be set");
+  if (!module_ || !forward_fn_)
+    throw std::invalid_argument("ComposerClassifier: module and forward function must be set");
   register_module("module", module_);
   if (!loss_fn_) loss_fn_ = [](const at::Tensor& l, const at::Tensor& t) { return soft_cross_entropy(l, t); };
 }

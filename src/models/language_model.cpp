@@ -12,7 +12,9 @@ ComposerLanguageModel::ComposerLanguageModel(std::shared_ptr<nn::Layer> model, b
   register_module("model", model_);
 }
 
-at::Tensor ComposerLanguageModel::forward(const Batch& batch) { return model_->forward(batch.at(std::string("input_ids"))); }
+at::Tensor ComposerLanguageModel::forward(const Batch& batch) {
+  return model_->forward(batch.at(std::string("input_ids")));
+}
 
 at::Tensor ComposerLanguageModel::loss(const at::Tensor& logits, const Batch& batch) {
   const at::Tensor& labels = batch.at(std::string("labels"));

@@ -27,7 +27,8 @@ void init_transformer(torch::nn::Module& m, int64_t n_layer) {
 at::Tensor positions(const at::Tensor& ids, int64_t max_len) {
   const int64_t l = ids.size(1);
   if (l > max_len) {
-    throw std::invalid_argument("sequence length " + std::to_string(l) + " exceeds max_seq_len " + std::to_string(max_len));
+    throw std::invalid_argument("sequence length " + std::to_string(l) + " exceeds max_seq_len " +
+                                std::to_string(max_len));
   }
   return at::arange(l, ids.options().dtype(at::kLong));
 }
@@ -36,7 +37,8 @@ at::Tensor positions(const at::Tensor& ids, int64_t max_len) {
 
 void TransformerConfig::validate() const {
   auto positive = [](int64_t v, const char* n) {
-    if (v <= 0) throw std::invalid_argument(std::string("TransformerConfig.") + n + " must be > 0, got " + std::to_string(v));
+    if (v <= 0)
+      throw std::invalid_argument(std::string("TransformerConfig.") + n + " must be > 0, got " + std::to_string(v));
   };
   positive(vocab_size_, "vocab_size");
   positive(max_seq_len_, "max_seq_len");
@@ -44,8 +46,8 @@ void TransformerConfig::validate() const {
   positive(n_head_, "n_head");
   positive(d_model_, "d_model");
   if (d_model_ % n_head_ != 0) {
-    throw std::invalid_argument("TransformerConfig.d_model (" + std::to_string(d_model_) + ") must be divisible by n_head (" +
-                                std::to_string(n_head_) + ")");
+    throw std::invalid_argument("TransformerConfig.d_model (" + std::to_string(d_model_) +
+                                ") must be divisible by n_head (" + std::to_string(n_head_) + ")");
   }
   if (dropout_ < 0 || dropout_ >= 1) throw std::invalid_argument("TransformerConfig.dropout must be in [0, 1)");
 }
@@ -136,7 +138,8 @@ BertMLM::BertMLM(TransformerConfig config) : config_(config) {
 }
 
 at::Tensor BertMLM::forward(const at::Tensor& ids) {
-  at::Tensor x = child("word_embeddings").forward(ids) + child("position_embeddings").forward(positions(ids, config_.max_seq_len()));
+  at::Tensor x = child("word_embeddings").forward(ids) +
+                 child("position_embeddings").forward(positions(ids, config_.max_seq_len()));
   x = at::dropout(child("embeddings_ln").forward(x), config_.dropout(), is_training());
   x = child("head").forward(child("layers").forward(x));
   const auto& emb = static_cast<nn::Embedding&>(child("word_embeddings"));

@@ -90,9 +90,13 @@ at::Tensor bottleneck_residual(nn::Composite& b, const at::Tensor& x) {
   return b.child("bn3").forward(b.child("conv3").forward(out));
 }
 
-at::Tensor block_shortcut(nn::Composite& b, const at::Tensor& x) { return b.has("downsample") ? b.child("downsample").forward(x) : x; }
+at::Tensor block_shortcut(nn::Composite& b, const at::Tensor& x) {
+  return b.has("downsample") ? b.child("downsample").forward(x) : x;
+}
 
-at::Tensor BasicBlock::forward(const at::Tensor& x) { return at::relu(basic_residual(*this, x) + block_shortcut(*this, x)); }
+at::Tensor BasicBlock::forward(const at::Tensor& x) {
+  return at::relu(basic_residual(*this, x) + block_shortcut(*this, x));
+}
 
 at::Tensor ResNetBottleneck::forward(const at::Tensor& x) {
   return at::relu(bottleneck_residual(*this, x) + block_shortcut(*this, x));
@@ -107,7 +111,8 @@ at::Tensor ResNet::forward(const at::Tensor& x) {
 
 std::shared_ptr<ResNet> cifar_resnet(int64_t depth, int64_t num_classes, int64_t in_channels) {
   if (depth < 8 || (depth - 2) % 6 != 0) {
-    throw std::invalid_argument("cifar_resnet: depth must be 6n + 2 (20, 32, 44, 56, 110), got " + std::to_string(depth));
+    throw std::invalid_argument("cifar_resnet: depth must be 6n + 2 (20, 32, 44, 56, 110), got " +
+                                std::to_string(depth));
   }
   const int64_t n = (depth - 2) / 6;
   auto net = std::make_shared<ResNet>();
@@ -129,12 +134,23 @@ std::shared_ptr<ResNet> resnet(int64_t depth, int64_t num_classes, int64_t in_ch
   std::vector<int64_t> blocks;
   bool bottleneck = depth >= 50;
   switch (depth) {
-    case 18: blocks = {2, 2, 2, 2}; break;
-    case 34: blocks = {3, 4, 6, 3}; break;
-    case 50: blocks = {3, 4, 6, 3}; break;
-    case 101: blocks = {3, 4, 23, 3}; break;
-    case 152: blocks = {3, 8, 36, 3}; break;
-    default: throw std::invalid_argument("resnet: depth must be 18, 34, 50, 101 or 152, got " + std::to_string(depth));
+    case 18:
+      blocks = {2, 2, 2, 2};
+      break;
+    case 34:
+      blocks = {3, 4, 6, 3};
+      break;
+    case 50:
+      blocks = {3, 4, 6, 3};
+      break;
+    case 101:
+      blocks = {3, 4, 23, 3};
+      break;
+    case 152:
+      blocks = {3, 8, 36, 3};
+      break;
+    default:
+      throw std::invalid_argument("resnet: depth must be 18, 34, 50, 101 or 152, got " + std::to_string(depth));
   }
   auto net = std::make_shared<ResNet>();
   net->imagenet_stem_ = true;

@@ -34,7 +34,9 @@ Sequential::Sequential(std::vector<std::shared_ptr<Layer>> layers) {
   for (auto& l : layers) push_back(std::move(l));
 }
 
-void Sequential::push_back(std::shared_ptr<Layer> layer) { add(std::to_string(child_names().size()), std::move(layer)); }
+void Sequential::push_back(std::shared_ptr<Layer> layer) {
+  add(std::to_string(child_names().size()), std::move(layer));
+}
 
 at::Tensor Sequential::forward(const at::Tensor& x) {
   at::Tensor y = x;

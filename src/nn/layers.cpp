@@ -34,7 +34,9 @@ Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, bool wi
   default_init(weight, bias, in / g * k * k);
 }
 
-at::Tensor Conv2d::forward(const at::Tensor& x) { return at::conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {1, 1}, groups); }
+at::Tensor Conv2d::forward(const at::Tensor& x) {
+  return at::conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {1, 1}, groups);
+}
 
 BatchNorm2d::BatchNorm2d(int64_t n, double e, double m) : num_features(n), eps(e), momentum(m) {
   weight = register_parameter("weight", torch::ones({n}));
@@ -49,7 +51,8 @@ at::Tensor BatchNorm2d::forward(const at::Tensor& x) {
     torch::NoGradGuard no_grad;
     num_batches_tracked.add_(1);
   }
-  return at::batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum, eps, /*cudnn_enabled=*/true);
+  return at::batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum, eps,
+                        /*cudnn_enabled=*/true);
 }
 
 LayerNorm::LayerNorm(int64_t d, double e) : dim(d), eps(e) {
@@ -70,7 +73,9 @@ at::Tensor GELU::forward(const at::Tensor& x) { return at::gelu(x); }
 at::Tensor Sigmoid::forward(const at::Tensor& x) { return at::sigmoid(x); }
 
 MaxPool2d::MaxPool2d(int64_t k, int64_t s, int64_t p) : kernel_size(k), stride(s), padding(p) {}
-at::Tensor MaxPool2d::forward(const at::Tensor& x) { return at::max_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding}); }
+at::Tensor MaxPool2d::forward(const at::Tensor& x) {
+  return at::max_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding});
+}
 
 at::Tensor GlobalAvgPool::forward(const at::Tensor& x) { return x.mean({2, 3}); }
 at::Tensor Flatten::forward(const at::Tensor& x) { return x.flatten(1); }

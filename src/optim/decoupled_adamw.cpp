@@ -15,23 +15,31 @@ namespace composer::optim {
 void DecoupledAdamWOptions::validate() const {
   if (lr_ < 0) throw std::invalid_argument("DecoupledAdamW.lr must be >= 0, got " + std::to_string(lr_));
   if (eps_ < 0) throw std::invalid_argument("DecoupledAdamW.eps must be >= 0, got " + std::to_string(eps_));
-  if (beta1_ < 0 || beta1_ >= 1) throw std::invalid_argument("DecoupledAdamW.beta1 must be in [0, 1), got " + std::to_string(beta1_));
-  if (beta2_ < 0 || beta2_ >= 1) throw std::invalid_argument("DecoupledAdamW.beta2 must be in [0, 1), got " + std::to_string(beta2_));
-  if (weight_decay_ < 0) throw std::invalid_argument("DecoupledAdamW.weight_decay must be >= 0, got " + std::to_string(weight_decay_));
+  if (beta1_ < 0 || beta1_ >= 1)
+    throw std::invalid_argument("DecoupledAdamW.beta1 must be in [0, 1), got " + std::to_string(beta1_));
+  if (beta2_ < 0 || beta2_ >= 1)
+    throw std::invalid_argument("DecoupledAdamW.beta2 must be in [0, 1), got " + std::to_string(beta2_));
+  if (weight_decay_ < 0)
+    throw std::invalid_argument("DecoupledAdamW.weight_decay must be >= 0, got " + std::to_string(weight_decay_));
 }
 
 DecoupledAdamW::DecoupledAdamW(std::vector<at::Tensor> params, DecoupledAdamWOptions options)
-    : DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(std::move(params))},
-                     options) {}
+    : DecoupledAdamW(
+          std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(std::move(params))},
+          options) {}
 
 DecoupledAdamW::DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledAdamWOptions options)
     : Optimizer(std::move(groups), std::make_unique<DecoupledAdamWOptions>(options)) {
   init_groups();
 }
 
-std::vector<double> DecoupledAdamW::initial_lrs() const { return detail::initial_lrs_of<DecoupledAdamWOptions>(param_groups_); }
+std::vector<double> DecoupledAdamW::initial_lrs() const {
+  return detail::initial_lrs_of<DecoupledAdamWOptions>(param_groups_);
+}
 
-void DecoupledAdamW::init_groups() { detail::init_decoupled_groups<DecoupledAdamWOptions>(param_groups_, "DecoupledAdamW"); }
+void DecoupledAdamW::init_groups() {
+  detail::init_decoupled_groups<DecoupledAdamWOptions>(param_groups_, "DecoupledAdamW");
+}
 
 bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::vector<at::Tensor>& params) {
   if (!params.front().is_cuda()) return false;

@@ -12,25 +12,32 @@ namespace composer::optim {
 
 void DecoupledSGDWOptions::validate() const {
   if (lr_ < 0) throw std::invalid_argument("DecoupledSGDW.lr must be >= 0, got " + std::to_string(lr_));
-  if (momentum_ < 0) throw std::invalid_argument("DecoupledSGDW.momentum must be >= 0, got " + std::to_string(momentum_));
-  if (weight_decay_ < 0) throw std::invalid_argument("DecoupledSGDW.weight_decay must be >= 0, got " + std::to_string(weight_decay_));
+  if (momentum_ < 0)
+    throw std::invalid_argument("DecoupledSGDW.momentum must be >= 0, got " + std::to_string(momentum_));
+  if (weight_decay_ < 0)
+    throw std::invalid_argument("DecoupledSGDW.weight_decay must be >= 0, got " + std::to_string(weight_decay_));
   if (nesterov_ && (momentum_ <= 0 || dampening_ != 0)) {
     throw std::invalid_argument("DecoupledSGDW.nesterov requires momentum > 0 and dampening = 0");
   }
 }
 
 DecoupledSGDW::DecoupledSGDW(std::vector<at::Tensor> params, DecoupledSGDWOptions options)
-    : DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(std::move(params))},
-                    options) {}
+    : DecoupledSGDW(
+          std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(std::move(params))},
+          options) {}
 
 DecoupledSGDW::DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup> groups, DecoupledSGDWOptions options)
     : Optimizer(std::move(groups), std::make_unique<DecoupledSGDWOptions>(options)) {
   init_groups();
 }
 
-std::vector<double> DecoupledSGDW::initial_lrs() const { return detail::initial_lrs_of<DecoupledSGDWOptions>(param_groups_); }
+std::vector<double> DecoupledSGDW::initial_lrs() const {
+  return detail::initial_lrs_of<DecoupledSGDWOptions>(param_groups_);
+}
 
-void DecoupledSGDW::init_groups() { detail::init_decoupled_groups<DecoupledSGDWOptions>(param_groups_, "DecoupledSGDW"); }
+void DecoupledSGDW::init_groups() {
+  detail::init_decoupled_groups<DecoupledSGDWOptions>(param_groups_, "DecoupledSGDW");
+}
 
 at::Tensor DecoupledSGDW::step(LossClosure closure) {
   at::NoGradGuard no_grad;

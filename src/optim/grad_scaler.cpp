@@ -37,7 +37,8 @@ bool fused_amp_available(const at::Device& device) {
 void GradScalerOptions::validate() const {
   if (init_scale_ <= 0) throw std::invalid_argument("GradScaler.init_scale must be > 0");
   if (growth_factor_ <= 1) throw std::invalid_argument("GradScaler.growth_factor must be > 1");
-  if (backoff_factor_ <= 0 || backoff_factor_ >= 1) throw std::invalid_argument("GradScaler.backoff_factor must be in (0, 1)");
+  if (backoff_factor_ <= 0 || backoff_factor_ >= 1)
+    throw std::invalid_argument("GradScaler.backoff_factor must be in (0, 1)");
   if (growth_interval_ <= 0) throw std::invalid_argument("GradScaler.growth_interval must be > 0");
 }
 
@@ -68,7 +69,8 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
   for (auto& g : optimizer.param_groups())
     for (auto& p : g.params())
       if (p.grad().defined()) grads.push_back(p.grad());
-  const at::Device device = grads.empty() ? (scale_.defined() ? scale_.device() : at::Device(at::kCPU)) : grads.front().device();
+  const at::Device device =
+      grads.empty() ? (scale_.defined() ? scale_.device() : at::Device(at::kCPU)) : grads.front().device();
   lazy_init(device);
   at::NoGradGuard no_grad;
   const at::Tensor inv_scale = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
@@ -140,7 +142,8 @@ void GradScaler::load_state_dict(const c10::IValue& state) {
   options_.backoff_factor(dict_get(d, "backoff_factor", "GradScaler state").toDouble());
   options_.growth_interval(dict_get(d, "growth_interval", "GradScaler state").toInt());
   const at::Device device = scale_.defined() ? scale_.device() : at::Device(at::kCPU);
-  scale_ = at::full({1}, dict_get(d, "scale", "GradScaler state").toDouble(), at::TensorOptions().dtype(at::kFloat).device(device));
+  scale_ = at::full({1}, dict_get(d, "scale", "GradScaler state").toDouble(),
+                    at::TensorOptions().dtype(at::kFloat).device(device));
   growth_tracker_ = at::full({1}, dict_get(d, "_growth_tracker", "GradScaler state").toInt(),
                              at::TensorOptions().dtype(at::kInt).device(device));
   reset_step();

@@ -42,8 +42,9 @@ void require_t_max_covers_max_duration(const Time& t_max, const State& state, co
     short_t_max = t_max.value() < max.value() * static_cast<double>(*state.dataloader_len);
   }
   if (short_t_max) {
-    throw std::invalid_argument(who + ": t_max " + t_max.to_string() + " must be greater than or equal to max_duration " +
-                                max.to_string() + ", otherwise the schedule is not defined for the whole run");
+    throw std::invalid_argument(who + ": t_max " + t_max.to_string() +
+                                " must be greater than or equal to max_duration " + max.to_string() +
+                                ", otherwise the schedule is not defined for the whole run");
   }
 }
 
@@ -56,11 +57,12 @@ void warn_zero_warmup(const Time& t_warmup, const std::string& who) {
             << "unit of max_duration, so a small fraction of a few epochs rounds down to 0.\n";
 }
 
-WarmupSpan warmup_span(const State& state, const Time& t_warmup, const Time& t_max, double ssr, const std::string& who) {
+WarmupSpan warmup_span(const State& state, const Time& t_warmup, const Time& t_max, double ssr,
+                       const std::string& who) {
   WarmupSpan span{convert_time(t_warmup, state, 1.0), convert_time(t_max, state, ssr)};
   if (span.warmup.unit() != span.max.unit()) {
-    throw std::invalid_argument(who + ": t_warmup (" + span.warmup.to_string() + ") and t_max (" + span.max.to_string() +
-                                ") must have the same unit");
+    throw std::invalid_argument(who + ": t_warmup (" + span.warmup.to_string() + ") and t_max (" +
+                                span.max.to_string() + ") must have the same unit");
   }
   require_t_max_covers_max_duration(span.max, state, who);
   warn_zero_warmup(span.warmup, who);
@@ -84,14 +86,17 @@ double post_warmup_fraction(const State& state, const WarmupSpan& span) {
 std::string ComposerScheduler::name() const { return class_name_of(*this); }
 
 Time convert_time(const Time& time, const State& state, double ssr) {
-  if (!state.max_duration) throw std::invalid_argument("scheduler: max_duration must be set to convert " + time.to_string());
+  if (!state.max_duration)
+    throw std::invalid_argument("scheduler: max_duration must be set to convert " + time.to_string());
   if (time.unit() == TimeUnit::SECOND) {
-    throw std::invalid_argument("scheduler: wall-clock time " + time.to_string() + " is not an allowed unit (as in Composer)");
+    throw std::invalid_argument("scheduler: wall-clock time " + time.to_string() +
+                                " is not an allowed unit (as in Composer)");
   }
   const Time& max = *state.max_duration;
   auto need_len = [&]() -> int64_t {
     if (!state.dataloader_len) {
-      throw std::invalid_argument("scheduler: cannot convert " + time.to_string() + " to batches: the dataloader has no length");
+      throw std::invalid_argument("scheduler: cannot convert " + time.to_string() +
+                                  " to batches: the dataloader has no length");
     }
     return *state.dataloader_len;
   };
@@ -133,7 +138,8 @@ double LinearScheduler::operator()(const State& state, double ssr) const {
   return alpha_i_ + frac * (alpha_f_ - alpha_i_);
 }
 
-ExponentialScheduler::ExponentialScheduler(double gamma, Time decay_period) : gamma_(gamma), decay_period_(decay_period) {}
+ExponentialScheduler::ExponentialScheduler(double gamma, Time decay_period)
+    : gamma_(gamma), decay_period_(decay_period) {}
 double ExponentialScheduler::operator()(const State& state, double ssr) const {
   return std::pow(gamma_, ratio(state, convert_time(decay_period_, state, ssr)));
 }

@@ -18,16 +18,17 @@ namespace composer {
 EvalLoop::EvalLoop(State& state, Engine& engine, Logger& logger, EvalLoopOptions options)
     : state_(state), engine_(engine), logger_(logger), options_(options), precision_(state.precision, state.device) {
   for (const auto& e : state.evaluators) {
-    due_.push_back(create_interval_scheduler(
-        e.eval_interval.value_or(options_.eval_interval()),
-        IntervalSchedulerOptions().checkpoint_events(false).final_events({Event::FIT_END})));
+    due_.push_back(
+        create_interval_scheduler(e.eval_interval.value_or(options_.eval_interval()),
+                                  IntervalSchedulerOptions().checkpoint_events(false).final_events({Event::FIT_END})));
   }
 }
 
 void EvalLoop::run(Evaluator& evaluator) {
   State& s = state_;
   detail::LoaderSwap swap(s);
-  const int64_t subset = evaluator.subset_num_batches >= 0 ? evaluator.subset_num_batches : options_.subset_num_batches();
+  const int64_t subset =
+      evaluator.subset_num_batches >= 0 ? evaluator.subset_num_batches : options_.subset_num_batches();
   s.set_dataloader(evaluator.dataloader.get(), evaluator.label, subset);
   s.eval_timestamp = Timestamp();
   at::NoGradGuard no_grad;

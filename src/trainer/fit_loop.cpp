@@ -13,7 +13,8 @@
 
 namespace composer {
 
-FitLoop::FitLoop(State& state, Engine& engine, Logger& logger, TrainEpochLoop& epoch, EvalLoop& eval, FitLoopOptions options)
+FitLoop::FitLoop(State& state, Engine& engine, Logger& logger, TrainEpochLoop& epoch, EvalLoop& eval,
+                 FitLoopOptions options)
     : state_(state), engine_(engine), logger_(logger), epoch_(epoch), eval_(eval), options_(std::move(options)) {}
 
 void FitLoop::resume_from(ResumePoint point) { resume_ = std::move(point); }

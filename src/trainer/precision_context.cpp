@@ -13,9 +13,12 @@ PrecisionContext::PrecisionContext(Precision precision, c10::Device device) : pr
 
 std::unique_ptr<compat::AutocastGuard> PrecisionContext::enter() const {
   switch (precision_) {
-    case Precision::FP32: return nullptr;
-    case Precision::AMP_BF16: return std::make_unique<compat::AutocastGuard>(device_.type(), at::kBFloat16);
-    case Precision::AMP_FP16: return std::make_unique<compat::AutocastGuard>(device_.type(), at::kHalf);
+    case Precision::FP32:
+      return nullptr;
+    case Precision::AMP_BF16:
+      return std::make_unique<compat::AutocastGuard>(device_.type(), at::kBFloat16);
+    case Precision::AMP_FP16:
+      return std::make_unique<compat::AutocastGuard>(device_.type(), at::kHalf);
   }
   return nullptr;
 }

@@ -44,7 +44,8 @@ void update_train_metrics(State& s, const Batch& original_microbatch) {
   for (auto& [name, metric] : s.train_metrics) model.update_metric(original_microbatch, outputs, *metric);
 }
 
-void add_weighted(std::map<std::string, at::Tensor>& totals, const std::string& name, const at::Tensor& loss, double weight) {
+void add_weighted(std::map<std::string, at::Tensor>& totals, const std::string& name, const at::Tensor& loss,
+                  double weight) {
   const at::Tensor weighted = loss.detach().to(at::kFloat).mean() * weight;
   auto [it, fresh] = totals.try_emplace(name, weighted);
   if (!fresh) it->second = it->second + weighted;
@@ -76,7 +77,7 @@ void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor
   add_weighted(totals, "total", s.loss, weight);
   for (const auto& [name, l] : s.losses)
     if (name != "total") add_weighted(totals, name, l, weight);
-  at::Tensor to_backprop = s.loss.mean();
+  at::Tensor to_backprop = s.loss.dim() == 0 ? s.loss : s.loss.mean();  // Composer backpropagates the mean
   if (precision_.uses_grad_scaling()) to_backprop = s.scaler->scale(to_backprop);
   s.strategy->before_backward(sync_gradients);  // no gradient sync on all but the last microbatch
   {
@@ -101,7 +102,8 @@ std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
   for (size_t i = 0; i < microbatches.size(); ++i) {
     s.batch = microbatches[i];
     auto scope = s.strategy->enter(dist::Phase::TRAIN_FORWARD);
-    train_microbatch(static_cast<double>(microbatches[i].num_samples()) / mean_samples, totals, i + 1 == microbatches.size());
+    train_microbatch(static_cast<double>(microbatches[i].num_samples()) / mean_samples, totals,
+                     i + 1 == microbatches.size());
   }
   s.batch = batch;
   if (precision_.uses_grad_scaling()) s.scaler->unscale_(*s.optimizer);
@@ -111,8 +113,10 @@ std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
 
 std::map<std::string, at::Tensor> TrainStep::run() {
   State& s = state_;
-  if (!s.model || !s.optimizer) throw std::invalid_argument("TrainStep.run: state.model and state.optimizer must be set");
-  if (precision_.uses_grad_scaling() && !s.scaler) throw std::invalid_argument("TrainStep.run: amp_fp16 needs state.scaler");
+  if (!s.model || !s.optimizer)
+    throw std::invalid_argument("TrainStep.run: state.model and state.optimizer must be set");
+  if (precision_.uses_grad_scaling() && !s.scaler)
+    throw std::invalid_argument("TrainStep.run: amp_fp16 needs state.scaler");
   s.strategy->begin_step();
   const Batch full_batch = s.batch;
   std::map<std::string, at::Tensor> totals;

@@ -1,5 +1,7 @@
 #include "composer/trainer/trainer.h"
 
+#include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/checkpoint/resume.h"
 #include "composer/core/algorithm.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
@@ -14,13 +16,11 @@
 #include "composer/optim/scheduler.h"
 #include "composer/utils/allocator.h"
 #include "composer/utils/compat.h"
-#include "composer/utils/run_name.h"
 #include "composer/utils/error_text.h"
 #include "composer/utils/reproducibility.h"
+#include "composer/utils/run_name.h"
 #include "composer/utils/threads.h"
 #include "composer/version.h"
-#include "composer/checkpoint/checkpoint_saver.h"
-#include "composer/checkpoint/resume.h"
 #include "trainer/detail/trainer_impl.h"
 
 #include <torch/cuda.h>
@@ -46,7 +46,8 @@ c10::Device resolve_device(const std::string& name) {
     throw std::invalid_argument("TrainerOptions.device '" + name + "' is not a device: expected cpu, cuda or cuda:N");
   }
   if (d.is_cuda() && !torch::cuda::is_available()) {
-    throw std::invalid_argument("TrainerOptions.device '" + name + "' needs CUDA, which this LibTorch build or machine lacks");
+    throw std::invalid_argument("TrainerOptions.device '" + name +
+                                "' needs CUDA, which this LibTorch build or machine lacks");
   }
   return d;
 }
@@ -56,7 +57,8 @@ MetricMap filter_metrics(MetricMap all, const std::vector<std::string>& patterns
   MetricMap kept;
   for (auto& [name, m] : all)
     for (const auto& p : patterns)
-      if (std::regex_search(name, std::regex(canonical_metric_name(p)), std::regex_constants::match_continuous)) kept[name] = m;
+      if (std::regex_search(name, std::regex(canonical_metric_name(p)), std::regex_constants::match_continuous))
+        kept[name] = m;
   return kept;
 }
 
@@ -70,7 +72,8 @@ void install_callbacks(TrainerImpl& t) {
   std::vector<std::shared_ptr<LoggerDestination>> destinations = o.loggers();
   if (o.progress_bar()) destinations.push_back(std::make_shared<ProgressBarLogger>());
   if (o.log_to_console()) {
-    destinations.push_back(std::make_shared<ConsoleLogger>(ConsoleLoggerOptions().log_interval(o.console_log_interval())));
+    destinations.push_back(
+        std::make_shared<ConsoleLogger>(ConsoleLoggerOptions().log_interval(o.console_log_interval())));
   }
   for (auto& d : destinations) {
     t.state.callbacks.push_back(d);
@@ -78,14 +81,15 @@ void install_callbacks(TrainerImpl& t) {
   }
   for (auto& c : o.callbacks()) t.state.callbacks.push_back(c);
   if (!o.save_folder().empty()) {
-    t.state.callbacks.push_back(std::make_shared<CheckpointSaver>(CheckpointSaverOptions()
-                                                                      .folder(o.save_folder())
-                                                                      .filename(o.save_filename())
-                                                                      .latest_filename(o.save_latest_filename())
-                                                                      .save_interval(o.save_interval())
-                                                                      .overwrite(o.save_overwrite())
-                                                                      .weights_only(o.save_weights_only())
-                                                                      .num_checkpoints_to_keep(o.save_num_checkpoints_to_keep())));
+    t.state.callbacks.push_back(
+        std::make_shared<CheckpointSaver>(CheckpointSaverOptions()
+                                              .folder(o.save_folder())
+                                              .filename(o.save_filename())
+                                              .latest_filename(o.save_latest_filename())
+                                              .save_interval(o.save_interval())
+                                              .overwrite(o.save_overwrite())
+                                              .weights_only(o.save_weights_only())
+                                              .num_checkpoints_to_keep(o.save_num_checkpoints_to_keep())));
   }
 }
 
@@ -101,7 +105,8 @@ void setup_evaluation(TrainerImpl& t) {
 
 void setup_optimization(TrainerImpl& t) {
   State& s = t.state;
-  if (!s.optimizer) s.optimizer = std::make_shared<optim::DecoupledSGDW>(s.model->parameters(), optim::DecoupledSGDWOptions(0.1));
+  if (!s.optimizer)
+    s.optimizer = std::make_shared<optim::DecoupledSGDW>(s.model->parameters(), optim::DecoupledSGDWOptions(0.1));
   s.schedulers = t.options.schedulers();
   if (s.precision == Precision::AMP_FP16) s.scaler = std::make_shared<GradScaler>();
 }
@@ -111,9 +116,10 @@ void setup_strategy(TrainerImpl& t) {
   State& s = t.state;
   dist::Strategy& strategy = *s.strategy;
   if (strategy.needs_sharded_data() && s.train_dataloader && !s.train_dataloader->is_distributed()) {
-    throw std::invalid_argument("The world_size(" + std::to_string(strategy.num_replicas()) +
-                                ") > 1 but the training dataloader does not shard the data across ranks; build it with "
-                                "num_replicas = world size and rank = this rank (DatasetLoaderOptions / TensorDataLoaderOptions)");
+    throw std::invalid_argument(
+        "The world_size(" + std::to_string(strategy.num_replicas()) +
+        ") > 1 but the training dataloader does not shard the data across ranks; build it with "
+        "num_replicas = world size and rank = this rank (DatasetLoaderOptions / TensorDataLoaderOptions)");
   }
   strategy.setup(*s.model);
 }
@@ -138,13 +144,16 @@ void build_loops(TrainerImpl& t) {
   const TrainerOptions& o = t.options;
   t.train_step = std::make_unique<TrainStep>(t.state, t.engine, t.logger);
   t.eval_loop = std::make_unique<EvalLoop>(
-      t.state, t.engine, t.logger, EvalLoopOptions().subset_num_batches(o.eval_subset_num_batches()).eval_interval(o.eval_interval()));
-  t.epoch_loop = std::make_unique<TrainEpochLoop>(
-      t.state, t.engine, t.logger, *t.train_step, *t.eval_loop,
-      TrainEpochLoopOptions().step_schedulers_every_batch(o.step_schedulers_every_batch()).scale_schedule_ratio(o.scale_schedule_ratio()));
-  t.fit_loop = std::make_unique<FitLoop>(
-      t.state, t.engine, t.logger, *t.epoch_loop, *t.eval_loop,
-      FitLoopOptions().train_dataloader_label(o.train_dataloader_label()).train_subset_num_batches(o.train_subset_num_batches()));
+      t.state, t.engine, t.logger,
+      EvalLoopOptions().subset_num_batches(o.eval_subset_num_batches()).eval_interval(o.eval_interval()));
+  t.epoch_loop = std::make_unique<TrainEpochLoop>(t.state, t.engine, t.logger, *t.train_step, *t.eval_loop,
+                                                  TrainEpochLoopOptions()
+                                                      .step_schedulers_every_batch(o.step_schedulers_every_batch())
+                                                      .scale_schedule_ratio(o.scale_schedule_ratio()));
+  t.fit_loop = std::make_unique<FitLoop>(t.state, t.engine, t.logger, *t.epoch_loop, *t.eval_loop,
+                                         FitLoopOptions()
+                                             .train_dataloader_label(o.train_dataloader_label())
+                                             .train_subset_num_batches(o.train_subset_num_batches()));
   t.predict_loop = std::make_unique<PredictLoop>(t.state, t.engine, t.logger);
 }
 
@@ -165,16 +174,16 @@ void agree_on_seed_and_run_name(TrainerImpl& t) {
 
 void log_run_hparams(TrainerImpl& t) {
   const State& s = t.state;
-  t.logger.log_hyperparameters({{"composer_version", COMPOSER_VERSION_STRING},
-                                {"torch_version", compat::torch_version()},
-                                {"run_name", s.run_name},
-                                {"rank_zero_seed", s.rank_zero_seed},
-                                {"num_nodes", dist::get_world_size() / std::max<int64_t>(1, dist::get_local_world_size())},
-                                {std::string("num_") + (s.device.is_cuda() ? "gpus" : "cpus") + "_per_node",
-                                 dist::get_local_world_size()},
-                                {"device", s.device.str()},
-                                {"precision", to_string(s.precision)},
-                                {"num_threads", at::get_num_threads()}});
+  t.logger.log_hyperparameters(
+      {{"composer_version", COMPOSER_VERSION_STRING},
+       {"torch_version", compat::torch_version()},
+       {"run_name", s.run_name},
+       {"rank_zero_seed", s.rank_zero_seed},
+       {"num_nodes", dist::get_world_size() / std::max<int64_t>(1, dist::get_local_world_size())},
+       {std::string("num_") + (s.device.is_cuda() ? "gpus" : "cpus") + "_per_node", dist::get_local_world_size()},
+       {"device", s.device.str()},
+       {"precision", to_string(s.precision)},
+       {"num_threads", at::get_num_threads()}});
 }
 
 }  // namespace detail
@@ -212,7 +221,8 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
 
   detail::setup_evaluation(t);
   s.train_dataloader = o.train_dataloader();
-  if (s.train_dataloader) s.set_dataloader(s.train_dataloader.get(), o.train_dataloader_label(), o.train_subset_num_batches());
+  if (s.train_dataloader)
+    s.set_dataloader(s.train_dataloader.get(), o.train_dataloader_label(), o.train_subset_num_batches());
   if (o.max_duration()) s.max_duration = *o.max_duration() * o.scale_schedule_ratio();
   s.iteration_length = o.iteration_length();
   if (s.max_duration && s.max_duration->value() <= 0) {
@@ -235,7 +245,8 @@ Trainer::~Trainer() {
     close();
   } catch (const std::exception& e) {
     // While an error unwinds the stack, a failed closing barrier (the peer that died) only repeats that error.
-    if (std::uncaught_exceptions() == 0) std::cerr << "composer: error while closing the trainer: " << brief_error(e) << "\n";
+    if (std::uncaught_exceptions() == 0)
+      std::cerr << "composer: error while closing the trainer: " << brief_error(e) << "\n";
   }
 }
 

@@ -47,7 +47,8 @@ void TrainerOptions::validate() const {
                                   "' must be in ep, ba, sp, tok or iter (not dur or sec)");
     }
     if (max_duration_->value() <= 0) {
-      throw std::invalid_argument("TrainerOptions.max_duration must be positive, got '" + max_duration_->to_string() + "'");
+      throw std::invalid_argument("TrainerOptions.max_duration must be positive, got '" + max_duration_->to_string() +
+                                  "'");
     }
   }
   if (iteration_length_) {
@@ -58,11 +59,13 @@ void TrainerOptions::validate() const {
     }
   }
   if (max_duration_ && max_duration_->unit() == TimeUnit::ITERATION && !iteration_length_) {
-    throw std::invalid_argument("TrainerOptions.max_duration '" + max_duration_->to_string() +
-                                "' is in iterations, which never end without iteration_length (epochs or tokens per iteration)");
+    throw std::invalid_argument(
+        "TrainerOptions.max_duration '" + max_duration_->to_string() +
+        "' is in iterations, which never end without iteration_length (epochs or tokens per iteration)");
   }
   if (scale_schedule_ratio_ <= 0) {
-    throw std::invalid_argument("TrainerOptions.scale_schedule_ratio must be > 0, got " + std::to_string(scale_schedule_ratio_));
+    throw std::invalid_argument("TrainerOptions.scale_schedule_ratio must be > 0, got " +
+                                std::to_string(scale_schedule_ratio_));
   }
   if (device_train_microbatch_size_.value < 0) {
     throw std::invalid_argument("TrainerOptions.device_train_microbatch_size must be positive, got " +

@@ -30,7 +30,8 @@ std::string brief_error_text(std::string m, size_t max_chars) {
 }
 
 std::string brief_error(const std::exception& e, size_t max_chars) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return brief_error_text(c10_error->what_without_backtrace(), max_chars);
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e))
+    return brief_error_text(c10_error->what_without_backtrace(), max_chars);
   return brief_error_text(e.what(), max_chars);
 }
 

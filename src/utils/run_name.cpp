@@ -11,12 +11,15 @@ std::string resolve_run_name(const std::string& name) {
   if (!name.empty()) return name;
   for (const char* var : {"COMPOSER_RUN_NAME", "RUN_NAME"})
     if (const char* v = std::getenv(var); v && *v) return v;
-  static const std::array<const char*, 16> adjectives{"amber", "brisk", "calm", "daring", "eager", "fuzzy", "gentle", "hidden",
-                                                      "icy", "jolly", "keen", "lucky", "mellow", "nimble", "quiet", "rapid"};
-  static const std::array<const char*, 16> nouns{"otter", "falcon", "cedar", "comet", "harbor", "lynx", "meadow", "nebula",
-                                                 "orchid", "pebble", "quartz", "raven", "summit", "tundra", "walrus", "zephyr"};
+  static const std::array<const char*, 16> adjectives{"amber",  "brisk",  "calm",  "daring", "eager", "fuzzy",
+                                                      "gentle", "hidden", "icy",   "jolly",  "keen",  "lucky",
+                                                      "mellow", "nimble", "quiet", "rapid"};
+  static const std::array<const char*, 16> nouns{"otter",  "falcon", "cedar",  "comet",  "harbor", "lynx",
+                                                 "meadow", "nebula", "orchid", "pebble", "quartz", "raven",
+                                                 "summit", "tundra", "walrus", "zephyr"};
   std::random_device rd;
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
   return std::to_string(now.count()) + "-" + adjectives[rd() % adjectives.size()] + "-" + nouns[rd() % nouns.size()];
 }
 

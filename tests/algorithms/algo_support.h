@@ -34,8 +34,11 @@ inline std::shared_ptr<TensorDataset> tiny_images(int64_t n = 128, uint64_t seed
 /// A DatasetLoader over tiny_images that normalizes the uint8 images.
 inline std::shared_ptr<DatasetLoader> tiny_image_loader(int64_t batch_size = 32, int64_t n = 128) {
   return std::make_shared<DatasetLoader>(
-      tiny_images(n), DatasetLoaderOptions(batch_size).shuffle(false).num_workers(0).transform(
-                          make_image_transform(ImageTransformOptions().mean({0.5, 0.5, 0.5}).std({0.25, 0.25, 0.25}))));
+      tiny_images(n),
+      DatasetLoaderOptions(batch_size)
+          .shuffle(false)
+          .num_workers(0)
+          .transform(make_image_transform(ImageTransformOptions().mean({0.5, 0.5, 0.5}).std({0.25, 0.25, 0.25}))));
 }
 
 /// The config names of every registered algorithm, for parameterised suites.

@@ -25,7 +25,8 @@ TEST(LabelSmoothingTest, TargetsAreSmoothedAndRestored) {
   const at::Tensor logits = torch::zeros({2, 4});
   const at::Tensor y = torch::tensor({2, 0});
   const at::Tensor s = functional::smooth_labels(logits, y, 0.1);
-  EXPECT_TRUE(torch::allclose(s, torch::tensor({{0.025, 0.025, 0.925, 0.025}, {0.925, 0.025, 0.025, 0.025}}).to(at::kFloat)));
+  EXPECT_TRUE(
+      torch::allclose(s, torch::tensor({{0.025, 0.025, 0.925, 0.025}, {0.925, 0.025, 0.025, 0.025}}).to(at::kFloat)));
   Harness h(Batch(torch::zeros({2, 4}), y), 4);
   algorithms::LabelSmoothing ls;
   ASSERT_TRUE(ls.match(Event::BEFORE_LOSS, h.state));
@@ -42,8 +43,8 @@ TEST(LabelSmoothingTest, IgnoreIndexTargetsAndFullSmoothingAsComposer) {
   const at::Tensor logits = torch::zeros({3, 4});
   const at::Tensor target = torch::tensor({1, -100, 3}, torch::kLong);
   const at::Tensor s = functional::smooth_labels(logits, target, 0.1);
-  const at::Tensor expected = torch::tensor({{0.025, 0.925, 0.025, 0.025}, {0.025, 0.025, 0.025, 0.025}, {0.025, 0.025, 0.025, 0.925}},
-                                            torch::kFloat);
+  const at::Tensor expected = torch::tensor(
+      {{0.025, 0.925, 0.025, 0.025}, {0.025, 0.025, 0.025, 0.025}, {0.025, 0.025, 0.025, 0.925}}, torch::kFloat);
   EXPECT_TRUE(torch::allclose(s, expected, 1e-6, 1e-7)) << s;
   EXPECT_TRUE(torch::allclose(functional::smooth_labels(logits, target, 1.0), torch::full({3, 4}, 0.25)));
   EXPECT_NO_THROW(algorithms::LabelSmoothing(algorithms::LabelSmoothingOptions().smoothing(1.0)));
@@ -51,7 +52,8 @@ TEST(LabelSmoothingTest, IgnoreIndexTargetsAndFullSmoothingAsComposer) {
     functional::smooth_labels(torch::zeros({2, 4}), torch::tensor({0, 4}, torch::kLong), 0.1);
     ADD_FAILURE() << "an index >= K was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("target index 4 is out of range for logits with 4 classes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("target index 4 is out of range for logits with 4 classes"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -94,14 +96,15 @@ TEST(MixUpTest, SampledMixingIsAtMostAHalfAndTargetsMixTheSame) {
 TEST(CutMixTest, BoxComesFromThePermutedSampleAndLambdaIsTheKeptArea) {
   const at::Tensor x = torch::arange(2).view({2, 1, 1, 1}).to(at::kFloat).expand({2, 1, 8, 8}).contiguous();
   const at::Tensor y = torch::tensor({0, 1});
-  auto [out, y_perm, lam, box] = functional::cutmix_batch(x, y, std::nullopt, 1.0, functional::BoundingBox{2, 1, 6, 5},
-                                                          torch::tensor({1, 0}));
+  auto [out, y_perm, lam, box] =
+      functional::cutmix_batch(x, y, std::nullopt, 1.0, functional::BoundingBox{2, 1, 6, 5}, torch::tensor({1, 0}));
   EXPECT_DOUBLE_EQ(lam, 1.0 - 16.0 / 64.0);
   EXPECT_EQ(out[0].sum().item<double>(), 16.0);  // the 4x4 box of ones pasted into the zeros image
   EXPECT_EQ(out[0][0][3][2].item<double>(), 1.0);
   EXPECT_EQ(out[0][0][0][0].item<double>(), 0.0);
   EXPECT_TRUE(torch::equal(y_perm, torch::tensor({1, 0})));
-  EXPECT_THROW(functional::cutmix_batch(x, y, std::nullopt, 1.0, functional::BoundingBox{0, 0, 9, 2}), std::invalid_argument);
+  EXPECT_THROW(functional::cutmix_batch(x, y, std::nullopt, 1.0, functional::BoundingBox{0, 0, 9, 2}),
+               std::invalid_argument);
 }
 
 TEST(CutMixTest, SampledBoxesAreAtMostTheBetaSizedSquareAndTargetsMixByArea) {
@@ -143,7 +146,7 @@ TEST(ColOutTest, KeepsSortedRowsAndColumnsSharedByTheBatch) {
   auto [out, target] = functional::colout_batch(x, {}, 0.15, 0.3);
   ASSERT_EQ(out.sizes(), (std::vector<int64_t>{2, 1, 17, 7}));
   const at::Tensor first_col = out[0][0].select(1, 0);
-  EXPECT_TRUE(torch::all(first_col.diff() > 0).item<bool>());  // rows in order
+  EXPECT_TRUE(torch::all(first_col.diff() > 0).item<bool>());                   // rows in order
   EXPECT_TRUE(torch::equal(out[1] - out[0], torch::full_like(out[0], 200.0)));  // same crop for every sample
   const at::Tensor masks = torch::arange(2 * 20 * 10).view({2, 20, 10});
   auto [o2, t2] = functional::colout_batch(x, masks, 0.15, 0.3);  // auto: spatial targets are cropped too
@@ -205,7 +208,8 @@ TEST(MixUpTest, InterpolateLossMixesTheTwoLosses) {
 
 TEST(CutMixTest, SegmentationMasksGetTheSameBoxPasted) {
   const at::Tensor x = torch::arange(2).view({2, 1, 1, 1}).to(at::kFloat).expand({2, 1, 8, 8}).contiguous();
-  const at::Tensor masks = torch::arange(2).view({2, 1, 1}).expand({2, 8, 8}).contiguous();  // mask value = sample index
+  const at::Tensor masks =
+      torch::arange(2).view({2, 1, 1}).expand({2, 8, 8}).contiguous();  // mask value = sample index
   int64_t pasted = 0;
   for (uint64_t seed = 0; seed < 10; ++seed) {
     torch::manual_seed(seed);

@@ -37,7 +37,9 @@ const std::map<std::string, std::set<Event>>& expected_events() {
   return e;
 }
 
-std::shared_ptr<ComposerClassifier> tiny_model(uint64_t seed = 0) { return ComposerClassifier::wrap(tiny_convnet(seed)); }
+std::shared_ptr<ComposerClassifier> tiny_model(uint64_t seed = 0) {
+  return ComposerClassifier::wrap(tiny_convnet(seed));
+}
 
 TrainerOptions tiny_run(std::shared_ptr<ComposerModel> model, std::shared_ptr<Algorithm> algorithm) {
   return composer::testing::quiet_options(std::move(model))
@@ -65,7 +67,8 @@ TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
     algorithms::make_algorithm("blurpol");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown algorithm 'blurpol'; registered: augmix, blurpool"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("unknown algorithm 'blurpol'; registered: augmix, blurpool"),
+              std::string::npos);
   }
   try {
     algorithms::make_algorithm("mixup", {{"alpah", "0.3"}});
@@ -78,7 +81,9 @@ TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
   EXPECT_THROW(algorithms::make_algorithm("colout", {{"resize_target", "maybe"}}), std::invalid_argument);
   EXPECT_EQ(algorithms::make_algorithm("cutout", {{"num_holes", "2"}, {"length", "0.25"}})->repr(),
             "CutOut(num_holes=2, length=0.25, uniform_sampling=False, input_key=0)");
-  EXPECT_EQ(algorithms::make_algorithm("stochastic_depth", {{"stochastic_method", "SAMPLE"}, {"drop_distribution", "uniform"}})->repr(),
+  EXPECT_EQ(algorithms::make_algorithm("stochastic_depth",
+                                       {{"stochastic_method", "SAMPLE"}, {"drop_distribution", "uniform"}})
+                ->repr(),
             "StochasticDepth(target_layer_name='ResNetBottleneck', stochastic_method='sample', drop_rate=0.2, "
             "drop_distribution='uniform', drop_warmup=0.0)");
   EXPECT_EQ(algorithms::make_algorithm("mixup", {{"input_key", "image"}, {"target_key", "3"}})->repr(),
@@ -87,7 +92,8 @@ TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
     algorithms::make_algorithm("progressive_resizing", {{"mode", "stretch"}});
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("progressive_resizing.mode: expected one of resize, crop, got 'stretch'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("progressive_resizing.mode: expected one of resize, crop, got 'stretch'"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -98,7 +104,8 @@ TEST_P(Conformance, ConstructsWithDefaultsAndMatchesOnlyItsEvents) {
                                     [&](const auto& e) { return e.name == GetParam(); });
   EXPECT_EQ(algorithm->name(), entry.class_name);
   EXPECT_EQ(algorithm->repr().rfind(entry.class_name + "(", 0), 0u) << algorithm->repr();
-  EXPECT_EQ(algorithms::make_algorithm_from_repr(algorithm->repr())->repr(), algorithm->repr());  // checkpoints re-create it
+  EXPECT_EQ(algorithms::make_algorithm_from_repr(algorithm->repr())->repr(),
+            algorithm->repr());  // checkpoints re-create it
   State state;
   state.max_duration = Time::from_batch(10);
   state.timestamp.batch = 3;
@@ -121,12 +128,14 @@ TEST_P(Conformance, FieldListDrivesReprAndParsing) {
 // Each docs page's hyperparameter table is the field list's table (regenerate it from the message below).
 TEST_P(Conformance, DocsTableIsTheFieldList) {
   const auto& entry = *algorithms::find_algorithm(GetParam());
-  std::ifstream in(std::filesystem::path(composer::testing::source_dir()) / "docs" / "algorithms" / (GetParam() + ".md"));
+  std::ifstream in(std::filesystem::path(composer::testing::source_dir()) / "docs" / "algorithms" /
+                   (GetParam() + ".md"));
   ASSERT_TRUE(in) << "docs/algorithms/" << GetParam() << ".md is missing";
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string table = fields_table(entry.fields);
   EXPECT_NE(page.find("## Hyperparameters (Composer's defaults)\n" + table), std::string::npos)
-      << "docs/algorithms/" << GetParam() << ".md: the table after '## Hyperparameters (Composer's defaults)' should be:\n"
+      << "docs/algorithms/" << GetParam()
+      << ".md: the table after '## Hyperparameters (Composer's defaults)' should be:\n"
       << table;
 }
 
@@ -165,14 +174,15 @@ TEST(RequiredOnLoadTest, SurgeryFromTheCheckpointIsRedoneBeforeItsWeightsLoad) {
   const auto dir = std::filesystem::temp_directory_path() / "required_on_load";
   std::filesystem::remove_all(dir);
   auto model = tiny_model();
-  Trainer trainer(composer::testing::quiet_options(model)
-                      .train_dataloader(tiny_image_loader())
-                      .max_duration(Time::from_batch(2))
-                      .algorithms({algorithms::make_algorithm("blurpool"),
-                                   algorithms::make_algorithm("squeeze_excite", {{"min_channels", "16"}, {"latent_channels", "4"}}),
-                                   algorithms::make_algorithm("label_smoothing")})
-                      .save_folder(dir.string())
-                      .save_interval(Time::from_batch(2)));
+  Trainer trainer(
+      composer::testing::quiet_options(model)
+          .train_dataloader(tiny_image_loader())
+          .max_duration(Time::from_batch(2))
+          .algorithms({algorithms::make_algorithm("blurpool"),
+                       algorithms::make_algorithm("squeeze_excite", {{"min_channels", "16"}, {"latent_channels", "4"}}),
+                       algorithms::make_algorithm("label_smoothing")})
+          .save_folder(dir.string())
+          .save_interval(Time::from_batch(2)));
   trainer.fit();
   const std::string path = (dir / "ep0-ba2-rank0.pt").string();
   ASSERT_TRUE(std::filesystem::exists(path));
@@ -183,7 +193,8 @@ TEST(RequiredOnLoadTest, SurgeryFromTheCheckpointIsRedoneBeforeItsWeightsLoad) {
   EXPECT_EQ(count_module_instances<nn::SqueezeExciteConv2d>(*plain), 1);
   std::vector<std::string> names;
   for (const auto& a : loaded.state().algorithms) names.push_back(a->name());
-  EXPECT_EQ(names, (std::vector<std::string>{"BlurPool", "SqueezeExcite"}));  // LabelSmoothing does not change the model
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"BlurPool", "SqueezeExcite"}));  // LabelSmoothing does not change the model
   const auto a = weights(*model), b = weights(*plain);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
@@ -191,7 +202,8 @@ TEST(RequiredOnLoadTest, SurgeryFromTheCheckpointIsRedoneBeforeItsWeightsLoad) {
 }
 
 TEST(RequiredOnLoadTest, ReprsParseAndBadOnesAreNamed) {
-  auto a = algorithms::make_algorithm_from_repr("BlurPool(replace_convs=True, replace_maxpools=False, blur_first=True, min_channels=8)");
+  auto a = algorithms::make_algorithm_from_repr(
+      "BlurPool(replace_convs=True, replace_maxpools=False, blur_first=True, min_channels=8)");
   EXPECT_EQ(a->repr(), "BlurPool(replace_convs=True, replace_maxpools=False, blur_first=True, min_channels=8)");
   EXPECT_EQ(algorithms::make_algorithm_from_repr("ChannelsLast()")->name(), "ChannelsLast");
   EXPECT_EQ(algorithms::make_algorithm_from_repr(algorithms::make_algorithm("colout")->repr())->repr(),
@@ -200,7 +212,8 @@ TEST(RequiredOnLoadTest, ReprsParseAndBadOnesAreNamed) {
     algorithms::make_algorithm_from_repr("BlurPool(min_channels=lots)");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("algorithm repr 'BlurPool(min_channels=lots)'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("algorithm repr 'BlurPool(min_channels=lots)'"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(algorithms::make_algorithm_from_repr("BlurPool"), std::invalid_argument);
   EXPECT_THROW(algorithms::make_algorithm_from_repr("Nope(x=1)"), std::invalid_argument);

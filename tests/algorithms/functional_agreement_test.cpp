@@ -51,9 +51,11 @@ void expect_same_model(const std::string& name, const std::function<void(torch::
 // The first batch of a DatasetLoader with the algorithm installed at FIT_START vs one built with `transform`.
 void expect_same_loader_batch(const std::string& name, const BatchTransform& transform) {
   Run run;
-  run.state.train_dataloader = std::make_shared<DatasetLoader>(composer::testing::tiny_images(16), DatasetLoaderOptions(8).shuffle(false).num_workers(0));
+  run.state.train_dataloader = std::make_shared<DatasetLoader>(composer::testing::tiny_images(16),
+                                                               DatasetLoaderOptions(8).shuffle(false).num_workers(0));
   algorithms::make_algorithm(name)->apply(Event::FIT_START, run.state, run.logger);
-  DatasetLoader direct(composer::testing::tiny_images(16), DatasetLoaderOptions(8).shuffle(false).num_workers(0).transform(transform));
+  DatasetLoader direct(composer::testing::tiny_images(16),
+                       DatasetLoaderOptions(8).shuffle(false).num_workers(0).transform(transform));
   for (DataLoader* l : {run.state.train_dataloader.get(), static_cast<DataLoader*>(&direct)}) {
     l->set_epoch(0);
     l->reset();
@@ -68,38 +70,54 @@ const std::map<std::string, std::function<void()>>& checks() {
       {"augmix", [] { expect_same_loader_batch("augmix", functional::augmix_transform()); }},
       {"randaugment", [] { expect_same_loader_batch("randaugment", functional::randaugment_transform()); }},
       {"blurpool", [] { expect_same_model("blurpool", [](torch::nn::Module& m) { functional::apply_blurpool(m); }); }},
-      {"channels_last", [] { expect_same_model("channels_last", [](torch::nn::Module& m) { functional::apply_channels_last(m); }); }},
+      {"channels_last",
+       [] { expect_same_model("channels_last", [](torch::nn::Module& m) { functional::apply_channels_last(m); }); }},
       {"factorize",
        [] {
          expect_same_model(
              "factorize",
              [](torch::nn::Module& m) {
-               functional::apply_factorization(m, functional::FactorizeOptions().min_channels(4).latent_channels(2).min_features(8).latent_features(2));
+               functional::apply_factorization(
+                   m, functional::FactorizeOptions().min_channels(4).latent_channels(2).min_features(8).latent_features(
+                          2));
              },
              {{"min_channels", "4"}, {"latent_channels", "2"}, {"min_features", "8"}, {"latent_features", "2"}});
        }},
-      {"ghost_batchnorm", [] { expect_same_model("ghost_batchnorm", [](torch::nn::Module& m) { functional::apply_ghost_batchnorm(m); }); }},
+      {"ghost_batchnorm",
+       [] {
+         expect_same_model("ghost_batchnorm", [](torch::nn::Module& m) { functional::apply_ghost_batchnorm(m); });
+       }},
       {"squeeze_excite",
        [] {
-         expect_same_model(
-             "squeeze_excite",
-             [](torch::nn::Module& m) { functional::apply_squeeze_excite(m, functional::SqueezeExciteOptions().min_channels(16).latent_channels(4)); },
-             {{"min_channels", "16"}, {"latent_channels", "4"}});
+         expect_same_model("squeeze_excite",
+                           [](torch::nn::Module& m) {
+                             functional::apply_squeeze_excite(
+                                 m, functional::SqueezeExciteOptions().min_channels(16).latent_channels(4));
+                           },
+                           {{"min_channels", "16"}, {"latent_channels", "4"}});
        }},
-      {"stochastic_depth", [] { expect_same_model("stochastic_depth", [](torch::nn::Module& m) { functional::apply_stochastic_depth(m); }); }},
+      {"stochastic_depth",
+       [] {
+         expect_same_model("stochastic_depth", [](torch::nn::Module& m) { functional::apply_stochastic_depth(m); });
+       }},
       {"weight_standardization",
-       [] { expect_same_model("weight_standardization", [](torch::nn::Module& m) { functional::apply_weight_standardization(m); }); }},
+       [] {
+         expect_same_model("weight_standardization",
+                           [](torch::nn::Module& m) { functional::apply_weight_standardization(m); });
+       }},
       {"cutout",
        [] {
          Run run;
          torch::manual_seed(5);
-         EXPECT_TRUE(torch::equal(class_batch("cutout", Event::AFTER_DATALOADER, 0), functional::cutout_batch(run.state.batch.input())));
+         EXPECT_TRUE(torch::equal(class_batch("cutout", Event::AFTER_DATALOADER, 0),
+                                  functional::cutout_batch(run.state.batch.input())));
        }},
       {"colout",
        [] {
          Run run;
          torch::manual_seed(5);
-         EXPECT_TRUE(torch::equal(class_batch("colout", Event::AFTER_DATALOADER, 0), functional::colout_batch(run.state.batch.input()).first));
+         EXPECT_TRUE(torch::equal(class_batch("colout", Event::AFTER_DATALOADER, 0),
+                                  functional::colout_batch(run.state.batch.input()).first));
        }},
       {"progressive_resizing",
        [] {

@@ -70,7 +70,7 @@ TEST(FactorizeTest, RanksAndShapes) {
   EXPECT_EQ(functional::factorized_rank(0.25, 512, 256), 64);
   EXPECT_EQ(functional::factorized_rank(128, 512, 256), 128);
   EXPECT_EQ(functional::factorized_rank(0.001, 100, 100), 1);
-  EXPECT_EQ(functional::max_rank_with_speedup(256, 256), 127);    // 256*256/512 = 128 -> 127
+  EXPECT_EQ(functional::max_rank_with_speedup(256, 256), 127);     // 256*256/512 = 128 -> 127
   EXPECT_EQ(functional::max_rank_with_speedup(512, 512, 9), 460);  // ceil(4608 * 512 / 5120 - 1)
   auto seq = std::make_shared<nn::Sequential>();
   seq->push_back(std::make_shared<nn::Conv2d>(512, 512, 3, 1, 1));
@@ -107,7 +107,8 @@ TEST(GhostBatchNormTest, EachGhostBatchIsNormalizedWithItsOwnStatistics) {
   }
   // Running mean: three updates with momentum 0.1 / 3.
   at::Tensor expected = torch::zeros({3});
-  for (int64_t g = 0; g < 3; ++g) expected = expected * (1 - 0.1 / 3) + x.slice(0, 4 * g, 4 * g + 4).mean({0, 2, 3}) * (0.1 / 3);
+  for (int64_t g = 0; g < 3; ++g)
+    expected = expected * (1 - 0.1 / 3) + x.slice(0, 4 * g, 4 * g + 4).mean({0, 2, 3}) * (0.1 / 3);
   EXPECT_TRUE(torch::allclose(bn->running_mean, expected, 1e-5, 1e-5));
   EXPECT_DOUBLE_EQ(bn->momentum, 0.1);
   EXPECT_THROW(ghost.forward(torch::randn({3, 3, 5, 5})), std::invalid_argument);
@@ -120,7 +121,8 @@ TEST(GhostBatchNormTest, EachGhostBatchIsNormalizedWithItsOwnStatistics) {
 
 TEST(SqueezeExciteTest, AddsABlockAfterWideConvsWithComposerNames) {
   auto net = tiny_convnet();
-  const auto done = functional::apply_squeeze_excite(*net, functional::SqueezeExciteOptions().min_channels(16).latent_channels(0.25));
+  const auto done =
+      functional::apply_squeeze_excite(*net, functional::SqueezeExciteOptions().min_channels(16).latent_channels(0.25));
   ASSERT_EQ(done.size(), 1u);  // only the 16 -> 16 stem conv; the bottleneck's convs have 4 channels on one side
   const auto names = net->named_parameters().keys();
   EXPECT_NE(std::find(names.begin(), names.end(), "3.se.pool_and_mlp.2.weight"), names.end());
@@ -146,8 +148,8 @@ TEST(StochasticDepthTest, LinearRatesAndSampleDropRate) {
 
 TEST(StochasticDepthTest, BlocksKeepTheirLayersAndDropTheBranch) {
   auto net = models::resnet(50, 10);
-  const auto done = functional::apply_stochastic_depth(*net, "ResNetBottleneck", functional::StochasticMethod::Block, 1.0,
-                                                       functional::DropDistribution::Uniform);
+  const auto done = functional::apply_stochastic_depth(*net, "ResNetBottleneck", functional::StochasticMethod::Block,
+                                                       1.0, functional::DropDistribution::Uniform);
   ASSERT_EQ(done.size(), 16u);
   EXPECT_EQ(count_module_instances<models::ResNetBottleneck>(*net), 0);
   const auto names = net->named_parameters().keys();
@@ -173,7 +175,8 @@ TEST(WeightStandardizationTest, WeightsHaveZeroMeanUnitVarianceAndLastConvsAreSk
   EXPECT_EQ(count_module_instances<nn::StandardizedConv2d>(*net), 3);
   auto& conv = dynamic_cast<nn::StandardizedConv2d&>(net->child("0"));
   const at::Tensor x = torch::randn({1, 3, 8, 8});
-  EXPECT_TRUE(torch::allclose(conv.forward(x), at::conv2d(x, functional::standardize_weights(conv.weight), {}, 1, 1), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(conv.forward(x), at::conv2d(x, functional::standardize_weights(conv.weight), {}, 1, 1),
+                              1e-5, 1e-5));
 }
 
 TEST(StochasticDepthTest, SampleMethodDropsWholeSamplesOfTheBranch) {

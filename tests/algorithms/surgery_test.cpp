@@ -13,7 +13,8 @@ struct Doubler : nn::Layer {
 };
 
 ReplacementPolicy relu_to_doubler() {
-  return policy_for<nn::ReLU>([](nn::ReLU&, int64_t) -> std::shared_ptr<nn::Layer> { return std::make_shared<Doubler>(); });
+  return policy_for<nn::ReLU>(
+      [](nn::ReLU&, int64_t) -> std::shared_ptr<nn::Layer> { return std::make_shared<Doubler>(); });
 }
 
 // A parent that calls a composer layer through a typed member: not surgery-ready.

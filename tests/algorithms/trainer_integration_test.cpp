@@ -10,13 +10,15 @@ using composer::testing::tiny_image_loader;
 
 TEST(AlgorithmTrainerTest, SurgeryAtInitUpdatesTheUserOptimizer) {
   auto model = ComposerClassifier::wrap(tiny_convnet());
-  auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
-  Trainer trainer(composer::testing::quiet_options(model)
-                      .train_dataloader(tiny_image_loader())
-                      .optimizer(opt)
-                      .max_duration(Time::from_batch(2))
-                      .algorithms({algorithms::make_algorithm("squeeze_excite", {{"min_channels", "16"}, {"latent_channels", "4"}}),
-                                   algorithms::make_algorithm("factorize", {{"min_channels", "4"}, {"latent_channels", "2"}})}));
+  auto opt =
+      std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
+  Trainer trainer(
+      composer::testing::quiet_options(model)
+          .train_dataloader(tiny_image_loader())
+          .optimizer(opt)
+          .max_duration(Time::from_batch(2))
+          .algorithms({algorithms::make_algorithm("squeeze_excite", {{"min_channels", "16"}, {"latent_channels", "4"}}),
+                       algorithms::make_algorithm("factorize", {{"min_channels", "4"}, {"latent_channels", "2"}})}));
   const auto params = model->parameters();
   const auto& in_opt = opt->param_groups().at(0).params();
   ASSERT_EQ(in_opt.size(), params.size());
@@ -40,12 +42,14 @@ TEST(AlgorithmTrainerTest, LoaderTransformsNeedADatasetLoader) {
     trainer.fit();
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("AugMix: the training dataloader is a TensorDataLoader"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("AugMix: the training dataloader is a TensorDataLoader"), std::string::npos)
+        << e.what();
   }
 }
 
 TEST(AlgorithmTrainerTest, SampleWiseColOutCropsEachImageInTheLoader) {
-  auto loader = std::make_shared<DatasetLoader>(composer::testing::tiny_images(64), DatasetLoaderOptions(32).shuffle(false).num_workers(0));
+  auto loader = std::make_shared<DatasetLoader>(composer::testing::tiny_images(64),
+                                                DatasetLoaderOptions(32).shuffle(false).num_workers(0));
   State state;
   Logger logger(state);
   state.train_dataloader = loader;
@@ -64,7 +68,8 @@ TEST(AlgorithmTrainerTest, SampleWiseColOutCropsEachImageInTheLoader) {
 TEST(AlgorithmTrainerTest, StochasticDepthWarmupRampsTheRates) {
   auto net = models::resnet(50, 10);
   auto model = ComposerClassifier::wrap(net);
-  auto sd = std::make_shared<algorithms::StochasticDepth>(algorithms::StochasticDepthOptions().drop_rate(0.4).drop_warmup(0.5));
+  auto sd = std::make_shared<algorithms::StochasticDepth>(
+      algorithms::StochasticDepthOptions().drop_rate(0.4).drop_warmup(0.5));
   State state;
   Logger logger(state);
   state.model = model;
@@ -77,7 +82,7 @@ TEST(AlgorithmTrainerTest, StochasticDepthWarmupRampsTheRates) {
   ASSERT_TRUE(sd->match(Event::BATCH_START, state));
   sd->apply(Event::BATCH_START, state, logger);
   EXPECT_DOUBLE_EQ(last->drop_rate, 0.0);  // the ramp starts at 0
-  state.timestamp.batch = 25;  // a quarter of training: half of the warmup
+  state.timestamp.batch = 25;              // a quarter of training: half of the warmup
   sd->apply(Event::BATCH_START, state, logger);
   EXPECT_NEAR(last->drop_rate, 0.2, 1e-12);
   state.timestamp.batch = 49;

@@ -36,7 +36,8 @@ struct CheckpointTest : ::testing::Test {
   // A trainer over the same data and model shape; `seed` changes the initial weights.
   static std::unique_ptr<Trainer> make(uint64_t seed, const std::string& duration) {
     auto model = testing::make_classifier(8, 16, 4, seed);
-    auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
+    auto opt =
+        std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
     TrainerOptions o = testing::quiet_options(model)
                            .run_name("ckpt")
                            .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
@@ -67,8 +68,10 @@ TEST_F(CheckpointTest, FormatVariables) {
   s.run_name = "run";
   s.timestamp = Timestamp().to_next_batch(8, 100).to_next_batch(8, 100).to_next_epoch().to_next_batch(8, 100);
   EXPECT_EQ(format_name("{run_name}/ep{epoch}-ba{batch}-rank{rank}.pt", s), "run/ep1-ba3-rank0.pt");
-  EXPECT_EQ(format_name("{sample}-{sample_in_epoch}-{token}-{token_in_epoch}-{batch_in_epoch}-{world_size}-{node_rank}-{unknown}", s),
-            "24-8-300-100-1-1-0-{unknown}");
+  EXPECT_EQ(
+      format_name(
+          "{sample}-{sample_in_epoch}-{token}-{token_in_epoch}-{batch_in_epoch}-{world_size}-{node_rank}-{unknown}", s),
+      "24-8-300-100-1-1-0-{unknown}");
 }
 
 TEST_F(CheckpointTest, EveryStatePartRoundTrips) {
@@ -123,8 +126,8 @@ TEST_F(CheckpointTest, WeightsOnlyAndIgnoreKeys) {
   ignore.ignore_keys = {"state/model/module.2.*", "state/optimizers"};
   ignore.strict_model = false;
   apply_checkpoint(c->state(), read_checkpoint(full), ignore, full);
-  EXPECT_TRUE(torch::equal(weights(*c)[0], weights(*a)[0]));    // module.0 loaded
-  EXPECT_TRUE(torch::equal(weights(*c)[2], before[2]));         // module.2 skipped
+  EXPECT_TRUE(torch::equal(weights(*c)[0], weights(*a)[0]));  // module.0 loaded
+  EXPECT_TRUE(torch::equal(weights(*c)[2], before[2]));       // module.2 skipped
   ignore.strict_model = true;
   auto d = make(2, "4ba");
   EXPECT_THROW(apply_checkpoint(d->state(), read_checkpoint(full), ignore, full), CheckpointError);
@@ -163,7 +166,8 @@ TEST_F(CheckpointTest, CorruptTruncatedAndForeignFilesNameTheFile) {
   write_file_atomically(f, torch::pickle_save(foreign));
   EXPECT_THROW(read_checkpoint(f), CheckpointError);
   // An incompatible model names the file and the key.
-  auto other = std::make_unique<Trainer>(testing::quiet_options(testing::make_classifier(8, 32, 4)).max_duration("1ba"));
+  auto other =
+      std::make_unique<Trainer>(testing::quiet_options(testing::make_classifier(8, 32, 4)).max_duration("1ba"));
   try {
     apply_checkpoint(other->state(), read_checkpoint(good), {}, good);
     FAIL();
@@ -236,8 +240,19 @@ TEST_F(CheckpointTest, FailedWriteKeepsThePreviousCheckpoint) {
   EXPECT_NE(error.find("cannot write"), std::string::npos) << error;
   EXPECT_NE(error.find("ck.pt"), std::string::npos) << error;
   EXPECT_EQ(fs::file_size(path), size);
-  EXPECT_EQ(read_checkpoint(path).toGenericDict().at("state").toGenericDict().at("timestamp").toGenericDict().at("Timestamp").toGenericDict().at("batch").toInt(), 2);
-  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos);
+  EXPECT_EQ(read_checkpoint(path)
+                .toGenericDict()
+                .at("state")
+                .toGenericDict()
+                .at("timestamp")
+                .toGenericDict()
+                .at("Timestamp")
+                .toGenericDict()
+                .at("batch")
+                .toInt(),
+            2);
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos);
 }
 
 TEST_F(CheckpointTest, SaverIntervalLatestLinkAndRetention) {
@@ -282,7 +297,7 @@ TEST_F(CheckpointTest, AutoresumeFallsBackPastACorruptCheckpoint) {
   }
   std::ofstream(dir / "auto" / "ep0-ba4-rank0.pt", std::ios::trunc) << "garbage";  // the newest is corrupt
   Trainer resumed(opts(6));
-  EXPECT_EQ(resumed.state().timestamp.batch, 2);  // fell back to batch 2
+  EXPECT_EQ(resumed.state().timestamp.batch, 2);                       // fell back to batch 2
   EXPECT_TRUE(fs::exists(dir / "auto" / "ep0-ba4-rank0.pt.corrupt"));  // set aside, not deleted
   resumed.fit();
   EXPECT_EQ(resumed.state().timestamp.batch, 6);
@@ -340,7 +355,8 @@ print("python-ok", sum(p.numel() for p in m.parameters()), len(st))
   ASSERT_EQ(py.status, 0) << py.output;
   int64_t params = 0;
   for (const auto& p : net->parameters()) params += p.numel();
-  EXPECT_NE(py.output.find("python-ok " + std::to_string(params) + " " + std::to_string(weights.size())), std::string::npos)
+  EXPECT_NE(py.output.find("python-ok " + std::to_string(params) + " " + std::to_string(weights.size())),
+            std::string::npos)
       << py.output;
 }
 

@@ -35,8 +35,6 @@ std::map<int64_t, double> read_losses(const std::string& log) {
   return losses;
 }
 
-
-
 struct ResumeTest : ::testing::Test {
   fs::path dir = fs::temp_directory_path() / ("composer_resume_" + std::to_string(::getpid()));
   void SetUp() override { fs::create_directories(dir); }
@@ -73,7 +71,8 @@ TEST_F(ResumeTest, SigkillAtAnyPointThenAutoresumeIsBitwiseIdentical) {
   for (int tries = 0; tries < 5 && !killed_mid_save; ++tries) {
     testing::ChildProcess p(args(run, "run" + std::to_string(attempt++) + ".jsonl"));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline && !testing::has_temp_file(run)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    while (std::chrono::steady_clock::now() < deadline && !testing::has_temp_file(run))
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     p.kill_now();
     p.wait();
     killed_mid_save = testing::has_temp_file(run);  // the half-written temporary file is still there
@@ -89,7 +88,8 @@ TEST_F(ResumeTest, SigkillAtAnyPointThenAutoresumeIsBitwiseIdentical) {
   }
   EXPECT_FALSE(testing::has_temp_file(run));  // stale temporary files were cleaned at the next start
 
-  const auto a = testing::read_pickled_tensors(ref / "final-weights.pt"), b = testing::read_pickled_tensors(run / "final-weights.pt");
+  const auto a = testing::read_pickled_tensors(ref / "final-weights.pt"),
+             b = testing::read_pickled_tensors(run / "final-weights.pt");
   ASSERT_EQ(a.size(), b.size());
   for (const auto& [name, t] : a) EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
 

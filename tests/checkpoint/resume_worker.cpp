@@ -34,8 +34,9 @@ int main(int argc, char** argv) {
   auto model = ComposerClassifier::wrap(net);
   auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
                                                     optim::DecoupledSGDWOptions(0.05).momentum(0.9).weight_decay(1e-4));
-  auto data = std::make_shared<DatasetLoader>(synthetic_images(1024, 1, 8, 10, 3),
-                                              DatasetLoaderOptions(32 / world).shuffle(true).seed(5).num_workers(2).num_replicas(world).rank(rank));
+  auto data = std::make_shared<DatasetLoader>(
+      synthetic_images(1024, 1, 8, 10, 3),
+      DatasetLoaderOptions(32 / world).shuffle(true).seed(5).num_workers(2).num_replicas(world).rank(rank));
   Trainer trainer(TrainerOptions(model)
                       .run_name("resume")
                       .seed(11)

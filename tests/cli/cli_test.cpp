@@ -1,6 +1,6 @@
 #include "cli/commands.h"
-#include "composer/composer.h"
 #include "composer/checkpoint/safetensors.h"
+#include "composer/composer.h"
 #include "support/data_paths.h"
 #include "support/python.h"
 
@@ -32,7 +32,8 @@ struct CliTest : ::testing::Test {
   }
   static std::string synthetic(const std::string& extra = "") {
     return "model: {name: mlp, in_features: 64, hidden: [16]}\n"
-           "train_data: {dataset: synthetic_images, channels: 1, size: 8, num_samples: 128, batch_size: 32, num_workers: 0}\n"
+           "train_data: {dataset: synthetic_images, channels: 1, size: 8, num_samples: 128, batch_size: 32, "
+           "num_workers: 0}\n"
            "max_duration: 2ba\nprogress_bar: false\n" +
            extra;
   }
@@ -54,13 +55,16 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_EQ(train(config("c.yaml", synthetic()), {"precision=fp64"}), 2);
   EXPECT_NE(err.str().find("precision: Invalid precision 'fp64'"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("d.yaml", synthetic()), {"model.name=transformer9000"}), 2);
-  EXPECT_NE(err.str().find("model.name: unknown model 'transformer9000'; registered: mlp"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("model.name: unknown model 'transformer9000'; registered: mlp"), std::string::npos)
+      << err.str();
   EXPECT_EQ(train(config("e.yaml", synthetic()), {"train_data.batch_size=0"}), 2);
   EXPECT_NE(err.str().find("train_data.batch_size: expected a positive integer"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("f.yaml", synthetic("schedulers: [{name: linear_with_warmup}]\n"))), 2);
   EXPECT_NE(err.str().find("schedulers.0.t_warmup: required"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("g.yaml", synthetic("algorithms: [{name: BlurPol}]\n"))), 2);
-  EXPECT_NE(err.str().find("algorithms.0.name: unknown algorithm 'BlurPol'; registered: augmix, blurpool"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("algorithms.0.name: unknown algorithm 'BlurPol'; registered: augmix, blurpool"),
+            std::string::npos)
+      << err.str();
   EXPECT_EQ(train(config("h.yaml", synthetic("algorithms: [{name: mixup, alpha: lots}]\n"))), 2);
   EXPECT_NE(err.str().find("algorithms.0.alpha: expected a number, got 'lots'"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("i.yaml", synthetic("algorithms: [{name: cutout, holes: 2}]\n"))), 2);
@@ -85,8 +89,10 @@ TEST_F(CliTest, OverflowsDirectoriesQuotesAndShapesAreClearErrors) {
   const std::string cfg = config("s.yaml", synthetic());
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
       {{"max_duration=99999999999999999999ba"}, "max_duration: Invalid time string '99999999999999999999ba'"},
-      {{"schedulers=[{name: constant}]", "schedulers.99999999999999999999.name=x"}, "index 99999999999999999999 is past the end"},
-      {{"train_data.batch_size=99999999999999999999"}, "train_data.batch_size: expected an integer within the int64 range"},
+      {{"schedulers=[{name: constant}]", "schedulers.99999999999999999999.name=x"},
+       "index 99999999999999999999 is past the end"},
+      {{"train_data.batch_size=99999999999999999999"},
+       "train_data.batch_size: expected an integer within the int64 range"},
       {{"model.in_features=784"}, "model.in_features: 784, but the data gives 1x8x8 images = 64 features"},
       {{"model={name: mnist_cnn}"}, "model.name: mnist_cnn takes 28x28 images"},
       {{"run_name=\"unterminated"}, "override 'run_name=\"unterminated': value is not valid YAML"}};
@@ -99,7 +105,8 @@ TEST_F(CliTest, OverflowsDirectoriesQuotesAndShapesAreClearErrors) {
   EXPECT_EQ(train(dir.string()), 2);
   EXPECT_NE(err.str().find("config file '" + dir.string() + "' is a directory"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("quote.yaml", "model: {name: \"mlp}\n")), 2);
-  EXPECT_NE(err.str().find("config file '" + (dir / "quote.yaml").string() + "' is not valid YAML"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("config file '" + (dir / "quote.yaml").string() + "' is not valid YAML"), std::string::npos)
+      << err.str();
 }
 
 // A zip that is not a torch.save archive: LibTorch's reader refuses it with "[enforce fail at ...]" and a frame list;
@@ -107,10 +114,12 @@ TEST_F(CliTest, OverflowsDirectoriesQuotesAndShapesAreClearErrors) {
 TEST_F(CliTest, LibTorchInternalsDoNotReachTheUser) {
   COMPOSER_REQUIRE_PYTHON("zipfile");
   const std::string zip = (dir / "foreign.pt").string();
-  const auto py = testing::run_python({"-c", "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1],'w'); z.writestr('x','y'); z.close()", zip});
+  const auto py = testing::run_python(
+      {"-c", "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1],'w'); z.writestr('x','y'); z.close()", zip});
   ASSERT_EQ(py.status, 0) << py.output;
-  const std::string cfg = config("e.yaml", synthetic("eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, "
-                                                     "num_samples: 64, batch_size: 64}\n"));
+  const std::string cfg =
+      config("e.yaml", synthetic("eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, "
+                                 "num_samples: 64, batch_size: 64}\n"));
   std::ostringstream eout, eerr;
   EXPECT_EQ(eval_command(cfg, {"load_path=" + zip}, eout, eerr), 1);
   EXPECT_NE(eerr.str().find(zip), std::string::npos) << eerr.str();
@@ -126,30 +135,43 @@ TEST_F(CliTest, ADivergedRunExitsWithStatusThree) {
   EXPECT_EQ(train(config("nan.yaml", synthetic()), {"optimizer={name: sgd, lr: 1e30}", "max_duration=6ba"}), 3);
   EXPECT_NE(err.str().find("diverged: the training loss was not finite from batch"), std::string::npos) << err.str();
   // decoupled_sgdw with lr 0 and a weight decay: Composer's decay factor keeps the weights finite.
-  EXPECT_EQ(train(config("lr0.yaml", synthetic()), {"optimizer={name: decoupled_sgdw, lr: 0, weight_decay: 0.01}"}), 0) << err.str();
+  EXPECT_EQ(train(config("lr0.yaml", synthetic()), {"optimizer={name: decoupled_sgdw, lr: 0, weight_decay: 0.01}"}), 0)
+      << err.str();
 }
 
 // The same config and seed give bitwise the same weights: the CLI seeds before it builds the model.
 TEST_F(CliTest, TwoRunsOfOneConfigAreBitwiseIdentical) {
   auto run = [&](const std::string& name) {
-    const std::string cfg = config(name + ".yaml", "seed: 5\nrun_name: " + name + "\nsave_folder: " + (dir / name).string() +
-                                                       "\nsave_interval: 2ba\nmodel: {name: mnist_cnn, width: 8}\n"
-                                                       "train_data: {dataset: synthetic_images, channels: 1, size: 28, "
-                                                       "num_samples: 128, batch_size: 32, num_workers: 2}\n"
-                                                       "max_duration: 2ba\nprogress_bar: false\n");
+    const std::string cfg =
+        config(name + ".yaml", "seed: 5\nrun_name: " + name + "\nsave_folder: " + (dir / name).string() +
+                                   "\nsave_interval: 2ba\nmodel: {name: mnist_cnn, width: 8}\n"
+                                   "train_data: {dataset: synthetic_images, channels: 1, size: 28, "
+                                   "num_samples: 128, batch_size: 32, num_workers: 2}\n"
+                                   "max_duration: 2ba\nprogress_bar: false\n");
     EXPECT_EQ(train(cfg), 0) << err.str();
-    return read_checkpoint((dir / name / "ep0-ba2-rank0.pt").string()).toGenericDict().at("state").toGenericDict().at("model").toGenericDict();
+    return read_checkpoint((dir / name / "ep0-ba2-rank0.pt").string())
+        .toGenericDict()
+        .at("state")
+        .toGenericDict()
+        .at("model")
+        .toGenericDict();
   };
   const Dict a = run("first"), b = run("second");
   ASSERT_EQ(a.size(), b.size());
-  for (const auto& e : a) EXPECT_TRUE(at::equal(e.value().toTensor(), b.at(e.key()).toTensor())) << e.key().toStringRef();
+  for (const auto& e : a)
+    EXPECT_TRUE(at::equal(e.value().toTensor(), b.at(e.key()).toTensor())) << e.key().toStringRef();
 }
 
 TEST_F(CliTest, TrainsSavesAndEvaluatesWithOverrides) {
-  const std::string cfg = config("ok.yaml", synthetic(
-      "eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, num_samples: 64, batch_size: 64}\n"
-      "run_name: cli-run\nloggers: [{name: file, filename: '" + (dir / "{run_name}" / "log.jsonl").string() + "'}]\n"
-      "save_folder: " + (dir / "{run_name}").string() + "\nsave_interval: 3ba\n"));
+  const std::string cfg = config(
+      "ok.yaml",
+      synthetic(
+          "eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, num_samples: 64, batch_size: 64}\n"
+          "run_name: cli-run\nloggers: [{name: file, filename: '" +
+          (dir / "{run_name}" / "log.jsonl").string() +
+          "'}]\n"
+          "save_folder: " +
+          (dir / "{run_name}").string() + "\nsave_interval: 3ba\n"));
   ASSERT_EQ(train(cfg, {"max_duration=6ba", "optimizer.lr=0.05"}), 0) << err.str();
   EXPECT_NE(out.str().find("trained run 'cli-run' to 6ba"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("metrics/eval/Accuracy"), std::string::npos) << out.str();
@@ -206,21 +228,24 @@ TEST_F(CliTest, InspectAndExportSafetensors) {
 
 TEST_F(CliTest, TrainsWithAlgorithmsFromYaml) {
   const std::string cfg = config("algos.yaml",
-      "model: {name: mnist_cnn, in_channels: 1, width: 16}\n"
-      "train_data: {dataset: synthetic_images, channels: 1, size: 28, num_samples: 128, batch_size: 32, num_workers: 0}\n"
-      "max_duration: 2ba\nprogress_bar: false\n"
-      "algorithms:\n"
-      "  - {name: BlurPool, min_channels: 1}\n"
-      "  - {name: channels_last}\n"
-      "  - {name: label_smoothing, smoothing: 0.2}\n"
-      "  - {name: cutout, length: 0.25}\n"
-      "  - {name: mixup, alpha: 0.3}\n"
-      "save_folder: " + (dir / "algos").string() + "\nsave_interval: 2ba\n");
+                                 "model: {name: mnist_cnn, in_channels: 1, width: 16}\n"
+                                 "train_data: {dataset: synthetic_images, channels: 1, size: 28, num_samples: 128, "
+                                 "batch_size: 32, num_workers: 0}\n"
+                                 "max_duration: 2ba\nprogress_bar: false\n"
+                                 "algorithms:\n"
+                                 "  - {name: BlurPool, min_channels: 1}\n"
+                                 "  - {name: channels_last}\n"
+                                 "  - {name: label_smoothing, smoothing: 0.2}\n"
+                                 "  - {name: cutout, length: 0.25}\n"
+                                 "  - {name: mixup, alpha: 0.3}\n"
+                                 "save_folder: " +
+                                     (dir / "algos").string() + "\nsave_interval: 2ba\n");
   ASSERT_EQ(train(cfg), 0) << err.str();
   std::ostringstream iout, ierr;
   ASSERT_EQ(inspect_command((dir / "algos" / "ep0-ba2-rank0.pt").string(), iout, ierr), 0) << ierr.str();
   EXPECT_NE(iout.str().find("BlurPool(replace_convs=True, replace_maxpools=True, blur_first=True, min_channels=1)"),
-            std::string::npos) << iout.str();
+            std::string::npos)
+      << iout.str();
   EXPECT_NE(iout.str().find("LabelSmoothing(smoothing=0.2"), std::string::npos) << iout.str();
 }
 
@@ -233,16 +258,17 @@ TEST_F(CliTest, ListShowsRegistries) {
   EXPECT_NE(o2.str().find("mnist_cnn"), std::string::npos);
   std::ostringstream oa, ea;
   ASSERT_EQ(list_command("algorithms", oa, ea), 0);
-  for (const char* name : {"augmix", "blurpool", "channels_last", "colout", "cutmix", "cutout", "factorize", "ghost_batchnorm",
-                           "label_smoothing", "mixup", "progressive_resizing", "randaugment", "squeeze_excite",
-                           "stochastic_depth", "weight_standardization"}) {
+  for (const char* name : {"augmix", "blurpool", "channels_last", "colout", "cutmix", "cutout", "factorize",
+                           "ghost_batchnorm", "label_smoothing", "mixup", "progressive_resizing", "randaugment",
+                           "squeeze_excite", "stochastic_depth", "weight_standardization"}) {
     EXPECT_NE(oa.str().find(name), std::string::npos) << name;
   }
   EXPECT_NE(oa.str().find("BlurPool: anti-aliased"), std::string::npos) << oa.str();
   // Each algorithm's hyperparameters and defaults come from its options' field list.
-  EXPECT_NE(oa.str().find("MixUp: convex combinations of samples and labels (alpha=0.2, interpolate_loss=False, input_key=0, "
-                          "target_key=1)"),
-            std::string::npos)
+  EXPECT_NE(
+      oa.str().find("MixUp: convex combinations of samples and labels (alpha=0.2, interpolate_loss=False, input_key=0, "
+                    "target_key=1)"),
+      std::string::npos)
       << oa.str();
   std::ostringstream o3, e3;
   EXPECT_EQ(list_command("widgets", o3, e3), 1);
@@ -255,8 +281,9 @@ TEST_F(CliTest, ListShowsRegistries) {
 TEST_F(CliTest, FashionMnistSliceLearns) {
   COMPOSER_REQUIRE_DATA(testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"));
   const std::string cfg = testing::source_dir() + "/examples/configs/fashion_cnn.yaml";
-  ASSERT_EQ(train(cfg, {"train_data.path=" + testing::data_path("fashion-mnist"), "eval_data.path=" + testing::data_path("fashion-mnist"),
-                        "train_data.limit=8000", "eval_data.limit=2000", "max_duration=2ep", "loggers=[]", "save_overwrite=false",
+  ASSERT_EQ(train(cfg, {"train_data.path=" + testing::data_path("fashion-mnist"),
+                        "eval_data.path=" + testing::data_path("fashion-mnist"), "train_data.limit=8000",
+                        "eval_data.limit=2000", "max_duration=2ep", "loggers=[]", "save_overwrite=false",
                         "schedulers=[{name: cosine_annealing_with_warmup, t_warmup: 10ba}]",
                         "save_folder=", "progress_bar=false"}),
             0)
@@ -283,7 +310,8 @@ TEST_F(CliTest, MobyDickCharModelLossFallsBelowTwoPointFive) {
   std::vector<double> losses;
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line);
-    if (j["type"] == "metrics" && j["data"].contains("loss/train/total")) losses.push_back(j["data"]["loss/train/total"]);
+    if (j["type"] == "metrics" && j["data"].contains("loss/train/total"))
+      losses.push_back(j["data"]["loss/train/total"]);
   }
   ASSERT_EQ(losses.size(), 300u);
   double last = 0;

@@ -9,7 +9,8 @@ using Log = std::vector<std::string>;
 
 class NamedAlgorithm : public Algorithm {
  public:
-  NamedAlgorithm(std::string name, Log& log, std::set<Event> events = {}) : name_(std::move(name)), log_(log), events_(std::move(events)) {}
+  NamedAlgorithm(std::string name, Log& log, std::set<Event> events = {})
+      : name_(std::move(name)), log_(log), events_(std::move(events)) {}
   std::string name() const override { return name_; }
   bool match(Event e, const State&) override { return events_.empty() || events_.count(e); }
   std::optional<int> apply(Event, State&, Logger&) override {
@@ -98,9 +99,8 @@ TEST_F(EngineFixture, BuiltInPassesPlaceSelectiveBackpropFirstAndLowPrecisionLay
 
 TEST_F(EngineFixture, UserPassesRunAfterBuiltInOnes) {
   state.callbacks.clear();
-  engine.register_pass([](std::vector<std::shared_ptr<Algorithm>>& algos, Event) {
-    std::reverse(algos.begin(), algos.end());
-  });
+  engine.register_pass(
+      [](std::vector<std::shared_ptr<Algorithm>>& algos, Event) { std::reverse(algos.begin(), algos.end()); });
   engine.run_event(Event::BATCH_START);
   EXPECT_EQ(log, (Log{"algo:B", "algo:A"}));
 }

@@ -9,10 +9,11 @@ namespace composer {
 namespace {
 
 TEST(ErrorTextTest, LibTorchAndGlooInternalsAreStripped) {
-  EXPECT_EQ(brief_error_text("[enforce fail at inline_container.cc:325] . PytorchStreamReader failed reading zip archive: "
-                             "failed finding central directory\nException raised from valid at /pytorch/x.cc:1 (most "
-                             "recent call first):\nframe #0: c10::Error::Error"),
-            "PytorchStreamReader failed reading zip archive: failed finding central directory");
+  EXPECT_EQ(
+      brief_error_text("[enforce fail at inline_container.cc:325] . PytorchStreamReader failed reading zip archive: "
+                       "failed finding central directory\nException raised from valid at /pytorch/x.cc:1 (most "
+                       "recent call first):\nframe #0: c10::Error::Error"),
+      "PytorchStreamReader failed reading zip archive: failed finding central directory");
   EXPECT_EQ(brief_error_text("[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:525] Read error [127.0.0.1]:34191: "
                              "Connection reset by peer"),
             "Read error [127.0.0.1]:34191: Connection reset by peer");

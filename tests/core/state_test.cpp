@@ -38,13 +38,15 @@ TEST(StateTest, StateDictRoundTripsThroughPickle) {
   auto data = testing::make_blobs(32);
   auto loader = testing::make_loader(data, 8);
   auto adam = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-2));
-  Trainer trainer(testing::quiet_options(model).train_dataloader(loader).max_duration("3ba").optimizer(adam).run_name("rt"));
+  Trainer trainer(
+      testing::quiet_options(model).train_dataloader(loader).max_duration("3ba").optimizer(adam).run_name("rt"));
   trainer.fit();
   const std::vector<char> bytes = torch::pickle_save(state_dict(trainer.state()));
 
   auto model2 = testing::make_classifier(8, 16, 4, /*seed=*/99);
   auto adam2 = std::make_shared<optim::DecoupledAdamW>(model2->parameters(), optim::DecoupledAdamWOptions(5.0));
-  Trainer other(testing::quiet_options(model2).train_dataloader(loader).max_duration("6ba").optimizer(adam2).run_name("x"));
+  Trainer other(
+      testing::quiet_options(model2).train_dataloader(loader).max_duration("6ba").optimizer(adam2).run_name("x"));
   load_state_dict(other.state(), torch::pickle_load(bytes));
 
   EXPECT_EQ(other.state().timestamp, trainer.state().timestamp);

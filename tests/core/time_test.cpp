@@ -51,12 +51,13 @@ TEST(TimeParse, NumbersFollowPythonFloat) {
 
 TEST(TimeParse, BareNumbersAndEmptyAreSeconds) {
   EXPECT_EQ(Time::from_string(""), Time(0, TimeUnit::SECOND));
-  EXPECT_EQ(Time::from_string("5"), Time(5, TimeUnit::SECOND));   // Composer: 50sec (a bug: docs/differences.md)
+  EXPECT_EQ(Time::from_string("5"), Time(5, TimeUnit::SECOND));    // Composer: 50sec (a bug: docs/differences.md)
   EXPECT_EQ(Time::from_string("90"), Time(90, TimeUnit::SECOND));  // Composer: an error
 }
 
 TEST(TimeParse, ValuesBeyondInt64AreErrors) {
-  for (const char* big : {"99999999999999999999ba", "9223372036854775808ba", "1e19ba", "-1e19ep", "99999999999999999999"}) {
+  for (const char* big :
+       {"99999999999999999999ba", "9223372036854775808ba", "1e19ba", "-1e19ep", "99999999999999999999"}) {
     try {
       Time::from_string(big);
       ADD_FAILURE() << big << " parsed";
@@ -85,11 +86,13 @@ TEST(TimeParse, WallClock) {
   EXPECT_EQ(Time::from_string("1h2m3s"), Time(3723, TimeUnit::SECOND));
   // strptime's ranges: hours 0-23, minutes 0-59, seconds 0-61.
   EXPECT_EQ(Time::from_string("23h59m61s"), Time(23 * 3600 + 59 * 60 + 61, TimeUnit::SECOND));
-  for (const char* bad : {"24h", "90m", "1h70m", "62s", "001h"}) EXPECT_THROW(Time::from_string(bad), std::invalid_argument) << bad;
+  for (const char* bad : {"24h", "90m", "1h70m", "62s", "001h"})
+    EXPECT_THROW(Time::from_string(bad), std::invalid_argument) << bad;
 }
 
 TEST(TimeParse, ErrorsQuoteTheInput) {
-  for (const char* bad : {"ep", "abc", "1.5ep", "2  ep x", "3xyz", "nanba", "1e400ba", "1m2h"}) expect_error_quoting(bad);
+  for (const char* bad : {"ep", "abc", "1.5ep", "2  ep x", "3xyz", "nanba", "1e400ba", "1m2h"})
+    expect_error_quoting(bad);
 }
 
 TEST(TimeParse, FromInputUsesDefaultUnitForNumbers) {

@@ -49,7 +49,8 @@ struct IdxFiles : ::testing::Test {
 };
 
 TEST_F(IdxFiles, ReadsRawAndGzip) {
-  const std::string body = header(0x803, {2, 2, 3}) + std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c", 12);
+  const std::string body =
+      header(0x803, {2, 2, 3}) + std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c", 12);
   for (bool gz : {false, true}) {
     const at::Tensor t = read_idx(write(gz ? "a.gz" : "a", body, gz));
     EXPECT_EQ(t.sizes(), (std::vector<int64_t>{2, 2, 3}));

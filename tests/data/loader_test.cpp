@@ -86,9 +86,8 @@ TEST(DatasetLoaderTest, DropLastAndErrors) {
   EXPECT_THROW(DatasetLoader(ds, DatasetLoaderOptions(0)), std::invalid_argument);
   EXPECT_THROW(DatasetLoader(ds, DatasetLoaderOptions(4).num_replicas(2).rank(5)), std::invalid_argument);
   // A transform that throws surfaces in next(), not as a hang.
-  DatasetLoader bad(ds, DatasetLoaderOptions(5).num_workers(2).transform([](Batch, at::Generator&) -> Batch {
-    throw std::runtime_error("bad sample");
-  }));
+  DatasetLoader bad(ds, DatasetLoaderOptions(5).num_workers(2).transform(
+                            [](Batch, at::Generator&) -> Batch { throw std::runtime_error("bad sample"); }));
   EXPECT_THROW(bad.next(), std::runtime_error);
 }
 

@@ -32,13 +32,15 @@ TEST(Gpt2TokenizerTest, GoldenIds) {
 TEST(Gpt2TokenizerTest, RoundTripsText) {
   COMPOSER_REQUIRE_DATA(testing::data_path("gpt2/gpt2.tiktoken"));
   const auto tok = gpt2();
-  const std::string text = "Call me Ishmael.  Some years ago--never mind how long precisely--\nhaving little or no money, it's 1851!\t";
+  const std::string text =
+      "Call me Ishmael.  Some years ago--never mind how long precisely--\nhaving little or no money, it's 1851!\t";
   EXPECT_EQ(tok.decode(tok.encode(text)), text);
 }
 
 TEST(Gpt2TokenizerTest, FromDirFindsTheRanksFile) {
   COMPOSER_REQUIRE_DATA(testing::data_path("gpt2/gpt2.tiktoken"));
-  EXPECT_EQ(Gpt2Tokenizer::from_dir(testing::data_path("gpt2")).encode("Hello world"), (std::vector<int64_t>{15496, 995}));
+  EXPECT_EQ(Gpt2Tokenizer::from_dir(testing::data_path("gpt2")).encode("Hello world"),
+            (std::vector<int64_t>{15496, 995}));
   try {
     Gpt2Tokenizer::from_dir("/nonexistent/gpt2");
     FAIL();
@@ -59,8 +61,10 @@ TEST(Gpt2TokenizerTest, MalformedRanksNameFileAndLine) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message(not_base64).find(not_base64 + "' line 2: the token is not base64"), std::string::npos) << message(not_base64);
-  EXPECT_NE(message(out_of_order).find("line 2: rank 5 out of order (expected 1)"), std::string::npos) << message(out_of_order);
+  EXPECT_NE(message(not_base64).find(not_base64 + "' line 2: the token is not base64"), std::string::npos)
+      << message(not_base64);
+  EXPECT_NE(message(out_of_order).find("line 2: rank 5 out of order (expected 1)"), std::string::npos)
+      << message(out_of_order);
   EXPECT_NE(message(too_few).find("has 2 tokens"), std::string::npos) << message(too_few);
   for (const auto& p : {not_base64, out_of_order, too_few}) fs::remove(p);
 }
@@ -76,7 +80,8 @@ TEST(Gpt2TokenizerTest, MissingVocabularyNamesTheFile) {
 
 TEST(TextTest, GutenbergMarkersBomAndCrlf) {
   const fs::path p = fs::temp_directory_path() / ("composer_text_" + std::to_string(::getpid()) + ".txt");
-  std::ofstream(p, std::ios::binary) << "\xEF\xBB\xBFheader\r\n*** START OF THE BOOK ***\r\nCall me\r\nIshmael.\r\n*** END OF THE BOOK ***\r\nlicense";
+  std::ofstream(p, std::ios::binary)
+      << "\xEF\xBB\xBFheader\r\n*** START OF THE BOOK ***\r\nCall me\r\nIshmael.\r\n*** END OF THE BOOK ***\r\nlicense";
   EXPECT_EQ(load_gutenberg_text(p.string()), "Call me\nIshmael.\n");
   fs::remove(p);
   EXPECT_THROW(load_gutenberg_text("/nonexistent.txt"), std::runtime_error);
@@ -88,7 +93,8 @@ TEST(TextTest, BinaryGarbageAndNulBytesAreNotText) {
   const std::vector<std::pair<std::string, std::string>> cases{
       {std::string("Call me Ishmael.\0\0\0", 19), "a NUL byte at offset 16"},
       {std::string("caf\xC3\xA9 ok, then \xFF\xFE garbage"), "invalid byte 0xff at offset 15"},
-      {std::string("ok \xF8\x80\x80 no"), "invalid byte 0xf8 at offset 3"},  // F5-FF never lead, even before continuations
+      {std::string("ok \xF8\x80\x80 no"),
+       "invalid byte 0xf8 at offset 3"},  // F5-FF never lead, even before continuations
       {std::string(200, '\x01') + "words", "control characters"}};
   for (const auto& [bytes, needle] : cases) {
     std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
@@ -100,7 +106,8 @@ TEST(TextTest, BinaryGarbageAndNulBytesAreNotText) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   }
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << "caf\xC3\xA9 \xE2\x80\x94 na\xC3\xAFve\ttabs\n";  // UTF-8 is text
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      << "caf\xC3\xA9 \xE2\x80\x94 na\xC3\xAFve\ttabs\n";  // UTF-8 is text
   EXPECT_NO_THROW(load_gutenberg_text(p.string()));
   fs::remove(p);
 }

@@ -35,9 +35,9 @@ int train(const std::string& out, int64_t microbatch, int64_t global_batch) {
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
   auto model = model_for_rank(100 + static_cast<uint64_t>(rank));  // different on each rank: the broadcast fixes it
   auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  auto loader = std::make_shared<DatasetLoader>(std::make_shared<TensorDataset>(data()),
-                                                DatasetLoaderOptions(global_batch / world).shuffle(true).seed(3).num_workers(0)
-                                                    .num_replicas(world).rank(rank));
+  auto loader = std::make_shared<DatasetLoader>(
+      std::make_shared<TensorDataset>(data()),
+      DatasetLoaderOptions(global_batch / world).shuffle(true).seed(3).num_workers(0).num_replicas(world).rank(rank));
   Trainer trainer(TrainerOptions(model)
                       .train_dataloader(loader)
                       .optimizer(opt)
@@ -81,8 +81,8 @@ int reducer() {
     g.div_(static_cast<double>(dist::get_world_size()));
     max_diff = std::max(max_diff, (g - pa[i].grad()).abs().max().item<double>());
   }
-  std::cout << "buckets " << reducer.num_buckets() << " max_diff " << max_diff << " listening on " << dist::listen_address()
-            << std::endl;
+  std::cout << "buckets " << reducer.num_buckets() << " max_diff " << max_diff << " listening on "
+            << dist::listen_address() << std::endl;
   return 0;
 }
 
@@ -96,11 +96,13 @@ int main(int argc, char** argv) {
     if (mode == "unsharded") {  // a multi-rank run whose loader does not shard: the Trainer must refuse it
       auto model = model_for_rank(1);
       auto loader = std::make_shared<TensorDataLoader>(data(), TensorDataLoaderOptions(16));
-      Trainer trainer(TrainerOptions(model).train_dataloader(loader).max_duration("1ba").device("cpu").dist_timeout(30));
+      Trainer trainer(
+          TrainerOptions(model).train_dataloader(loader).max_duration("1ba").device("cpu").dist_timeout(30));
       return 0;
     }
     if (mode == "orphan" && argc == 3) {  // rank 1 leaves; rank 0's collective must fail with a message, not hang
-      dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[2]) * 1000)));
+      dist::initialize_dist(c10::Device(c10::kCPU),
+                            std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[2]) * 1000)));
       if (dist::get_global_rank() == 1) return 0;
       dist::barrier();
       return 0;
@@ -109,8 +111,8 @@ int main(int argc, char** argv) {
       Trainer trainer(TrainerOptions(ComposerClassifier::wrap(torch::nn::Sequential(torch::nn::Linear(2, 2))))
                           .progress_bar(false)
                           .device("cpu"));
-      std::cout << "rank_zero_seed " << trainer.state().rank_zero_seed << " seed " << trainer.state().seed << " run_name "
-                << trainer.state().run_name << std::endl;
+      std::cout << "rank_zero_seed " << trainer.state().rank_zero_seed << " seed " << trainer.state().seed
+                << " run_name " << trainer.state().run_name << std::endl;
       return 0;
     }
     if (mode == "sleep") {  // both ranks ready, then busy: for signals sent to the launcher
@@ -120,7 +122,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if ((mode == "die" || mode == "rendezvous") && argc == 3) {
-      dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[2]) * 1000)));
+      dist::initialize_dist(c10::Device(c10::kCPU),
+                            std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[2]) * 1000)));
       if (mode == "rendezvous") return 0;
       if (dist::get_global_rank() == 1) return 3;
       std::this_thread::sleep_for(std::chrono::seconds(60));  // a rank busy for long: the launcher must stop it

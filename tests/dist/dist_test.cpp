@@ -43,8 +43,6 @@ std::vector<std::string> launch(int n, std::vector<std::string> command, std::ve
   return argv;
 }
 
-
-
 struct DistTest : ::testing::Test {
   fs::path dir = fs::temp_directory_path() / ("composer_dist_" + std::to_string(::getpid()));
   void SetUp() override { fs::create_directories(dir); }
@@ -64,7 +62,8 @@ TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
     EXPECT_NE(two.output.find("[rank 0] loss "), std::string::npos) << two.output;
     const auto a = testing::read_pickled_tensors(single), b = testing::read_pickled_tensors(out);
     ASSERT_EQ(a.size(), b.size());
-    for (const auto& [name, t] : a) EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name << " microbatch " << microbatch;
+    for (const auto& [name, t] : a)
+      EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name << " microbatch " << microbatch;
   }
 }
 
@@ -85,9 +84,23 @@ TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
 TEST_F(DistTest, TwoNodesOnSeparateAddressesConnect) {
   const std::string port = std::to_string(testing::unused_port());
   auto node = [&](int rank) {
-    return std::vector<std::string>{COMPOSER_CPP, "launch", "-n", "1", "--nnodes", "2", "--node-rank", std::to_string(rank),
-                                    "--master-addr", "127.0.0.1", "--master-port", port,
-                                    "--node-addr", "127.0.0." + std::to_string(rank + 1), "--", DDP_WORKER, "reducer"};
+    return std::vector<std::string>{COMPOSER_CPP,
+                                    "launch",
+                                    "-n",
+                                    "1",
+                                    "--nnodes",
+                                    "2",
+                                    "--node-rank",
+                                    std::to_string(rank),
+                                    "--master-addr",
+                                    "127.0.0.1",
+                                    "--master-port",
+                                    port,
+                                    "--node-addr",
+                                    "127.0.0." + std::to_string(rank + 1),
+                                    "--",
+                                    DDP_WORKER,
+                                    "reducer"};
   };
   testing::ChildProcess node0(node(0)), node1(node(1));
   std::string out0, out1, line;
@@ -175,7 +188,8 @@ TEST_F(DistTest, SignalsToTheLauncherStopEveryRank) {
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (pid_t pid : pids) {
-      while (!process_gone(pid) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      while (!process_gone(pid) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       EXPECT_TRUE(process_gone(pid)) << "rank pid " << pid << " outlived the launcher (signal " << signo << ")";
     }
   }
@@ -207,7 +221,8 @@ TEST_F(DistTest, CollectiveWithADeadPeerFailsWithAMessage) {
 TEST_F(DistTest, TrainerRefusesAnUnshardedLoaderInAMultiRankRun) {
   const ProcessResult r = run_process(launch(2, {DDP_WORKER, "unsharded"}, {"--grace", "2"}));
   EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("The world_size(2) > 1 but the training dataloader does not shard"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("The world_size(2) > 1 but the training dataloader does not shard"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(DistTest, UnreachableMasterFailsWithinTheTimeout) {
@@ -228,14 +243,17 @@ TEST_F(DistTest, UnreachableMasterFailsWithinTheTimeout) {
 // The YAML CLI under the launcher: training data is sharded automatically and only rank 0 prints the summary.
 TEST_F(DistTest, LaunchTrainFromAConfig) {
   const std::string cfg = (dir / "ddp.yaml").string();
-  std::ofstream(cfg) << "model: {name: mlp, in_features: 64, hidden: [16]}\n"
-                        "train_data: {dataset: synthetic_images, channels: 1, size: 8, num_samples: 256, batch_size: 16, num_workers: 0}\n"
-                        "eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, num_samples: 64, batch_size: 64}\n"
-                        "max_duration: 1ep\nprogress_bar: false\nrun_name: ddp\n";
+  std::ofstream(cfg)
+      << "model: {name: mlp, in_features: 64, hidden: [16]}\n"
+         "train_data: {dataset: synthetic_images, channels: 1, size: 8, num_samples: 256, batch_size: 16, num_workers: "
+         "0}\n"
+         "eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, num_samples: 64, batch_size: 64}\n"
+         "max_duration: 1ep\nprogress_bar: false\nrun_name: ddp\n";
   const ProcessResult r = run_process({COMPOSER_CPP, "launch", "-n", "2", "train", cfg});
   ASSERT_EQ(r.status, 0) << r.output;
   // 256 samples over 2 ranks with 16 per rank per batch: 8 batches, 256 samples counted globally.
-  EXPECT_NE(r.output.find("[rank 0] composer-cpp: trained run 'ddp' to 1ep (8 batches)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[rank 0] composer-cpp: trained run 'ddp' to 1ep (8 batches)"), std::string::npos)
+      << r.output;
   EXPECT_EQ(r.output.find("[rank 1] composer-cpp: trained"), std::string::npos) << r.output;
 }
 
@@ -257,7 +275,8 @@ TEST(DistSingleProcess, CollectivesAreIdentityAtWorldSizeOne) {
 TEST(DistSingleProcess, LoadersReportWhetherTheyShard) {
   TensorDataLoader plain(Batch(at::randn({4, 2}), at::zeros({4}, at::kLong)), TensorDataLoaderOptions(2));
   EXPECT_FALSE(plain.is_distributed());
-  TensorDataLoader sharded(Batch(at::randn({4, 2}), at::zeros({4}, at::kLong)), TensorDataLoaderOptions(2).num_replicas(2).rank(1));
+  TensorDataLoader sharded(Batch(at::randn({4, 2}), at::zeros({4}, at::kLong)),
+                           TensorDataLoaderOptions(2).num_replicas(2).rank(1));
   EXPECT_TRUE(sharded.is_distributed());
 }
 

@@ -26,17 +26,25 @@ std::map<int64_t, double> losses_in(const fs::path& log) {
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line);
-    if (j["type"] == "metrics" && j["data"].contains("loss/train/total")) out[j["step"].get<int64_t>()] = j["data"]["loss/train/total"];
+    if (j["type"] == "metrics" && j["data"].contains("loss/train/total"))
+      out[j["step"].get<int64_t>()] = j["data"]["loss/train/total"];
   }
   return out;
 }
 
-
-
 struct Job {
   fs::path folder, log;
   std::vector<std::string> argv() const {
-    return {COMPOSER_CPP, "launch", "-n", "2", "--grace", "1", "--", RESUME_WORKER, folder.string(), log.string(),
+    return {COMPOSER_CPP,
+            "launch",
+            "-n",
+            "2",
+            "--grace",
+            "1",
+            "--",
+            RESUME_WORKER,
+            folder.string(),
+            log.string(),
             std::to_string(kBatches)};
   }
 };
@@ -69,7 +77,8 @@ TEST(Resume2RankTest, SigkilledAtRandomMomentsThenAutoresumeIsBitwiseIdentical) 
   fs::create_directories(dir);
   bool finished = false;
   const Job ref{dir / "ref", dir / "ref.jsonl"};
-  const std::string ref_out = run_until(ref, [](const std::string&) { return false; }, finished);
+  const std::string ref_out = run_until(
+      ref, [](const std::string&) { return false; }, finished);
   ASSERT_TRUE(finished) << ref_out;
 
   std::random_device rd;
@@ -82,29 +91,38 @@ TEST(Resume2RankTest, SigkilledAtRandomMomentsThenAutoresumeIsBitwiseIdentical) 
     return attempts.back();
   };
   // Random batches to kill after, increasing; and one kill while rank 0 writes a checkpoint.
-  std::vector<int64_t> points{std::uniform_int_distribution<int64_t>(1, 12)(gen), std::uniform_int_distribution<int64_t>(14, 36)(gen)};
+  std::vector<int64_t> points{std::uniform_int_distribution<int64_t>(1, 12)(gen),
+                              std::uniform_int_distribution<int64_t>(14, 36)(gen)};
   std::string out;
-  out += run_until(next(), [&](const std::string& l) { return l == "[rank 1] batch " + std::to_string(points[0]); }, finished);
+  out += run_until(
+      next(), [&](const std::string& l) { return l == "[rank 1] batch " + std::to_string(points[0]); }, finished);
   ASSERT_FALSE(finished) << out;
   bool mid_save = false;
   for (int tries = 0; tries < 5 && !mid_save; ++tries) {
     const fs::path folder = dir / "run";
-    out += run_until(next(), [&](const std::string& l) {
-      if (l.find("batch ") == std::string::npos) return false;
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-      while (std::chrono::steady_clock::now() < deadline && !testing::has_temp_file(folder)) std::this_thread::sleep_for(std::chrono::microseconds(100));
-      return testing::has_temp_file(folder);
-    }, finished);
+    out += run_until(
+        next(),
+        [&](const std::string& l) {
+          if (l.find("batch ") == std::string::npos) return false;
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+          while (std::chrono::steady_clock::now() < deadline && !testing::has_temp_file(folder))
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+          return testing::has_temp_file(folder);
+        },
+        finished);
     mid_save = testing::has_temp_file(folder);
     ASSERT_FALSE(finished) << out;
   }
   EXPECT_TRUE(mid_save) << "never caught rank 0 inside a checkpoint write";
-  out += run_until(next(), [&](const std::string& l) { return l == "[rank 0] batch " + std::to_string(points[1]); }, finished);
-  out += run_until(next(), [](const std::string&) { return false; }, finished);
+  out += run_until(
+      next(), [&](const std::string& l) { return l == "[rank 0] batch " + std::to_string(points[1]); }, finished);
+  out += run_until(
+      next(), [](const std::string&) { return false; }, finished);
   ASSERT_TRUE(finished) << out;
   EXPECT_FALSE(testing::has_temp_file(dir / "run"));
 
-  const auto a = testing::read_pickled_tensors(ref.folder / "final-weights.pt"), b = testing::read_pickled_tensors(dir / "run" / "final-weights.pt");
+  const auto a = testing::read_pickled_tensors(ref.folder / "final-weights.pt"),
+             b = testing::read_pickled_tensors(dir / "run" / "final-weights.pt");
   ASSERT_EQ(a.size(), b.size());
   for (const auto& [name, t] : a) EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
   const auto ref_losses = losses_in(ref.log);

@@ -4,7 +4,6 @@
 #include "support/process.h"
 #include "support/python.h"
 
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,10 +18,10 @@ namespace fs = std::filesystem;
 
 std::string torchrun() { return fs::path(testing::python()).parent_path().string() + "/torchrun"; }
 
-
 std::vector<std::string> torchrun_argv(const std::string& config, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{torchrun(), "--no-python", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-                                "--master-port", std::to_string(testing::unused_port())};
+  std::vector<std::string> argv{
+      torchrun(),      "--no-python", "--nproc-per-node", "2",
+      "--master-addr", "127.0.0.1",   "--master-port",    std::to_string(testing::unused_port())};
   argv.insert(argv.end(), extra.begin(), extra.end());
   for (const char* a : {COMPOSER_CPP, "train"}) argv.emplace_back(a);
   argv.push_back(config);
@@ -60,7 +59,8 @@ TEST_F(TorchrunTest, TrainsAConfigOnTwoRanks) {
   COMPOSER_REQUIRE_PYTHON("torch.distributed.run");
   const std::string cfg = (dir / "ddp.yaml").string();
   std::ofstream(cfg) << "model: {name: mlp, in_features: 64, hidden: [16]}\n"
-                        "train_data: {dataset: synthetic_images, channels: 1, size: 8, num_samples: 256, batch_size: 16, num_workers: 0}\n"
+                        "train_data: {dataset: synthetic_images, channels: 1, size: 8, num_samples: 256, batch_size: "
+                        "16, num_workers: 0}\n"
                         "max_duration: 1ep\nprogress_bar: false\nrun_name: ddp\n";
   testing::ChildProcess p(torchrun_argv(cfg));
   std::string line, all;
@@ -77,9 +77,11 @@ TEST_F(TorchrunTest, ElasticRestartAfterAKilledRankFinishesWithAutoresume) {
   const fs::path ckpt = dir / "ckpt";
   const std::string cfg = (dir / "elastic.yaml").string();
   std::ofstream(cfg) << "model: {name: mlp, in_features: 784, hidden: [1024, 1024]}\n"
-                        "train_data: {dataset: synthetic_images, channels: 1, size: 28, num_samples: 2048, batch_size: 32, num_workers: 0}\n"
+                        "train_data: {dataset: synthetic_images, channels: 1, size: 28, num_samples: 2048, batch_size: "
+                        "32, num_workers: 0}\n"
                         "max_duration: 120ba\nprogress_bar: false\nrun_name: elastic\nautoresume: true\n"
-                        "save_interval: 20ba\nsave_folder: " << ckpt.string() << "\n";
+                        "save_interval: 20ba\nsave_folder: "
+                     << ckpt.string() << "\n";
   testing::ChildProcess p(torchrun_argv(cfg, {"--max-restarts", "1"}));
   // Wait for the first checkpoint, then kill one worker (a child of torchrun's agent).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -89,7 +91,8 @@ TEST_F(TorchrunTest, ElasticRestartAfterAKilledRankFinishesWithAutoresume) {
   ASSERT_TRUE(fs::exists(ckpt / "ep0-ba20-rank0.pt"));
   const auto workers = composer_children(p.pid());
   ASSERT_EQ(workers.size(), 2u);
-  ASSERT_FALSE(fs::exists(ckpt / "ep1-ba120-rank0.pt") || fs::exists(ckpt / "ep0-ba120-rank0.pt")) << "finished before the kill";
+  ASSERT_FALSE(fs::exists(ckpt / "ep1-ba120-rank0.pt") || fs::exists(ckpt / "ep0-ba120-rank0.pt"))
+      << "finished before the kill";
   ::kill(workers.back(), SIGKILL);
   std::string line, all;
   while (p.read_line(line, 240)) all += line + "\n";
@@ -97,7 +100,8 @@ TEST_F(TorchrunTest, ElasticRestartAfterAKilledRankFinishesWithAutoresume) {
   EXPECT_NE(all.find("autoresume: resumed run 'elastic' from"), std::string::npos) << all;
   EXPECT_NE(all.find("composer-cpp: trained run 'elastic' to 120ba (120 batches)"), std::string::npos) << all;
   bool final_checkpoint = false;
-  for (const auto& e : fs::directory_iterator(ckpt)) final_checkpoint |= e.path().filename().string().find("-ba120-rank0.pt") != std::string::npos;
+  for (const auto& e : fs::directory_iterator(ckpt))
+    final_checkpoint |= e.path().filename().string().find("-ba120-rank0.pt") != std::string::npos;
   EXPECT_TRUE(final_checkpoint);
 }
 

@@ -8,9 +8,11 @@ namespace composer {
 namespace {
 
 TEST(AccuracyTest, TopOneAndTopK) {
-  const at::Tensor logits = torch::tensor({0.1, 0.7, 0.2,   // pred 1, second 2
-                                        0.8, 0.1, 0.1,   // pred 0, second 1/2
-                                        0.3, 0.3, 0.4}, at::kFloat).reshape({3, 3});
+  const at::Tensor logits = torch::tensor({0.1, 0.7, 0.2,  // pred 1, second 2
+                                           0.8, 0.1, 0.1,  // pred 0, second 1/2
+                                           0.3, 0.3, 0.4},
+                                          at::kFloat)
+                                .reshape({3, 3});
   const at::Tensor target = torch::tensor({1, 2, 0}, at::kLong);
   Accuracy top1;
   top1.update(logits, target);
@@ -76,7 +78,9 @@ TEST(LanguageMetricsTest, TokenWeightedCrossEntropyAndPerplexity) {
   LanguagePerplexity ppl;
   ce.update(logits, labels);
   ppl.update(logits, labels);
-  const double expected = at::cross_entropy_loss(logits.reshape({-1, 5}), labels.reshape({-1}), {}, at::Reduction::Mean, -100).item<double>();
+  const double expected =
+      at::cross_entropy_loss(logits.reshape({-1, 5}), labels.reshape({-1}), {}, at::Reduction::Mean, -100)
+          .item<double>();
   EXPECT_NEAR(ce.compute(), expected, 1e-6);
   EXPECT_NEAR(ppl.compute(), std::exp(expected), 1e-5);
 }

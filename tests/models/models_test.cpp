@@ -78,7 +78,8 @@ TEST(LanguageModelsTest, GptAndBertShapesAndOneStep) {
 }
 
 TEST(LanguageModelsTest, GptIsCausal) {
-  auto gpt = std::make_shared<models::GPT>(models::TransformerConfig().vocab_size(11).max_seq_len(8).n_layer(1).n_head(1).d_model(8));
+  auto gpt = std::make_shared<models::GPT>(
+      models::TransformerConfig().vocab_size(11).max_seq_len(8).n_layer(1).n_head(1).d_model(8));
   gpt->eval();
   at::Tensor a = at::randint(11, {1, 8}, at::TensorOptions().dtype(at::kLong));
   at::Tensor b = a.clone();

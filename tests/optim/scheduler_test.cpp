@@ -1,5 +1,5 @@
-#include "composer/core/state.h"
 #include "composer/optim/scheduler.h"
+#include "composer/core/state.h"
 
 #include <gtest/gtest.h>
 
@@ -37,8 +37,8 @@ double cosine(double x, double af) { return af + (1 - af) * (1 + std::cos(kPi * 
 TEST(SchedulerTest, Step) {
   expect_matches(StepScheduler(ba(10), 0.5), [](double t) { return std::pow(0.5, std::floor(t / 10)); });
   // "1ep" is converted to 10 batches through dataloader_len, then scaled by ssr.
-  expect_matches(StepScheduler(Time(1, TimeUnit::EPOCH), 0.1), [](double t) { return std::pow(0.1, std::floor(t / 5)); },
-                 0.5);
+  expect_matches(
+      StepScheduler(Time(1, TimeUnit::EPOCH), 0.1), [](double t) { return std::pow(0.1, std::floor(t / 5)); }, 0.5);
 }
 
 TEST(SchedulerTest, MultiStep) {
@@ -52,13 +52,15 @@ TEST(SchedulerTest, Constant) {
 
 TEST(SchedulerTest, Linear) {
   expect_matches(LinearScheduler(1.0, 0.0, dur(1.0)), [](double t) { return 1.0 - std::min(1.0, t / 100); });
-  expect_matches(LinearScheduler(0.2, 1.0, ba(100)), [](double t) { return 0.2 + std::min(1.0, t / 50) * 0.8; }, 0.5);
+  expect_matches(
+      LinearScheduler(0.2, 1.0, ba(100)), [](double t) { return 0.2 + std::min(1.0, t / 50) * 0.8; }, 0.5);
 }
 
 TEST(SchedulerTest, DurationWithEpochMaxConvertsThroughDataloaderLength) {
   // max 5ep x 10 batches -> t_max = 50 batches; dur is not scaled by ssr.
   const Time max(5, TimeUnit::EPOCH);
-  expect_matches(LinearScheduler(1.0, 0.0, dur(1.0)), [](double t) { return 1.0 - std::min(1.0, t / 50); }, 0.5, max);
+  expect_matches(
+      LinearScheduler(1.0, 0.0, dur(1.0)), [](double t) { return 1.0 - std::min(1.0, t / 50); }, 0.5, max);
 }
 
 TEST(SchedulerTest, Exponential) {
@@ -88,19 +90,20 @@ TEST(SchedulerTest, Polynomial) {
 }
 
 TEST(SchedulerTest, LinearWithWarmup) {
-  expect_matches(LinearWithWarmupScheduler(ba(10), 1.0, 0.0), [](double t) {
-    return t < 10 ? t / 10 : 1.0 - std::min(1.0, (t - 10) / 90);
-  });
+  expect_matches(LinearWithWarmupScheduler(ba(10), 1.0, 0.0),
+                 [](double t) { return t < 10 ? t / 10 : 1.0 - std::min(1.0, (t - 10) / 90); });
 }
 
 TEST(SchedulerTest, WarmupIsNotScaledUnlessAsked) {
   // ssr 0.5 (the Trainer's max_duration becomes 50 batches): t_max becomes 50, the warmup stays 10 batches.
-  expect_matches(LinearWithWarmupScheduler(ba(10), 1.0, 0.0, ba(100)),
-                 [](double t) { return t < 10 ? t / 10 : 1.0 - std::min(1.0, (t - 10) / 40); }, 0.5, ba(50));
+  expect_matches(
+      LinearWithWarmupScheduler(ba(10), 1.0, 0.0, ba(100)),
+      [](double t) { return t < 10 ? t / 10 : 1.0 - std::min(1.0, (t - 10) / 40); }, 0.5, ba(50));
   // scale_warmup, as Composer: the ramp reaches 1 after 5 batches and holds it; the warmup still ends (and the decay
   // starts) at 10 batches.
-  expect_matches(LinearWithWarmupScheduler(ba(10), 1.0, 0.0, ba(100), true),
-                 [](double t) { return t < 10 ? std::min(1.0, t / 5) : 1.0 - std::min(1.0, (t - 10) / 40); }, 0.5, ba(50));
+  expect_matches(
+      LinearWithWarmupScheduler(ba(10), 1.0, 0.0, ba(100), true),
+      [](double t) { return t < 10 ? std::min(1.0, t / 5) : 1.0 - std::min(1.0, (t - 10) / 40); }, 0.5, ba(50));
   // t_max shorter than max_duration is an error, as in Composer.
   EXPECT_THROW(LinearWithWarmupScheduler(ba(10), 1.0, 0.0, ba(50))(state_at(20), 1.0), std::invalid_argument);
 }
@@ -110,21 +113,18 @@ TEST(SchedulerTest, ConstantWithWarmup) {
 }
 
 TEST(SchedulerTest, CosineAnnealingWithWarmup) {
-  expect_matches(CosineAnnealingWithWarmupScheduler(ba(10), dur(1.0), 0.0), [](double t) {
-    return t < 10 ? t / 10 : cosine(std::min(1.0, (t - 10) / 90), 0.0);
-  });
+  expect_matches(CosineAnnealingWithWarmupScheduler(ba(10), dur(1.0), 0.0),
+                 [](double t) { return t < 10 ? t / 10 : cosine(std::min(1.0, (t - 10) / 90), 0.0); });
 }
 
 TEST(SchedulerTest, PolynomialWithWarmup) {
-  expect_matches(PolynomialWithWarmupScheduler(ba(10), 2.0, dur(1.0), 0.0), [](double t) {
-    return t < 10 ? t / 10 : std::pow(1 - std::min(1.0, (t - 10) / 90), 2.0);
-  });
+  expect_matches(PolynomialWithWarmupScheduler(ba(10), 2.0, dur(1.0), 0.0),
+                 [](double t) { return t < 10 ? t / 10 : std::pow(1 - std::min(1.0, (t - 10) / 90), 2.0); });
 }
 
 TEST(SchedulerTest, MultiStepWithWarmup) {
-  expect_matches(MultiStepWithWarmupScheduler(ba(10), {ba(30), ba(60)}, 0.1), [](double t) {
-    return t < 10 ? t / 10 : (t >= 60 ? 0.01 : (t >= 30 ? 0.1 : 1.0));
-  });
+  expect_matches(MultiStepWithWarmupScheduler(ba(10), {ba(30), ba(60)}, 0.1),
+                 [](double t) { return t < 10 ? t / 10 : (t >= 60 ? 0.01 : (t >= 30 ? 0.1 : 1.0)); });
 }
 
 TEST(SchedulerTest, ConversionErrorsNameTheProblem) {

@@ -41,7 +41,8 @@ struct CheckpointInteropTest : ::testing::Test {
   // The run of composer_checkpoints.py, here: MLP 8-16-4 float64, DecoupledAdamW(0.01, wd 0.01), batches of 4 in order.
   TrainerOptions options(std::shared_ptr<LossRecorder> recorder) const {
     auto model = testing::make_classifier(8, 16, 4, 0, at::kDouble);
-    auto adam = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(0.01).weight_decay(0.01));
+    auto adam = std::make_shared<optim::DecoupledAdamW>(model->parameters(),
+                                                        optim::DecoupledAdamWOptions(0.01).weight_decay(0.01));
     return testing::quiet_options(model)
         .train_dataloader(testing::make_loader(data, 4, /*shuffle=*/false))
         .optimizer(adam)
@@ -60,7 +61,8 @@ struct CheckpointInteropTest : ::testing::Test {
   }
 };
 
-void expect_same_losses(const std::map<int64_t, double>& ours, const nlohmann::json& composer_losses, int64_t from, int64_t to) {
+void expect_same_losses(const std::map<int64_t, double>& ours, const nlohmann::json& composer_losses, int64_t from,
+                        int64_t to) {
   for (int64_t b = from; b <= to; ++b) {
     ASSERT_TRUE(ours.count(b)) << "we did not train batch " << b;
     ASSERT_TRUE(composer_losses.contains(std::to_string(b))) << "Composer did not train batch " << b;
@@ -74,7 +76,8 @@ TEST_F(CheckpointInteropTest, ComposerContinuesFromOurCheckpoint) {
   auto straight = std::make_shared<LossRecorder>();
   Trainer(options(straight).max_duration("12ba")).fit();
   auto first = std::make_shared<LossRecorder>();
-  Trainer half(options(first).max_duration("6ba").save_folder((dir / "ours").string()).save_interval(Time::from_string("6ba")));
+  Trainer half(
+      options(first).max_duration("6ba").save_folder((dir / "ours").string()).save_interval(Time::from_string("6ba")));
   half.fit();
   const std::string ckpt = (dir / "ours" / "ep1-ba6-rank0.pt").string();
   ASSERT_TRUE(fs::exists(ckpt));

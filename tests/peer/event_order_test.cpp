@@ -52,9 +52,11 @@ TEST(PeerEventOrderTest, SameSequenceAsComposerTrainer) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string json_path = (dir / "composer_events.json").string();
-  const auto py = testing::run_python({testing::peer_script("composer_events.py"), json_path, (dir / "py_ckpt").string()});
+  const auto py =
+      testing::run_python({testing::peer_script("composer_events.py"), json_path, (dir / "py_ckpt").string()});
   ASSERT_EQ(py.status, 0) << py.output;
-  const std::vector<std::string> composer_events = nlohmann::json::parse(testing::read_text(json_path)).get<std::vector<std::string>>();
+  const std::vector<std::string> composer_events =
+      nlohmann::json::parse(testing::read_text(json_path)).get<std::vector<std::string>>();
   const std::vector<std::string> ours = cpp_events(dir / "cpp_ckpt");
   ASSERT_GT(composer_events.size(), 150u);  // the scenario really ran: 6 batches, 4 evaluations, eval(), predict()
   for (size_t i = 0; i < std::min(ours.size(), composer_events.size()); ++i) {

@@ -32,10 +32,11 @@ json ask_composer(const json& requests) {
 // Strings where we and Composer agree, refusals included. Deliberate differences (a bare number, values beyond
 // int64, 'nandur', non-ASCII digits) are tested in tests/core/time_test.cpp and listed in docs/differences.md.
 const std::vector<std::string> kTimeStrings = {
-    "1_000ba", " 5ep", "5 ep", "5\tep", "5ep ", "  5ep  ", "infdur", "-infdur", "1e3ba", "5EP", "5Ep", "0.5DUR", "",
-    "1h30m", "1h", "30m", "45s", "1h30m15s", "0h0m0s", "90m", "1h70m", "25h", "1H30M", "5sec", "5iter", "5SEC",
-    "1e18ba", "0x10ba", "+5ep", "-5ep", "5.0ep", "5.5ep", ".5dur", "5.dur", "1__0ba", "_10ba", "10_ba", "inf",
-    "1h 30m", "2ep2", "ba", "1.5e1ep", "5e-1dur", "1hba", "infinityDUR", "1e400dur", "5epoch", "5 tok", "3e4tok"};
+    "1_000ba", " 5ep",    "5 ep",    "5\tep", "5ep ",        "  5ep  ",  "infdur", "-infdur",  "1e3ba",  "5EP",
+    "5Ep",     "0.5DUR",  "",        "1h30m", "1h",          "30m",      "45s",    "1h30m15s", "0h0m0s", "90m",
+    "1h70m",   "25h",     "1H30M",   "5sec",  "5iter",       "5SEC",     "1e18ba", "0x10ba",   "+5ep",   "-5ep",
+    "5.0ep",   "5.5ep",   ".5dur",   "5.dur", "1__0ba",      "_10ba",    "10_ba",  "inf",      "1h 30m", "2ep2",
+    "ba",      "1.5e1ep", "5e-1dur", "1hba",  "infinityDUR", "1e400dur", "5epoch", "5 tok",    "3e4tok"};
 
 TEST(PeerSemanticsTest, TimeStringsParseAsInComposer) {
   COMPOSER_REQUIRE_PYTHON("composer torch");
@@ -73,34 +74,64 @@ std::vector<SchedulerCase> scheduler_cases() {
   for (double ssr : {1.0, 0.5, 2.0}) {
     for (bool scale : {false, true}) {
       const std::string md = ssr == 2.0 ? "200ba" : ssr == 0.5 ? "50ba" : "100ba";  // the Trainer scales max_duration
-      c.push_back({"LinearWithWarmupScheduler", {{"t_warmup", "20ba"}, {"alpha_i", 1.0}, {"alpha_f", 0.1}, {"scale_warmup", scale}},
-                   [=] { return std::make_shared<LinearWithWarmupScheduler>(t("20ba"), 1.0, 0.1, t("1dur"), scale); }, md, ssr});
-      c.push_back({"CosineAnnealingWithWarmupScheduler", {{"t_warmup", "0.1dur"}, {"alpha_f", 0.05}, {"scale_warmup", scale}},
-                   [=] { return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("0.1dur"), t("1dur"), 0.05, scale); }, md, ssr});
-      c.push_back({"PolynomialWithWarmupScheduler", {{"t_warmup", "2ep"}, {"power", 2.0}, {"scale_warmup", scale}},
-                   [=] { return std::make_shared<PolynomialWithWarmupScheduler>(t("2ep"), 2.0, t("1dur"), 0.0, scale); }, md, ssr});
-      c.push_back({"MultiStepWithWarmupScheduler", {{"t_warmup", "15ba"}, {"milestones", {"30ba", "60ba"}}, {"gamma", 0.5}, {"scale_warmup", scale}},
-                   [=] { return std::make_shared<MultiStepWithWarmupScheduler>(t("15ba"), std::vector<Time>{t("30ba"), t("60ba")}, 0.5, scale); },
-                   md, ssr});
-      c.push_back({"ConstantWithWarmupScheduler", {{"t_warmup", "30ba"}, {"alpha", 0.7}, {"scale_warmup", scale}},
-                   [=] { return std::make_shared<ConstantWithWarmupScheduler>(t("30ba"), 0.7, t("1dur"), scale); }, md, ssr});
+      c.push_back({"LinearWithWarmupScheduler",
+                   {{"t_warmup", "20ba"}, {"alpha_i", 1.0}, {"alpha_f", 0.1}, {"scale_warmup", scale}},
+                   [=] { return std::make_shared<LinearWithWarmupScheduler>(t("20ba"), 1.0, 0.1, t("1dur"), scale); },
+                   md,
+                   ssr});
+      c.push_back(
+          {"CosineAnnealingWithWarmupScheduler",
+           {{"t_warmup", "0.1dur"}, {"alpha_f", 0.05}, {"scale_warmup", scale}},
+           [=] { return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("0.1dur"), t("1dur"), 0.05, scale); },
+           md,
+           ssr});
+      c.push_back(
+          {"PolynomialWithWarmupScheduler",
+           {{"t_warmup", "2ep"}, {"power", 2.0}, {"scale_warmup", scale}},
+           [=] { return std::make_shared<PolynomialWithWarmupScheduler>(t("2ep"), 2.0, t("1dur"), 0.0, scale); },
+           md,
+           ssr});
+      c.push_back({"MultiStepWithWarmupScheduler",
+                   {{"t_warmup", "15ba"}, {"milestones", {"30ba", "60ba"}}, {"gamma", 0.5}, {"scale_warmup", scale}},
+                   [=] {
+                     return std::make_shared<MultiStepWithWarmupScheduler>(
+                         t("15ba"), std::vector<Time>{t("30ba"), t("60ba")}, 0.5, scale);
+                   },
+                   md,
+                   ssr});
+      c.push_back({"ConstantWithWarmupScheduler",
+                   {{"t_warmup", "30ba"}, {"alpha", 0.7}, {"scale_warmup", scale}},
+                   [=] { return std::make_shared<ConstantWithWarmupScheduler>(t("30ba"), 0.7, t("1dur"), scale); },
+                   md,
+                   ssr});
     }
-    c.push_back({"CosineAnnealingScheduler", {{"t_max", "60ba"}, {"alpha_f", 0.1}},
-                 [] { return std::make_shared<CosineAnnealingScheduler>(t("60ba"), 0.1); }, "100ba", ssr});
-    c.push_back({"StepScheduler", {{"step_size", "1ep"}, {"gamma", 0.5}}, [] { return std::make_shared<StepScheduler>(t("1ep"), 0.5); },
-                 "100ba", ssr});
+    c.push_back({"CosineAnnealingScheduler",
+                 {{"t_max", "60ba"}, {"alpha_f", 0.1}},
+                 [] { return std::make_shared<CosineAnnealingScheduler>(t("60ba"), 0.1); },
+                 "100ba",
+                 ssr});
+    c.push_back({"StepScheduler",
+                 {{"step_size", "1ep"}, {"gamma", 0.5}},
+                 [] { return std::make_shared<StepScheduler>(t("1ep"), 0.5); },
+                 "100ba",
+                 ssr});
   }
   // t_max shorter than max_duration: Composer raises; so do we.
-  c.push_back({"LinearWithWarmupScheduler", {{"t_warmup", "10ba"}, {"t_max", "50ba"}},
-               [] { return std::make_shared<LinearWithWarmupScheduler>(t("10ba"), 1.0, 0.0, t("50ba")); }});
-  c.push_back({"CosineAnnealingWithWarmupScheduler", {{"t_warmup", "1ep"}, {"t_max", "5ep"}},
-               [] { return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("1ep"), t("5ep"), 0.0); }, "12ep"});
+  c.push_back({"LinearWithWarmupScheduler", {{"t_warmup", "10ba"}, {"t_max", "50ba"}}, [] {
+                 return std::make_shared<LinearWithWarmupScheduler>(t("10ba"), 1.0, 0.0, t("50ba"));
+               }});
+  c.push_back({"CosineAnnealingWithWarmupScheduler",
+               {{"t_warmup", "1ep"}, {"t_max", "5ep"}},
+               [] { return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("1ep"), t("5ep"), 0.0); },
+               "12ep"});
   // Units that cannot be compared: no error, as in Composer.
-  c.push_back({"PolynomialWithWarmupScheduler", {{"t_warmup", "0sp"}, {"t_max", "800sp"}},
-               [] { return std::make_shared<PolynomialWithWarmupScheduler>(t("0sp"), 2.0, t("800sp"), 0.0); }});
+  c.push_back({"PolynomialWithWarmupScheduler", {{"t_warmup", "0sp"}, {"t_max", "800sp"}}, [] {
+                 return std::make_shared<PolynomialWithWarmupScheduler>(t("0sp"), 2.0, t("800sp"), 0.0);
+               }});
   // A zero-length warmup (warns).
-  c.push_back({"CosineAnnealingWithWarmupScheduler", {{"t_warmup", "0.001dur"}},
-               [] { return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("0.001dur"), t("1dur"), 0.0); }});
+  c.push_back({"CosineAnnealingWithWarmupScheduler", {{"t_warmup", "0.001dur"}}, [] {
+                 return std::make_shared<CosineAnnealingWithWarmupScheduler>(t("0.001dur"), t("1dur"), 0.0);
+               }});
   return c;
 }
 
@@ -112,8 +143,12 @@ TEST(PeerSemanticsTest, SchedulersGiveComposersFactors) {
   const auto cases = scheduler_cases();
   json requests = json::array();
   for (const auto& c : cases) {
-    requests.push_back({{"class", c.cls}, {"kwargs", c.kwargs}, {"max_duration", c.max_duration}, {"dataloader_len", len},
-                        {"ssr", c.ssr}, {"batches", batches}});
+    requests.push_back({{"class", c.cls},
+                        {"kwargs", c.kwargs},
+                        {"max_duration", c.max_duration},
+                        {"dataloader_len", len},
+                        {"ssr", c.ssr},
+                        {"batches", batches}});
   }
   const json answers = ask_composer({{"schedulers", requests}});
   ASSERT_EQ(answers.at("schedulers").size(), cases.size());
@@ -121,7 +156,8 @@ TEST(PeerSemanticsTest, SchedulersGiveComposersFactors) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     const json& a = answers["schedulers"][i];
-    const std::string what = c.cls + " " + c.kwargs.dump() + " max_duration " + c.max_duration + " ssr " + std::to_string(c.ssr);
+    const std::string what =
+        c.cls + " " + c.kwargs.dump() + " max_duration " + c.max_duration + " ssr " + std::to_string(c.ssr);
     const auto sched = c.make();
     State s;
     s.max_duration = t(c.max_duration.c_str());

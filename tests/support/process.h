@@ -71,7 +71,8 @@ class ChildProcess {
         buffer_.erase(0, nl + 1);
         return true;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
       if (left <= 0) return false;
       pollfd p{out_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;

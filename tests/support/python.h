@@ -77,11 +77,11 @@ inline std::string read_text(const std::string& path) {
 }  // namespace composer::testing
 
 /// Skips the test when the project environment lacks `modules`, except under CI=true where that is a failure.
-#define COMPOSER_REQUIRE_PYTHON(modules)                                             \
-  do {                                                                               \
-    const std::string why_ = ::composer::testing::python_missing(modules);           \
-    if (!why_.empty()) {                                                             \
-      if (::composer::testing::in_ci()) FAIL() << "missing under CI: " << why_;      \
-      GTEST_SKIP() << why_;                                                          \
-    }                                                                                \
+#define COMPOSER_REQUIRE_PYTHON(modules)                                        \
+  do {                                                                          \
+    const std::string why_ = ::composer::testing::python_missing(modules);      \
+    if (!why_.empty()) {                                                        \
+      if (::composer::testing::in_ci()) FAIL() << "missing under CI: " << why_; \
+      GTEST_SKIP() << why_;                                                     \
+    }                                                                           \
   } while (0)

@@ -9,7 +9,8 @@ namespace {
 using E = Event;
 
 void add_microbatch(std::vector<Event>& v) {
-  for (E e : {E::BEFORE_FORWARD, E::AFTER_FORWARD, E::BEFORE_LOSS, E::AFTER_LOSS, E::BEFORE_BACKWARD, E::AFTER_BACKWARD})
+  for (E e :
+       {E::BEFORE_FORWARD, E::AFTER_FORWARD, E::BEFORE_LOSS, E::AFTER_LOSS, E::BEFORE_BACKWARD, E::AFTER_BACKWARD})
     v.push_back(e);
 }
 
@@ -44,7 +45,7 @@ std::vector<Event> expected_fit(int epochs, int batches, int microbatches, int e
 
 TEST(EventSequenceTest, TwoEpochFitWithEvalAndMicrobatching) {
   auto recorder = std::make_shared<testing::RecordingCallback>();
-  auto train = testing::make_loader(testing::make_blobs(24), 8);  // 3 batches
+  auto train = testing::make_loader(testing::make_blobs(24), 8);                 // 3 batches
   auto eval = testing::make_loader(testing::make_blobs(10, 8, 4, 5), 5, false);  // 2 batches
   Trainer trainer(testing::quiet_options(testing::make_classifier())
                       .train_dataloader(train)
@@ -100,9 +101,10 @@ TEST(EventSequenceTest, FinalEvalRunsAfterFitEndWhenNotYetDone) {
   const auto& ev = recorder->events;
   const auto fit_end = std::find(ev.begin(), ev.end(), E::FIT_END);
   ASSERT_NE(fit_end, ev.end());
-  EXPECT_EQ(std::vector<Event>(fit_end, ev.end()),
-            (std::vector<Event>{E::FIT_END, E::EVAL_BEFORE_ALL, E::EVAL_START, E::EVAL_BATCH_START, E::EVAL_BEFORE_FORWARD,
-                                E::EVAL_AFTER_FORWARD, E::EVAL_BATCH_END, E::EVAL_END, E::EVAL_AFTER_ALL}));
+  EXPECT_EQ(
+      std::vector<Event>(fit_end, ev.end()),
+      (std::vector<Event>{E::FIT_END, E::EVAL_BEFORE_ALL, E::EVAL_START, E::EVAL_BATCH_START, E::EVAL_BEFORE_FORWARD,
+                          E::EVAL_AFTER_FORWARD, E::EVAL_BATCH_END, E::EVAL_END, E::EVAL_AFTER_ALL}));
 }
 
 TEST(EventSequenceTest, StandaloneEvalAndPredict) {
@@ -119,8 +121,8 @@ TEST(EventSequenceTest, StandaloneEvalAndPredict) {
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].sizes(), (std::vector<int64_t>{5, 4}));
   EXPECT_EQ(testing::names(recorder->events),
-            testing::names({E::PREDICT_START, E::PREDICT_BATCH_START, E::PREDICT_BEFORE_FORWARD, E::PREDICT_AFTER_FORWARD,
-                            E::PREDICT_BATCH_END, E::PREDICT_END}));
+            testing::names({E::PREDICT_START, E::PREDICT_BATCH_START, E::PREDICT_BEFORE_FORWARD,
+                            E::PREDICT_AFTER_FORWARD, E::PREDICT_BATCH_END, E::PREDICT_END}));
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ fs::path fresh_dir(const std::string& name) {
 
 TEST(ConsoleLoggerTest, ComposerFormat) {
   std::ostringstream out;
-  auto console = std::make_shared<ConsoleLogger>(ConsoleLoggerOptions().log_interval(Time(2, TimeUnit::BATCH)).stream(&out));
+  auto console =
+      std::make_shared<ConsoleLogger>(ConsoleLoggerOptions().log_interval(Time(2, TimeUnit::BATCH)).stream(&out));
   Trainer trainer(testing::quiet_options(testing::make_classifier())
                       .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
                       .eval_dataloader(testing::make_loader(testing::make_blobs(8), 8, false))

@@ -13,7 +13,8 @@ using testing::names;
 struct Rig {
   explicit Rig(std::shared_ptr<ComposerModel> model, double lr = 0.1) : logger(state), engine(state, logger) {
     state.model = std::move(model);
-    state.optimizer = std::make_shared<optim::DecoupledSGDW>(state.model->parameters(), optim::DecoupledSGDWOptions(lr));
+    state.optimizer =
+        std::make_shared<optim::DecoupledSGDW>(state.model->parameters(), optim::DecoupledSGDWOptions(lr));
     state.callbacks.push_back(recorder);
     state.callbacks.push_back(memory);
     logger.add_destination(memory);
@@ -33,7 +34,8 @@ struct Rig {
 std::vector<std::string> step_events(int microbatches) {
   std::vector<std::string> e{"BEFORE_TRAIN_BATCH"};
   for (int i = 0; i < microbatches; ++i) {
-    for (const char* n : {"BEFORE_FORWARD", "AFTER_FORWARD", "BEFORE_LOSS", "AFTER_LOSS", "BEFORE_BACKWARD", "AFTER_BACKWARD"})
+    for (const char* n :
+         {"BEFORE_FORWARD", "AFTER_FORWARD", "BEFORE_LOSS", "AFTER_LOSS", "BEFORE_BACKWARD", "AFTER_BACKWARD"})
       e.push_back(n);
   }
   e.push_back("AFTER_TRAIN_BATCH");
@@ -79,7 +81,8 @@ TEST(TrainStepTest, MicrobatchesGiveTheFullBatchGradient) {
 // A model with two named losses and no "total" (Composer sums them), or with an explicit "total".
 class TwoLossModel : public ComposerModel {
  public:
-  explicit TwoLossModel(bool with_total) : with_total_(with_total), mlp_(register_module("mlp", testing::make_mlp(8, 16, 4, 9))) {}
+  explicit TwoLossModel(bool with_total)
+      : with_total_(with_total), mlp_(register_module("mlp", testing::make_mlp(8, 16, 4, 9))) {}
   at::Tensor forward(const Batch& batch) override { return mlp_->forward(batch.input()); }
   std::map<std::string, at::Tensor> losses(const at::Tensor& outputs, const Batch& batch) override {
     std::map<std::string, at::Tensor> l{{"ce", torch::cross_entropy_loss(outputs, batch.target())},
@@ -110,7 +113,10 @@ TEST(TrainStepTest, NamedLossesSumUnlessTheModelNamesATotal) {
 TEST(TrainerLossesTest, EachNamedLossIsLoggedAsLossTrainName) {
   auto memory = std::make_shared<InMemoryLogger>();
   auto loader = testing::make_loader(testing::make_blobs(16), 8);
-  Trainer trainer(testing::quiet_options(std::make_shared<TwoLossModel>(false)).train_dataloader(loader).max_duration("2ba").loggers({memory}));
+  Trainer trainer(testing::quiet_options(std::make_shared<TwoLossModel>(false))
+                      .train_dataloader(loader)
+                      .max_duration("2ba")
+                      .loggers({memory}));
   trainer.fit();
   for (const char* key : {"loss/train/total", "loss/train/ce", "loss/train/l2"}) {
     EXPECT_EQ(memory->values(key).size(), 2u) << key;
@@ -137,15 +143,19 @@ TEST(ComposerModelTest, AModelWithoutALossIsAClearError) {
 class RecordingStrategy : public dist::Strategy {
  public:
   std::string name() const override { return "recording"; }
-  int64_t num_replicas() const override { return 1; }
+  int64_t num_replicas() const override { return replicas; }
   void setup(torch::nn::Module&) override { calls.push_back("setup"); }
   void begin_step() override { calls.push_back("begin_step"); }
   double mean_batch_samples(double n) override {
     calls.push_back("mean_batch_samples");
     return n;
   }
-  void before_backward(bool sync) override { calls.push_back(std::string("before_backward:") + (sync ? "sync" : "local")); }
-  void after_backward(bool sync) override { calls.push_back(std::string("after_backward:") + (sync ? "sync" : "local")); }
+  void before_backward(bool sync) override {
+    calls.push_back(std::string("before_backward:") + (sync ? "sync" : "local"));
+  }
+  void after_backward(bool sync) override {
+    calls.push_back(std::string("after_backward:") + (sync ? "sync" : "local"));
+  }
   dist::BatchTotals reduce_batch(dist::BatchTotals local) override {
     calls.push_back("reduce_batch");
     return local;
@@ -156,6 +166,7 @@ class RecordingStrategy : public dist::Strategy {
     return nullptr;
   }
   std::vector<std::string> calls;
+  int64_t replicas = 1;
 };
 
 TEST(TrainStepTest, SynchronisesGradientsOnlyAfterTheLastMicrobatch) {
@@ -166,14 +177,15 @@ TEST(TrainStepTest, SynchronisesGradientsOnlyAfterTheLastMicrobatch) {
   TrainStep step(rig.state, rig.engine, rig.logger);
   rig.state.batch = testing::make_blobs(6);
   step.run();
-  const std::vector<std::string> expected{"begin_step", "mean_batch_samples", "enter:0", "before_backward:local", "enter:1",
-                                          "after_backward:local", "enter:0", "before_backward:sync", "enter:1",
-                                          "after_backward:sync"};
+  const std::vector<std::string> expected{"begin_step", "mean_batch_samples",   "enter:0", "before_backward:local",
+                                          "enter:1",    "after_backward:local", "enter:0", "before_backward:sync",
+                                          "enter:1",    "after_backward:sync"};
   EXPECT_EQ(strategy->calls, expected);
 }
 
 TEST(EvalLoopTest, EvaluatesAloneAndLogsMetricsOverTheStrategy) {
   auto strategy = std::make_shared<RecordingStrategy>();
+  strategy->replicas = 2;  // metrics are then summed over the ranks
   auto model = testing::make_classifier();
   Rig rig(model);
   rig.state.strategy = strategy;
@@ -190,7 +202,8 @@ TEST(EvalLoopTest, EvaluatesAloneAndLogsMetricsOverTheStrategy) {
                                       "EVAL_BATCH_END", "EVAL_END"}));
   EXPECT_EQ(rig.state.eval_timestamp.sample, 8);
   EXPECT_EQ(rig.memory->values("metrics/val/Accuracy").size(), 1u);
-  EXPECT_EQ(std::count(strategy->calls.begin(), strategy->calls.end(), "sum_metric_state"), 2);  // Accuracy, CrossEntropy
+  EXPECT_EQ(std::count(strategy->calls.begin(), strategy->calls.end(), "sum_metric_state"),
+            2);  // Accuracy, CrossEntropy
   EXPECT_TRUE(model->is_training()) << "the model's mode is restored";
 }
 
@@ -229,7 +242,8 @@ TEST(FitLoopTest, UnitsAloneGiveComposersEventOrder) {
   };
   rig.state.callbacks.push_back(std::make_shared<Draw>(draw_at_epoch_start));
   fit.run();
-  EXPECT_TRUE(torch::equal(*draw_at_epoch_start, expected_draw)) << "the resume point's generator state applies at FIT_START";
+  EXPECT_TRUE(torch::equal(*draw_at_epoch_start, expected_draw))
+      << "the resume point's generator state applies at FIT_START";
   std::vector<std::string> expected{"FIT_START", "ITERATION_START", "EPOCH_START"};
   for (int b = 0; b < 2; ++b) {
     for (const char* n : {"BEFORE_DATALOADER", "AFTER_DATALOADER", "BATCH_START"}) expected.push_back(n);

@@ -25,7 +25,10 @@ TEST(TrainerParityTest, BitwiseEqualToHandWrittenLoop) {
   // The same through the Trainer.
   auto model = testing::make_classifier(8, 32, 4, /*seed=*/5);
   auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
-  Trainer trainer(testing::quiet_options(model).train_dataloader(testing::make_loader(data, 16)).optimizer(opt).max_duration("2ep"));
+  Trainer trainer(testing::quiet_options(model)
+                      .train_dataloader(testing::make_loader(data, 16))
+                      .optimizer(opt)
+                      .max_duration("2ep"));
   trainer.fit();
   const auto hand = net->named_parameters();
   for (const auto& kv : model->named_parameters()) {
@@ -86,7 +89,8 @@ TEST(TrainerPrecisionTest, Bf16AutocastOnCpuTrains) {
 }
 
 TEST(TrainerPrecisionTest, Fp16NeedsCuda) {
-  EXPECT_THROW(Trainer(testing::quiet_options(testing::make_classifier()).precision(Precision::AMP_FP16)), std::invalid_argument);
+  EXPECT_THROW(Trainer(testing::quiet_options(testing::make_classifier()).precision(Precision::AMP_FP16)),
+               std::invalid_argument);
 }
 
 using testing::StopAtBatch;
@@ -133,7 +137,7 @@ TEST(TrainerTest, SeveralEvaluatorsWithLabelsIntervalsAndSubsets) {
   trainer.fit();
   EXPECT_EQ(mem->values("metrics/val_a/Accuracy").size(), 6u);  // every 2 batches of 12
   EXPECT_EQ(mem->values("metrics/val_a/CrossEntropy").size(), 6u);
-  EXPECT_EQ(mem->values("metrics/val_b/Accuracy").size(), 2u);  // every epoch (the trainer's eval_interval)
+  EXPECT_EQ(mem->values("metrics/val_b/Accuracy").size(), 2u);     // every epoch (the trainer's eval_interval)
   EXPECT_TRUE(mem->values("metrics/val_b/CrossEntropy").empty());  // filtered by metric_names
   const auto& state = trainer.state();
   EXPECT_EQ(state.eval_timestamp.batch, 2);  // the last evaluation (val_b) ran 2 batches
@@ -148,9 +152,9 @@ TEST(TrainerTest, LogsComposerMetricKeys) {
                       .loggers({mem})
                       .callbacks({std::make_shared<SpeedMonitor>(4), std::make_shared<LRMonitor>()}));
   trainer.fit();
-  for (const char* key : {"loss/train/total", "metrics/train/Accuracy", "metrics/eval/Accuracy", "metrics/eval/CrossEntropy",
-                          "lr-DecoupledSGDW/group0", "throughput/samples_per_sec", "throughput/batches_per_sec",
-                          "time/epoch", "time/batch", "time/sample", "time/train"}) {
+  for (const char* key : {"loss/train/total", "metrics/train/Accuracy", "metrics/eval/Accuracy",
+                          "metrics/eval/CrossEntropy", "lr-DecoupledSGDW/group0", "throughput/samples_per_sec",
+                          "throughput/batches_per_sec", "time/epoch", "time/batch", "time/sample", "time/train"}) {
     EXPECT_FALSE(mem->values(key).empty()) << key;
   }
   EXPECT_DOUBLE_EQ(mem->most_recent_values.at("lr-DecoupledSGDW/group0"), 0.1);  // Composer's default optimizer
@@ -209,9 +213,15 @@ TEST(TrainerTest, BadOptionsAreClearErrors) {
   };
   expect_error([&] { Trainer t(testing::quiet_options(model).max_duration("0.5dur")); }, "max_duration");
   expect_error([&] { Trainer t(testing::quiet_options(model).device("tpu:9")); }, "device");
-  expect_error([&] { Trainer t(testing::quiet_options(model).device_train_microbatch_size(MicrobatchSize::automatic())); },
-               "auto");
-  expect_error([&] { Trainer t(testing::quiet_options(model).max_duration("2ep")); t.fit(); }, "training data");
+  expect_error(
+      [&] { Trainer t(testing::quiet_options(model).device_train_microbatch_size(MicrobatchSize::automatic())); },
+      "auto");
+  expect_error(
+      [&] {
+        Trainer t(testing::quiet_options(model).max_duration("2ep"));
+        t.fit();
+      },
+      "training data");
   expect_error([&] { Trainer t(testing::quiet_options(model).scale_schedule_ratio(0)); }, "scale_schedule_ratio");
   expect_error([&] { MicrobatchSize::parse("-3"); }, "-3");
   EXPECT_EQ(MicrobatchSize::parse("16").value, 16);
@@ -319,9 +329,11 @@ TEST(TrainerTest, DecoupledOptimizersWithZeroLrDecayAsComposer) {
     for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
     std::shared_ptr<torch::optim::Optimizer> opt;
     if (adam) {
-      opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(0.0).weight_decay(0.01));
+      opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(),
+                                                    optim::DecoupledAdamWOptions(0.0).weight_decay(0.01));
     } else {
-      opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.0).weight_decay(0.01));
+      opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
+                                                   optim::DecoupledSGDWOptions(0.0).weight_decay(0.01));
     }
     Trainer trainer(testing::quiet_options(model)
                         .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
@@ -332,7 +344,8 @@ TEST(TrainerTest, DecoupledOptimizersWithZeroLrDecayAsComposer) {
     const auto params = model->parameters();
     for (size_t i = 0; i < params.size(); ++i) {
       ASSERT_TRUE(torch::isfinite(params[i]).all().item<bool>()) << (adam ? "DecoupledAdamW" : "DecoupledSGDW");
-      EXPECT_TRUE(torch::allclose(params[i], before[i] * 0.99 * 0.99, 1e-6, 1e-7)) << (adam ? "DecoupledAdamW" : "DecoupledSGDW");
+      EXPECT_TRUE(torch::allclose(params[i], before[i] * 0.99 * 0.99, 1e-6, 1e-7))
+          << (adam ? "DecoupledAdamW" : "DecoupledSGDW");
     }
   }
 }
@@ -354,8 +367,12 @@ TEST(TrainerTest, ANonFiniteLossIsRecorded) {
 TEST(TrainerTest, SameSeedGivesBitwiseEqualRuns) {
   auto run = [] {
     seed_all(123);
-    auto model = ComposerClassifier::wrap(torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4)));
-    Trainer trainer(TrainerOptions(model).progress_bar(false).device("cpu").seed(123)
+    auto model = ComposerClassifier::wrap(
+        torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4)));
+    Trainer trainer(TrainerOptions(model)
+                        .progress_bar(false)
+                        .device("cpu")
+                        .seed(123)
                         .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
                         .max_duration("1ep"));
     trainer.fit();
@@ -385,8 +402,9 @@ TEST(ThresholdStopperTest, ComposersMetricNameIsAnAliasAndAMissingMetricIsAnErro
     typo.fit();
     ADD_FAILURE() << "a misspelt monitor was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("no metric 'Acuracy' for dataloader label 'eval'; the metrics there are: Accuracy"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("no metric 'Acuracy' for dataloader label 'eval'; the metrics there are: Accuracy"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -2,9 +2,9 @@
 
 #include "cli/registry.h"
 #include "composer/data/dataset_loader.h"
-#include "composer/dist/env.h"
 #include "composer/data/text.h"
 #include "composer/data/vision.h"
+#include "composer/dist/env.h"
 
 #include <ATen/ATen.h>
 
@@ -25,7 +25,8 @@ DatasetLoaderOptions loader_options(const ConfigNode& n, bool train, uint64_t se
 
 std::string split_of(const ConfigNode& n, bool train) {
   const std::string split = n.get_string("split", train ? "train" : "test");
-  if (split != "train" && split != "test") throw ConfigError(n.key_path("split") + ": expected 'train' or 'test', got '" + split + "'");
+  if (split != "train" && split != "test")
+    throw ConfigError(n.key_path("split") + ": expected 'train' or 'test', got '" + split + "'");
   return split;
 }
 
@@ -34,7 +35,8 @@ DataSpec image_data(const ConfigNode& n, bool train, uint64_t seed, const std::s
   DataSpec spec;
   ImageTransformOptions t;
   if (dataset == "synthetic_images") {
-    const int64_t channels = n.get_int("channels", 1), size = n.get_int("size", 28), classes = n.get_int("num_classes", 10);
+    const int64_t channels = n.get_int("channels", 1), size = n.get_int("size", 28),
+                  classes = n.get_int("num_classes", 10);
     // The labelling (the linear function) is shared by both splits; the split picks disjoint samples.
     const int64_t count = ConfigNode::positive(n.get_int("num_samples", 1024), n.key_path("num_samples"));
     auto all = synthetic_images(2 * count, channels, size, classes, static_cast<uint64_t>(n.get_int("data_seed", 0)));
@@ -77,7 +79,8 @@ DataSpec text_data(const ConfigNode& n, bool train, uint64_t seed, const std::st
   if (dataset == "synthetic_tokens") {
     spec.vocab_size = ConfigNode::positive(n.get_int("vocab_size", 64), n.key_path("vocab_size"));
     const int64_t count = ConfigNode::positive(n.get_int("num_samples", 256), n.key_path("num_samples"));
-    auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(n.get_int("data_seed", 0)) + (split_of(n, train) == "train" ? 0 : 1));
+    auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(n.get_int("data_seed", 0)) +
+                                              (split_of(n, train) == "train" ? 0 : 1));
     tokens = at::randint(spec.vocab_size, {count * seq_len + 1}, gen, at::TensorOptions().dtype(at::kLong));
   } else {
     const bool gpt2 = dataset == "gpt2_tokens";
@@ -90,7 +93,8 @@ DataSpec text_data(const ConfigNode& n, bool train, uint64_t seed, const std::st
     const int64_t limit = n.get_int("text_limit", -1);
     if (limit > 0 && static_cast<size_t>(limit) < text.size()) text.resize(static_cast<size_t>(limit));
     const double val_fraction = n.get_double("val_fraction", 0.1);
-    if (val_fraction <= 0 || val_fraction >= 1) throw ConfigError(n.key_path("val_fraction") + ": expected a number in (0, 1)");
+    if (val_fraction <= 0 || val_fraction >= 1)
+      throw ConfigError(n.key_path("val_fraction") + ": expected a number in (0, 1)");
     std::vector<int64_t> ids;
     if (gpt2) {
       const std::string dir = n.get_string("vocab_dir", "data/gpt2");
@@ -123,12 +127,14 @@ DataSpec text_data(const ConfigNode& n, bool train, uint64_t seed, const std::st
 }  // namespace
 
 DataSpec build_data(const ConfigNode& n, bool train, uint64_t seed) {
-  n.expect_keys({"dataset", "path", "split", "batch_size", "limit", "shuffle", "seed", "drop_last", "num_workers", "normalize",
-                 "crop_padding", "horizontal_flip", "num_samples", "channels", "size", "num_classes", "data_seed",
-                 "seq_len", "text_limit", "val_fraction", "vocab_dir", "vocab_size"});
+  n.expect_keys({"dataset",     "path",         "split",       "batch_size",  "limit",        "shuffle",
+                 "seed",        "drop_last",    "num_workers", "normalize",   "crop_padding", "horizontal_flip",
+                 "num_samples", "channels",     "size",        "num_classes", "data_seed",    "seq_len",
+                 "text_limit",  "val_fraction", "vocab_dir",   "vocab_size"});
   const std::string dataset = n.require_string("dataset");
   require_registered("datasets", dataset, n.key_path("dataset"));
-  if (dataset == "mnist" || dataset == "fashion_mnist" || dataset == "synthetic_images") return image_data(n, train, seed, dataset);
+  if (dataset == "mnist" || dataset == "fashion_mnist" || dataset == "synthetic_images")
+    return image_data(n, train, seed, dataset);
   return text_data(n, train, seed, dataset);
 }
 

@@ -10,11 +10,11 @@ namespace composer::cli {
 
 struct DataSpec {
   std::shared_ptr<DataLoader> loader;
-  bool language = false;      // batches of input_ids / labels
-  int64_t vocab_size = 0;     // language data
-  int64_t num_classes = 0;    // image data
+  bool language = false;    // batches of input_ids / labels
+  int64_t vocab_size = 0;   // language data
+  int64_t num_classes = 0;  // image data
   int64_t channels = 0;
-  int64_t image_size = 0;     // image data: height = width
+  int64_t image_size = 0;  // image data: height = width
 };
 
 /// Builds the loader described by `node`. `train` selects the default split and turns augmentation on.

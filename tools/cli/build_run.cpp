@@ -23,26 +23,28 @@ auto guard(const std::string& path, F&& f) -> decltype(f()) {
 // keys instead of surfacing as a matmul error in the first forward.
 void check_model_fits_images(const ConfigNode& n, const std::string& name, const DataSpec& data) {
   if (data.image_size <= 0 || data.language) return;
-  const std::string shape = std::to_string(data.channels) + "x" + std::to_string(data.image_size) + "x" + std::to_string(data.image_size);
+  const std::string shape =
+      std::to_string(data.channels) + "x" + std::to_string(data.image_size) + "x" + std::to_string(data.image_size);
   if (n.has("in_channels") && n.get_int("in_channels", 0) != data.channels) {
-    throw ConfigError(n.key_path("in_channels") + ": " + std::to_string(n.get_int("in_channels", 0)) + ", but the data gives " +
-                      shape + " images (" + std::to_string(data.channels) + " channels)");
+    throw ConfigError(n.key_path("in_channels") + ": " + std::to_string(n.get_int("in_channels", 0)) +
+                      ", but the data gives " + shape + " images (" + std::to_string(data.channels) + " channels)");
   }
   if (name == "mlp") {
     const int64_t features = data.channels * data.image_size * data.image_size;
     if (n.has("in_features") && n.get_int("in_features", 0) != features) {
-      throw ConfigError(n.key_path("in_features") + ": " + std::to_string(n.get_int("in_features", 784)) + ", but the data gives " +
-                        shape + " images = " + std::to_string(features) + " features");
+      throw ConfigError(n.key_path("in_features") + ": " + std::to_string(n.get_int("in_features", 784)) +
+                        ", but the data gives " + shape + " images = " + std::to_string(features) + " features");
     }
   }
   if (name == "mnist_cnn" && (data.image_size < 28 || data.image_size > 31)) {
-    throw ConfigError(n.key_path("name") + ": mnist_cnn takes 28x28 images (two 2x2 poolings to 7x7), but the data gives " + shape);
+    throw ConfigError(n.key_path("name") +
+                      ": mnist_cnn takes 28x28 images (two 2x2 poolings to 7x7), but the data gives " + shape);
   }
 }
 
 std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& data) {
-  n.expect_keys({"name", "in_features", "hidden", "num_classes", "in_channels", "width", "depth", "vocab_size", "max_seq_len",
-                 "n_layer", "n_head", "d_model", "d_ff", "dropout"});
+  n.expect_keys({"name", "in_features", "hidden", "num_classes", "in_channels", "width", "depth", "vocab_size",
+                 "max_seq_len", "n_layer", "n_head", "d_model", "d_ff", "dropout"});
   const std::string name = n.require_string("name");
   require_registered("models", name, n.key_path("name"));
   const int64_t classes = n.get_int("num_classes", data.num_classes > 0 ? data.num_classes : 10);
@@ -50,10 +52,15 @@ std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& 
   check_model_fits_images(n, name, data);
   return guard(n.path(), [&]() -> std::shared_ptr<ComposerModel> {
     const int64_t features = data.image_size > 0 ? data.channels * data.image_size * data.image_size : 784;
-    if (name == "mlp") return ComposerClassifier::wrap(models::mlp(n.get_int("in_features", features), n.get_ints("hidden", {256, 256}), classes));
-    if (name == "mnist_cnn") return ComposerClassifier::wrap(models::mnist_cnn(n.get_int("in_channels", 1), classes, n.get_int("width", 32)));
-    if (name == "cifar_resnet") return ComposerClassifier::wrap(models::cifar_resnet(n.get_int("depth", 20), classes, channels));
-    if (name == "resnet") return ComposerClassifier::wrap(models::resnet(n.get_int("depth", 50), n.get_int("num_classes", 1000), channels));
+    if (name == "mlp")
+      return ComposerClassifier::wrap(
+          models::mlp(n.get_int("in_features", features), n.get_ints("hidden", {256, 256}), classes));
+    if (name == "mnist_cnn")
+      return ComposerClassifier::wrap(models::mnist_cnn(n.get_int("in_channels", 1), classes, n.get_int("width", 32)));
+    if (name == "cifar_resnet")
+      return ComposerClassifier::wrap(models::cifar_resnet(n.get_int("depth", 20), classes, channels));
+    if (name == "resnet")
+      return ComposerClassifier::wrap(models::resnet(n.get_int("depth", 50), n.get_int("num_classes", 1000), channels));
     models::TransformerConfig c;
     c.vocab_size(n.get_int("vocab_size", data.vocab_size > 0 ? data.vocab_size : 50257))
         .max_seq_len(n.get_int("max_seq_len", 1024))
@@ -84,7 +91,8 @@ std::shared_ptr<torch::optim::Optimizer> build_optimizer(const ConfigNode& n, Co
     }
     if (name == "decoupled_adamw") {
       return std::make_shared<optim::DecoupledAdamW>(params, optim::DecoupledAdamWOptions(n.get_double("lr", 1e-3))
-                                                                 .beta1(betas[0]).beta2(betas[1])
+                                                                 .beta1(betas[0])
+                                                                 .beta2(betas[1])
                                                                  .eps(n.get_double("eps", 1e-8))
                                                                  .weight_decay(n.get_double("weight_decay", 1e-5))
                                                                  .amsgrad(n.get_bool("amsgrad", false)));
@@ -123,28 +131,40 @@ std::shared_ptr<ComposerScheduler> build_scheduler(const ConfigNode& n) {
   };
   const bool scale = n.get_bool("scale_warmup", false);
   if (name == "constant") return std::make_shared<ConstantScheduler>(n.get_double("alpha", 1.0), t_max);
-  if (name == "linear") return std::make_shared<LinearScheduler>(n.get_double("alpha_i", 1.0), n.get_double("alpha_f", 0.0), t_max);
+  if (name == "linear")
+    return std::make_shared<LinearScheduler>(n.get_double("alpha_i", 1.0), n.get_double("alpha_f", 0.0), t_max);
   if (name == "step") return std::make_shared<StepScheduler>(required("step_size"), n.get_double("gamma", 0.1));
-  if (name == "multistep") return std::make_shared<MultiStepScheduler>(n.get_times("milestones", TimeUnit::EPOCH), n.get_double("gamma", 0.1));
+  if (name == "multistep")
+    return std::make_shared<MultiStepScheduler>(n.get_times("milestones", TimeUnit::EPOCH), n.get_double("gamma", 0.1));
   if (name == "exponential") {
-    return std::make_shared<ExponentialScheduler>(n.get_double("gamma", 0.9), n.get_time("decay_period", TimeUnit::EPOCH).value_or(Time::from_epoch(1)));
+    return std::make_shared<ExponentialScheduler>(
+        n.get_double("gamma", 0.9), n.get_time("decay_period", TimeUnit::EPOCH).value_or(Time::from_epoch(1)));
   }
-  if (name == "cosine_annealing") return std::make_shared<CosineAnnealingScheduler>(t_max, n.get_double("alpha_f", 0.0));
+  if (name == "cosine_annealing")
+    return std::make_shared<CosineAnnealingScheduler>(t_max, n.get_double("alpha_f", 0.0));
   if (name == "cosine_annealing_warm_restarts") {
-    return std::make_shared<CosineAnnealingWarmRestartsScheduler>(required("t_0"), n.get_double("t_mult", 1.0), n.get_double("alpha_f", 0.0));
+    return std::make_shared<CosineAnnealingWarmRestartsScheduler>(required("t_0"), n.get_double("t_mult", 1.0),
+                                                                  n.get_double("alpha_f", 0.0));
   }
-  if (name == "polynomial") return std::make_shared<PolynomialScheduler>(n.get_double("power", 2.0), t_max, n.get_double("alpha_f", 0.0));
-  if (name == "constant_with_warmup") return std::make_shared<ConstantWithWarmupScheduler>(required("t_warmup"), n.get_double("alpha", 1.0), t_max, scale);
+  if (name == "polynomial")
+    return std::make_shared<PolynomialScheduler>(n.get_double("power", 2.0), t_max, n.get_double("alpha_f", 0.0));
+  if (name == "constant_with_warmup")
+    return std::make_shared<ConstantWithWarmupScheduler>(required("t_warmup"), n.get_double("alpha", 1.0), t_max,
+                                                         scale);
   if (name == "linear_with_warmup") {
-    return std::make_shared<LinearWithWarmupScheduler>(required("t_warmup"), n.get_double("alpha_i", 1.0), n.get_double("alpha_f", 0.0), t_max, scale);
+    return std::make_shared<LinearWithWarmupScheduler>(required("t_warmup"), n.get_double("alpha_i", 1.0),
+                                                       n.get_double("alpha_f", 0.0), t_max, scale);
   }
   if (name == "cosine_annealing_with_warmup") {
-    return std::make_shared<CosineAnnealingWithWarmupScheduler>(required("t_warmup"), t_max, n.get_double("alpha_f", 0.0), scale);
+    return std::make_shared<CosineAnnealingWithWarmupScheduler>(required("t_warmup"), t_max,
+                                                                n.get_double("alpha_f", 0.0), scale);
   }
   if (name == "polynomial_with_warmup") {
-    return std::make_shared<PolynomialWithWarmupScheduler>(required("t_warmup"), n.get_double("power", 2.0), t_max, n.get_double("alpha_f", 0.0), scale);
+    return std::make_shared<PolynomialWithWarmupScheduler>(required("t_warmup"), n.get_double("power", 2.0), t_max,
+                                                           n.get_double("alpha_f", 0.0), scale);
   }
-  return std::make_shared<MultiStepWithWarmupScheduler>(required("t_warmup"), n.get_times("milestones", TimeUnit::EPOCH), n.get_double("gamma", 0.1), scale);
+  return std::make_shared<MultiStepWithWarmupScheduler>(
+      required("t_warmup"), n.get_times("milestones", TimeUnit::EPOCH), n.get_double("gamma", 0.1), scale);
 }
 
 // `- name: blurpool` plus the algorithm's hyperparameters as scalars; the registry checks names and values.
@@ -170,13 +190,16 @@ std::shared_ptr<Callback> build_callback(const ConfigNode& n) {
   const std::string name = n.require_string("name");
   require_registered("callbacks", name, n.key_path("name"));
   if (name == "speed_monitor") {
-    return guard(n.path(), [&] { return std::make_shared<SpeedMonitor>(n.get_int("window_size", 100), n.get_string("time_unit", "hours")); });
+    return guard(n.path(), [&] {
+      return std::make_shared<SpeedMonitor>(n.get_int("window_size", 100), n.get_string("time_unit", "hours"));
+    });
   }
   if (name == "threshold_stopper") {
     if (!n.has("threshold")) throw ConfigError(n.key_path("threshold") + ": required (a number)");
     return guard(n.path(), [&] {
-      return std::make_shared<ThresholdStopper>(n.get_string("monitor", "Accuracy"), n.get_string("dataloader_label", "eval"),
-                                                n.get_double("threshold", 0.0), nullptr, n.get_bool("stop_on_batch", false));
+      return std::make_shared<ThresholdStopper>(
+          n.get_string("monitor", "Accuracy"), n.get_string("dataloader_label", "eval"), n.get_double("threshold", 0.0),
+          nullptr, n.get_bool("stop_on_batch", false));
     });
   }
   return std::make_shared<LRMonitor>();
@@ -204,14 +227,43 @@ std::shared_ptr<LoggerDestination> build_logger(const ConfigNode& n, RunSpec& sp
 
 RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   const ConfigNode root(root_yaml, "");
-  root.expect_keys({"run_name", "seed", "model", "train_data", "eval_data", "optimizer", "schedulers", "algorithms",
-                    "callbacks", "loggers", "max_duration", "iteration_length", "eval_interval", "eval_subset_num_batches",
-                    "train_subset_num_batches", "precision", "device", "device_train_microbatch_size",
-                    "scale_schedule_ratio", "step_schedulers_every_batch", "progress_bar", "log_to_console",
-                    "console_log_interval", "deterministic_mode", "num_threads", "save_folder", "save_filename",
-                    "save_latest_filename", "save_interval", "save_overwrite", "save_weights_only",
-                    "save_num_checkpoints_to_keep", "load_path", "load_weights_only", "load_strict_model_weights",
-                    "load_ignore_keys", "autoresume"});
+  root.expect_keys({"run_name",
+                    "seed",
+                    "model",
+                    "train_data",
+                    "eval_data",
+                    "optimizer",
+                    "schedulers",
+                    "algorithms",
+                    "callbacks",
+                    "loggers",
+                    "max_duration",
+                    "iteration_length",
+                    "eval_interval",
+                    "eval_subset_num_batches",
+                    "train_subset_num_batches",
+                    "precision",
+                    "device",
+                    "device_train_microbatch_size",
+                    "scale_schedule_ratio",
+                    "step_schedulers_every_batch",
+                    "progress_bar",
+                    "log_to_console",
+                    "console_log_interval",
+                    "deterministic_mode",
+                    "num_threads",
+                    "save_folder",
+                    "save_filename",
+                    "save_latest_filename",
+                    "save_interval",
+                    "save_overwrite",
+                    "save_weights_only",
+                    "save_num_checkpoints_to_keep",
+                    "load_path",
+                    "load_weights_only",
+                    "load_strict_model_weights",
+                    "load_ignore_keys",
+                    "autoresume"});
   RunSpec spec;
   const auto seed = static_cast<uint64_t>(ConfigNode::positive(root.get_int("seed", 42), "seed", /*allow_zero=*/true));
   seed_all(seed);  // before the model is built: the same seed gives the same initial weights
@@ -230,7 +282,8 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   if (spec.eval.loader) o.eval_dataloader(spec.eval.loader);
   if (auto d = root.get_time("max_duration", TimeUnit::EPOCH)) o.max_duration(*d);
   if (auto il = root.get_time("iteration_length", TimeUnit::EPOCH)) o.iteration_length(*il);
-  if (need_train_data && !o.max_duration()) throw ConfigError("max_duration: required to train (e.g. '2ep' or '500ba')");
+  if (need_train_data && !o.max_duration())
+    throw ConfigError("max_duration: required to train (e.g. '2ep' or '500ba')");
   if (auto e = root.get_time("eval_interval", TimeUnit::EPOCH)) o.eval_interval(*e);
   if (auto c = root.get_time("console_log_interval", TimeUnit::BATCH)) o.console_log_interval(*c);
   o.eval_subset_num_batches(root.get_int("eval_subset_num_batches", -1))
@@ -242,7 +295,8 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
       .log_to_console(root.get_bool("log_to_console", false))
       .deterministic_mode(root.get_bool("deterministic_mode", false))
       .num_threads(static_cast<int>(root.get_int("num_threads", 0)));
-  if (root.has("precision")) o.precision(guard("precision", [&] { return parse_precision(root.get_string("precision", "")); }));
+  if (root.has("precision"))
+    o.precision(guard("precision", [&] { return parse_precision(root.get_string("precision", "")); }));
   if (root.has("device_train_microbatch_size")) {
     o.device_train_microbatch_size(guard("device_train_microbatch_size", [&] {
       return MicrobatchSize::parse(root.get_string("device_train_microbatch_size", ""));

@@ -23,7 +23,8 @@ YAML::Node load_with_overrides(const std::string& config, const std::vector<std:
 void print_eval_metrics(const State& s, std::ostream& out) {
   for (const auto& [label, metrics] : s.eval_metrics)
     for (const auto& [name, value] : s.eval_metric_values)
-      if (metrics.count(name)) out << "  metrics/" << label << "/" << name << " = " << std::setprecision(6) << value << "\n";
+      if (metrics.count(name))
+        out << "  metrics/" << label << "/" << name << " = " << std::setprecision(6) << value << "\n";
 }
 
 template <class F>
@@ -61,7 +62,8 @@ int train_command(const std::string& config, const std::vector<std::string>& ove
     for (const auto& cb : s.callbacks) {
       const auto* saver = dynamic_cast<const CheckpointSaver*>(cb.get());
       if (saver && !saver->saved_checkpoints().empty()) {
-        out << "  checkpoint: " << saver->saved_checkpoints().back() << " (composer-cpp eval CONFIG load_path=... to evaluate it)\n";
+        out << "  checkpoint: " << saver->saved_checkpoints().back()
+            << " (composer-cpp eval CONFIG load_path=... to evaluate it)\n";
       }
     }
     trainer.close();
@@ -75,7 +77,8 @@ int train_command(const std::string& config, const std::vector<std::string>& ove
   });
 }
 
-int eval_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out, std::ostream& err) {
+int eval_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out,
+                 std::ostream& err) {
   return run_guarded(err, [&] {
     RunSpec spec = build_run(load_with_overrides(config, overrides), /*need_train_data=*/false);
     if (!spec.eval.loader) throw ConfigError("eval_data: required to evaluate");
@@ -84,7 +87,8 @@ int eval_command(const std::string& config, const std::vector<std::string>& over
     spec.options->train_dataloader(nullptr).save_folder("").autoresume(false);
     Trainer trainer(std::move(*spec.options));
     trainer.eval();
-    out << "composer-cpp: evaluated '" << load_path << "' (trained " << trainer.state().timestamp.batch << " batches)\n";
+    out << "composer-cpp: evaluated '" << load_path << "' (trained " << trainer.state().timestamp.batch
+        << " batches)\n";
     print_eval_metrics(trainer.state(), out);
     trainer.close();
     return 0;
@@ -99,14 +103,16 @@ int inspect_command(const std::string& checkpoint, std::ostream& out, std::ostre
     if (state.contains("timestamp")) {
       out << "timestamp:";
       for (const auto& e : state.at("timestamp").toGenericDict().at("Timestamp").toGenericDict()) {
-        out << " " << e.key().toStringRef() << "=" << (e.value().isInt() ? std::to_string(e.value().toInt()) : std::to_string(e.value().toDouble()));
+        out << " " << e.key().toStringRef() << "="
+            << (e.value().isInt() ? std::to_string(e.value().toInt()) : std::to_string(e.value().toDouble()));
       }
       out << "\n";
     }
     if (state.contains("metadata")) {
       out << "metadata:\n";
       for (const auto& e : state.at("metadata").toGenericDict()) {
-        out << "  " << e.key().toStringRef() << ": " << (e.value().isString() ? e.value().toStringRef() : std::to_string(e.value().toInt())) << "\n";
+        out << "  " << e.key().toStringRef() << ": "
+            << (e.value().isString() ? e.value().toStringRef() : std::to_string(e.value().toInt())) << "\n";
       }
     }
     if (state.contains("algorithms")) {
@@ -143,16 +149,18 @@ int inspect_command(const std::string& checkpoint, std::ostream& out, std::ostre
   });
 }
 
-int export_command(const std::string& checkpoint, const std::string& format, const std::string& output, std::ostream& out,
-                   std::ostream& err) {
+int export_command(const std::string& checkpoint, const std::string& format, const std::string& output,
+                   std::ostream& out, std::ostream& err) {
   return run_guarded(err, [&] {
     if (format != "safetensors") throw ConfigError("--format: unknown format '" + format + "'; supported: safetensors");
     const Dict state = read_checkpoint(checkpoint).toGenericDict().at("state").toGenericDict();
     NamedTensors tensors;
-    for (const auto& e : state.at("model").toGenericDict()) tensors.emplace_back(e.key().toStringRef(), e.value().toTensor());
+    for (const auto& e : state.at("model").toGenericDict())
+      tensors.emplace_back(e.key().toStringRef(), e.value().toTensor());
     std::map<std::string, std::string> meta{{"format", "pt"}, {"source", "composer-cpp"}};
     if (state.contains("run_name")) meta["run_name"] = state.at("run_name").toStringRef();
-    const std::string path = output.empty() ? std::filesystem::path(checkpoint).replace_extension(".safetensors").string() : output;
+    const std::string path =
+        output.empty() ? std::filesystem::path(checkpoint).replace_extension(".safetensors").string() : output;
     write_safetensors(path, tensors, meta);
     out << "composer-cpp: wrote " << tensors.size() << " tensors to " << path << "\n";
     return 0;
@@ -165,7 +173,8 @@ int list_command(const std::string& kind, std::ostream& out, std::ostream& err) 
     if (entries.empty()) out << "(no " << kind << " registered yet)\n";
     size_t width = 0;
     for (const auto& e : entries) width = std::max(width, e.name.size());
-    for (const auto& e : entries) out << std::left << std::setw(static_cast<int>(width) + 2) << e.name << e.summary << "\n";
+    for (const auto& e : entries)
+      out << std::left << std::setw(static_cast<int>(width) + 2) << e.name << e.summary << "\n";
     return 0;
   });
 }

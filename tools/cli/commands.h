@@ -8,14 +8,16 @@
 namespace composer::cli {
 
 /// Trains from CONFIG with KEY=VALUE overrides; prints where the logs and final state went.
-int train_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out, std::ostream& err);
+int train_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out,
+                  std::ostream& err);
 /// Evaluates `load_path` (a state file) on eval_data.
-int eval_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out, std::ostream& err);
+int eval_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out,
+                 std::ostream& err);
 /// Prints a checkpoint's run name, timestamp, metadata, algorithms, and tensor names, shapes and dtypes.
 int inspect_command(const std::string& checkpoint, std::ostream& out, std::ostream& err);
 /// Writes a checkpoint's model weights for other tools; `format` must be "safetensors".
-int export_command(const std::string& checkpoint, const std::string& format, const std::string& output, std::ostream& out,
-                   std::ostream& err);
+int export_command(const std::string& checkpoint, const std::string& format, const std::string& output,
+                   std::ostream& out, std::ostream& err);
 /// Lists what is registered under `kind`, one line each.
 int list_command(const std::string& kind, std::ostream& out, std::ostream& err);
 

@@ -4,10 +4,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <regex>
-#include <type_traits>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <type_traits>
 
 namespace composer::cli {
 namespace {
@@ -33,7 +33,8 @@ T convert(const YAML::Node& n, const std::string& path, const char* expected) {
   } catch (const YAML::Exception&) {
     static const std::regex integer(R"(^\s*[+-]?\d+\s*$)");
     const bool too_big = std::is_integral_v<T> && std::regex_match(n.Scalar(), integer);
-    throw ConfigError(path + ": expected " + expected + (too_big ? " within the int64 range" : "") + ", got " + describe(n));
+    throw ConfigError(path + ": expected " + expected + (too_big ? " within the int64 range" : "") + ", got " +
+                      describe(n));
   }
 }
 
@@ -50,7 +51,8 @@ size_t list_index(const std::string& part, size_t size, const std::string& assig
 
 ConfigNode::ConfigNode(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {
   if (node_ && !node_.IsNull() && !node_.IsMap()) {
-    throw ConfigError((path_.empty() ? std::string("config") : path_) + ": expected a mapping of keys, got " + describe(node_));
+    throw ConfigError((path_.empty() ? std::string("config") : path_) + ": expected a mapping of keys, got " +
+                      describe(node_));
   }
 }
 
@@ -66,7 +68,9 @@ void ConfigNode::expect_keys(const std::vector<std::string>& allowed) const {
   }
 }
 
-bool ConfigNode::has(const std::string& key) const { return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull(); }
+bool ConfigNode::has(const std::string& key) const {
+  return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull();
+}
 
 YAML::Node ConfigNode::scalar(const std::string& key) const { return node_[key]; }
 
@@ -102,7 +106,8 @@ std::vector<double> ConfigNode::get_doubles(const std::string& key, const std::v
   if (n.IsScalar()) return {convert<double>(n, key_path(key), "a number or a list of numbers")};
   if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list of numbers, got " + describe(n));
   std::vector<double> out;
-  for (size_t i = 0; i < n.size(); ++i) out.push_back(convert<double>(n[i], key_path(key) + "." + std::to_string(i), "a number"));
+  for (size_t i = 0; i < n.size(); ++i)
+    out.push_back(convert<double>(n[i], key_path(key) + "." + std::to_string(i), "a number"));
   return out;
 }
 
@@ -111,7 +116,8 @@ std::vector<int64_t> ConfigNode::get_ints(const std::string& key, const std::vec
   const YAML::Node n = node_[key];
   if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list of integers, got " + describe(n));
   std::vector<int64_t> out;
-  for (size_t i = 0; i < n.size(); ++i) out.push_back(convert<int64_t>(n[i], key_path(key) + "." + std::to_string(i), "an integer"));
+  for (size_t i = 0; i < n.size(); ++i)
+    out.push_back(convert<int64_t>(n[i], key_path(key) + "." + std::to_string(i), "an integer"));
   return out;
 }
 
@@ -156,14 +162,16 @@ std::vector<ConfigNode> ConfigNode::children(const std::string& key) const {
 
 int64_t ConfigNode::positive(int64_t v, const std::string& path, bool allow_zero) {
   if (v < 0 || (v == 0 && !allow_zero)) {
-    throw ConfigError(path + ": expected " + (allow_zero ? "a non-negative" : "a positive") + " integer, got " + std::to_string(v));
+    throw ConfigError(path + ": expected " + (allow_zero ? "a non-negative" : "a positive") + " integer, got " +
+                      std::to_string(v));
   }
   return v;
 }
 
 YAML::Node load_config_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw ConfigError("config file '" + path + "' is a directory, expected a YAML file");
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError("config file '" + path + "' is a directory, expected a YAML file");
   std::ifstream in(path);
   if (!in) throw ConfigError("config file '" + path + "' cannot be opened: " + std::strerror(errno));
   try {

@@ -146,8 +146,8 @@ int launch_command(const LaunchOptions& o, std::ostream& out, std::ostream& err)
       ::close(fds[0]);
       ::close(fds[1]);
       const std::map<std::string, std::string> env{
-          {"RANK", std::to_string(r.rank)},        {"WORLD_SIZE", std::to_string(world)},
-          {"LOCAL_RANK", std::to_string(local)},   {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
+          {"RANK", std::to_string(r.rank)},           {"WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_RANK", std::to_string(local)},      {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
           {"NODE_RANK", std::to_string(o.node_rank)}, {"MASTER_ADDR", o.master_addr},
           {"MASTER_PORT", std::to_string(port)}};
       for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);

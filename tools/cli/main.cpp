@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   eval->add_option("overrides", overrides, "dotted overrides, e.g. load_path=runs/x/final.pt");
 
   std::string checkpoint, format = "safetensors", output;
-  auto* inspect = app.add_subcommand("inspect", "Print a checkpoint's timestamp, run name, metadata, algorithms and tensors");
+  auto* inspect =
+      app.add_subcommand("inspect", "Print a checkpoint's timestamp, run name, metadata, algorithms and tensors");
   inspect->add_option("checkpoint", checkpoint, "checkpoint file")->required();
   auto* exporter = app.add_subcommand("export", "Write a checkpoint's model weights for other tools");
   exporter->add_option("checkpoint", checkpoint, "checkpoint file")->required();
@@ -30,12 +31,14 @@ int main(int argc, char** argv) {
   exporter->add_option("--output,-o", output, "output file (default: the checkpoint's name with .safetensors)");
 
   composer::cli::LaunchOptions lo;
-  auto* launch = app.add_subcommand("launch", "Start N ranks: composer-cpp launch -n N [options] -- PROGRAM ARGS... (or: train CONFIG)");
+  auto* launch = app.add_subcommand(
+      "launch", "Start N ranks: composer-cpp launch -n N [options] -- PROGRAM ARGS... (or: train CONFIG)");
   launch->add_option("-n,--nproc", lo.nproc, "ranks on this node")->required();
   launch->add_option("--nnodes", lo.nnodes, "number of nodes");
   launch->add_option("--node-rank", lo.node_rank, "this node's rank");
   launch->add_option("--master-addr", lo.master_addr, "address of rank 0");
-  launch->add_option("--node-addr", lo.node_addr, "this node's address for the ranks' connections (default: the host name's)");
+  launch->add_option("--node-addr", lo.node_addr,
+                     "this node's address for the ranks' connections (default: the host name's)");
   launch->add_option("--master-port", lo.master_port, "port of rank 0's store (default: a free port)");
   launch->add_option("--grace", lo.grace_seconds, "seconds between SIGTERM and SIGKILL when a rank fails");
   launch->add_option("command", lo.command, "the program and its arguments (after --), or: train CONFIG ...");

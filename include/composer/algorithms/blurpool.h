@@ -35,7 +35,8 @@ struct BlurPoolOptions {
   /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
-    visit("replace_convs", self.replace_convs_, "replace Conv2d layers with stride > 1 and at least min_channels inputs");
+    visit("replace_convs", self.replace_convs_,
+          "replace Conv2d layers with stride > 1 and at least min_channels inputs");
     visit("replace_maxpools", self.replace_maxpools_, "replace every MaxPool2d");
     visit("blur_first", self.blur_first_, "blur before the convolution (cheaper) rather than after a stride-1 one");
     visit("min_channels", self.min_channels_, "convolutions with fewer input channels stay");

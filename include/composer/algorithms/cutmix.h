@@ -19,12 +19,9 @@ using BoundingBox = std::array<int64_t, 4>;
 /// Pastes `bbox` (sampled when absent: sides int(dim * sqrt(1 - l)), l ~ Beta(alpha, alpha), or `length` when set,
 /// centre uniform in [0, dim) or, with uniform_sampling, in [-cut/2, dim + cut/2), clipped) of input[indices] into
 /// input. Returns (x', target[indices], l' = 1 - box area / (H W), bbox).
-std::tuple<at::Tensor, at::Tensor, double, BoundingBox> cutmix_batch(const at::Tensor& input, const at::Tensor& target,
-                                                                     std::optional<int64_t> length = std::nullopt,
-                                                                     double alpha = 1.0,
-                                                                     std::optional<BoundingBox> bbox = std::nullopt,
-                                                                     const at::Tensor& indices = {},
-                                                                     bool uniform_sampling = false);
+std::tuple<at::Tensor, at::Tensor, double, BoundingBox> cutmix_batch(
+    const at::Tensor& input, const at::Tensor& target, std::optional<int64_t> length = std::nullopt, double alpha = 1.0,
+    std::optional<BoundingBox> bbox = std::nullopt, const at::Tensor& indices = {}, bool uniform_sampling = false);
 
 }  // namespace functional
 

@@ -12,7 +12,8 @@ namespace functional {
 /// Zeroes `num_holes` squares of side L = int(min(H, W) * length) if 0 < length < 1, else int(length) pixels,
 /// spanning [c - L/2, c + L/2) clipped, centres uniform in the image (or, with uniform_sampling, in the image grown
 /// by L/2). One mask for the whole batch, as in Composer.
-at::Tensor cutout_batch(const at::Tensor& input, int64_t num_holes = 1, double length = 0.5, bool uniform_sampling = false);
+at::Tensor cutout_batch(const at::Tensor& input, int64_t num_holes = 1, double length = 0.5,
+                        bool uniform_sampling = false);
 
 }  // namespace functional
 

@@ -62,9 +62,11 @@ struct FactorizeOptions {
     visit("factorize_convs", self.factorize_convs_, "factorize convolutions");
     visit("factorize_linears", self.factorize_linears_, "factorize linear layers");
     visit("min_channels", self.min_channels_, "convolutions with min(in, out) below this stay");
-    visit("latent_channels", self.latent_channels_, "rank of factorized convolutions: channels if >= 1, else a fraction of min(in, out)");
+    visit("latent_channels", self.latent_channels_,
+          "rank of factorized convolutions: channels if >= 1, else a fraction of min(in, out)");
     visit("min_features", self.min_features_, "linears with min(in, out) below this stay");
-    visit("latent_features", self.latent_features_, "rank of factorized linears: features if >= 1, else a fraction of min(in, out)");
+    visit("latent_features", self.latent_features_,
+          "rank of factorized linears: features if >= 1, else a fraction of min(in, out)");
   }
 };
 

@@ -58,7 +58,8 @@ std::vector<Replacement> replace_module_classes(torch::nn::Module& root, const s
 /// Number of descendants of `root` (not root itself) whose dynamic type is T, each counted once.
 template <class T>
 int64_t count_module_instances(const torch::nn::Module& root);
-int64_t count_module_instances(const torch::nn::Module& root, const std::function<bool(const torch::nn::Module&)>& pred);
+int64_t count_module_instances(const torch::nn::Module& root,
+                               const std::function<bool(const torch::nn::Module&)>& pred);
 
 /// Removes `old_params` (and their state) from `optimizer` and appends `new_params` to the group that held them.
 /// Throws std::invalid_argument when the old parameters span several groups or none is in the optimizer.

@@ -26,7 +26,8 @@ std::pair<at::Tensor, at::Tensor> resize_batch(const at::Tensor& input, const at
 
 /// The scale at `elapsed` (fraction of training): f = 0 before delay_fraction, else
 /// min((elapsed - delay) / (1 - finetune - delay), 1); scale = initial + (1 - initial) f.
-double progressive_resizing_scale(double elapsed, double initial_scale, double delay_fraction, double finetune_fraction);
+double progressive_resizing_scale(double elapsed, double initial_scale, double delay_fraction,
+                                  double finetune_fraction);
 /// The width actually used: round(W * scale / size_increment) * size_increment, halves to even (Python's round).
 int64_t pinned_width(int64_t width, double scale, int64_t size_increment);
 

@@ -32,7 +32,8 @@ const std::vector<AlgorithmEntry>& algorithm_registry();
 const AlgorithmEntry* find_algorithm(const std::string& name);
 /// Builds `name` (config or class name) from `hparams`; throws std::invalid_argument naming an unknown algorithm (with
 /// the registered names), an unknown key or a bad value. Errors name keys as "<where>.<key>" (default: the name).
-std::shared_ptr<Algorithm> make_algorithm(const std::string& name, const std::map<std::string, std::string>& hparams = {},
+std::shared_ptr<Algorithm> make_algorithm(const std::string& name,
+                                          const std::map<std::string, std::string>& hparams = {},
                                           const std::string& where = "");
 
 /// Re-creates an algorithm from its repr, "BlurPool(replace_convs=True, min_channels=16)" (how checkpoints record

@@ -42,7 +42,8 @@ struct SqueezeExciteOptions {
   /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
-    visit("latent_channels", self.latent_channels_, "hidden width of the excitation MLP: channels if >= 1, else a fraction of the output channels");
+    visit("latent_channels", self.latent_channels_,
+          "hidden width of the excitation MLP: channels if >= 1, else a fraction of the output channels");
     visit("min_channels", self.min_channels_, "only convolutions with min(in, out) >= min_channels get a block");
   }
 };

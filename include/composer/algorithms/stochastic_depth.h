@@ -29,8 +29,10 @@ at::Tensor sample_drop(const at::Tensor& x, double drop_rate, bool training);
 
 /// Replaces every block named `target_layer_name` ("ResNetBottleneck"; "BasicBlock" also works here) with a
 /// StochasticBlock owning the same layers.
-std::vector<Replacement> apply_stochastic_depth(torch::nn::Module& model, const std::string& target_layer_name = "ResNetBottleneck",
-                                                StochasticMethod method = StochasticMethod::Block, double drop_rate = 0.2,
+std::vector<Replacement> apply_stochastic_depth(torch::nn::Module& model,
+                                                const std::string& target_layer_name = "ResNetBottleneck",
+                                                StochasticMethod method = StochasticMethod::Block,
+                                                double drop_rate = 0.2,
                                                 DropDistribution distribution = DropDistribution::Linear,
                                                 torch::optim::Optimizer* optimizer = nullptr);
 
@@ -71,9 +73,11 @@ struct StochasticDepthOptions {
   /// The field list: repr, YAML and repr parsing, hyperparameter logging and the docs table (core/fields.h).
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
-    visit("target_layer_name", self.target_layer_name_, "class name of the residual blocks to make stochastic: 'ResNetBottleneck' or 'BasicBlock'");
+    visit("target_layer_name", self.target_layer_name_,
+          "class name of the residual blocks to make stochastic: 'ResNetBottleneck' or 'BasicBlock'");
     visit("stochastic_method", self.stochastic_method_, "'block' (drop whole blocks) or 'sample' (drop per sample)");
-    visit("drop_rate", self.drop_rate_, "drop probability of the deepest block (linear) or of every block (uniform), in [0, 1]");
+    visit("drop_rate", self.drop_rate_,
+          "drop probability of the deepest block (linear) or of every block (uniform), in [0, 1]");
     visit("drop_distribution", self.drop_distribution_, "'linear' (deeper blocks drop more) or 'uniform'");
     visit("drop_warmup", self.drop_warmup_, "fraction of training over which the rates ramp up from 0 (block method)");
   }

@@ -31,12 +31,14 @@ class CheckpointError : public std::runtime_error {
 c10::IValue gather_rng_states();
 /// The payload of a checkpoint of `state`; `rng` is gather_rng_states()'s list (gathered here when not given, so
 /// on several ranks every rank must call this).
-c10::IValue make_checkpoint(const State& state, bool weights_only = false, const std::optional<c10::IValue>& rng = std::nullopt);
+c10::IValue make_checkpoint(const State& state, bool weights_only = false,
+                            const std::optional<c10::IValue>& rng = std::nullopt);
 /// Writes make_checkpoint(state, weights_only, rng) to `path` crash-safely (write_file_atomically).
 void save_checkpoint(const State& state, const std::string& path, bool weights_only = false,
                      const std::optional<c10::IValue>& rng = std::nullopt);
 /// Reads and checks a checkpoint file: every zip record against its CRC-32 first (LibTorch does not), so damaged
-/// tensor bytes are an error, not wrong weights. Throws CheckpointError for a missing, truncated, damaged or foreign file.
+/// tensor bytes are an error, not wrong weights. Throws CheckpointError for a missing, truncated, damaged or foreign
+/// file.
 c10::IValue read_checkpoint(const std::string& path);
 
 struct CheckpointLoadOptions {

@@ -2,8 +2,8 @@
 #pragma once
 
 #include "composer/core/callback.h"
-#include "composer/core/time.h"
 #include "composer/core/interval.h"
+#include "composer/core/time.h"
 
 #include <torch/arg.h>
 
@@ -38,8 +38,8 @@ struct CheckpointSaverOptions {
 
 /// Checkpoint files in `folder` whose names match `filename_pattern` (its {batch} or else {epoch} read back as a
 /// number; other variables filled from `state`), newest first. Patterns with neither variable match nothing.
-std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder, const std::string& filename_pattern,
-                                                             const State& state);
+std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder,
+                                                              const std::string& filename_pattern, const State& state);
 
 /// Saves at BATCH_CHECKPOINT / EPOCH_CHECKPOINT / ITERATION_CHECKPOINT when due (rank 0 only). Each file is written
 /// to a temporary name, fsynced and renamed; the latest link moves only after that; older checkpoints are deleted

@@ -18,10 +18,10 @@ class Callback {
   /// Dispatches `event` to the method of the same name. Override to handle events generically.
   virtual void run_event(Event event, State& state, Logger& logger);
 
-#define COMPOSER_CALLBACK_METHOD(name, method) \
-  virtual void method(State& state, Logger& logger) {  \
-    (void)state;                                       \
-    (void)logger;                                      \
+#define COMPOSER_CALLBACK_METHOD(name, method)        \
+  virtual void method(State& state, Logger& logger) { \
+    (void)state;                                      \
+    (void)logger;                                     \
   }
   COMPOSER_FOR_EACH_EVENT(COMPOSER_CALLBACK_METHOD)
 #undef COMPOSER_CALLBACK_METHOD

@@ -90,7 +90,8 @@ std::string options_repr(const std::string& class_name, const Options& options) 
 /// `options` with every field `hparams` names replaced; unknown keys are an error listing the fields.
 template <class Options>
 Options read_options(Hparams& hparams, Options options = Options()) {
-  Options::for_each_field(options, [&](const char* name, auto& value, const char*) { read_field(hparams, name, value); });
+  Options::for_each_field(options,
+                          [&](const char* name, auto& value, const char*) { read_field(hparams, name, value); });
   hparams.check_all_used();
   return options;
 }

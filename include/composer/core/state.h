@@ -1,5 +1,5 @@
-// State: everything a run is made of. Data only: its serialization is the checkpoint module's (checkpoint/state_codec.h);
-// behaviour lives in the loop units, the Engine, algorithms and callbacks.
+// State: everything a run is made of. Data only: its serialization is the checkpoint module's
+// (checkpoint/state_codec.h); behaviour lives in the loop units, the Engine, algorithms and callbacks.
 #pragma once
 
 #include "composer/core/evaluator.h"

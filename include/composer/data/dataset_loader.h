@@ -70,9 +70,9 @@ class DatasetLoader : public DataLoader {
   std::shared_ptr<const Dataset> dataset_;
   DatasetLoaderOptions options_;
   int64_t epoch_ = 0;
-  at::Tensor order_;       // this rank's indices for the epoch
+  at::Tensor order_;  // this rank's indices for the epoch
   int64_t num_batches_ = 0;
-  int64_t cursor_ = 0;     // next batch to hand out
+  int64_t cursor_ = 0;  // next batch to hand out
   std::unique_ptr<Pipeline> pipeline_;
 };
 

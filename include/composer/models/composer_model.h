@@ -60,9 +60,13 @@ class ComposerClassifier : public ComposerModel {
 
  private:
   template <class M>
-  static std::shared_ptr<M> as_shared(const std::shared_ptr<M>& m) { return m; }
+  static std::shared_ptr<M> as_shared(const std::shared_ptr<M>& m) {
+    return m;
+  }
   template <class H>
-  static auto as_shared(const H& holder) -> decltype(holder.ptr()) { return holder.ptr(); }
+  static auto as_shared(const H& holder) -> decltype(holder.ptr()) {
+    return holder.ptr();
+  }
 
   std::shared_ptr<torch::nn::Module> module_;
   std::function<at::Tensor(const at::Tensor&)> forward_fn_;

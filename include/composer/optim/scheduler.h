@@ -29,6 +29,7 @@ class StepScheduler : public ComposerScheduler {
  public:
   StepScheduler(Time step_size, double gamma = 0.1);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   Time step_size_;
   double gamma_;
@@ -39,6 +40,7 @@ class MultiStepScheduler : public ComposerScheduler {
  public:
   MultiStepScheduler(std::vector<Time> milestones, double gamma = 0.1);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   std::vector<Time> milestones_;
   double gamma_;
@@ -49,6 +51,7 @@ class ConstantScheduler : public ComposerScheduler {
  public:
   explicit ConstantScheduler(double alpha = 1.0, Time t_max = Time::from_duration(1.0));
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   double alpha_;
   Time t_max_;
@@ -59,6 +62,7 @@ class LinearScheduler : public ComposerScheduler {
  public:
   explicit LinearScheduler(double alpha_i = 1.0, double alpha_f = 0.0, Time t_max = Time::from_duration(1.0));
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   double alpha_i_, alpha_f_;
   Time t_max_;
@@ -69,6 +73,7 @@ class ExponentialScheduler : public ComposerScheduler {
  public:
   explicit ExponentialScheduler(double gamma, Time decay_period = Time::from_epoch(1));
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   double gamma_;
   Time decay_period_;
@@ -79,6 +84,7 @@ class CosineAnnealingScheduler : public ComposerScheduler {
  public:
   explicit CosineAnnealingScheduler(Time t_max = Time::from_duration(1.0), double alpha_f = 0.0);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   Time t_max_;
   double alpha_f_;
@@ -89,6 +95,7 @@ class CosineAnnealingWarmRestartsScheduler : public ComposerScheduler {
  public:
   CosineAnnealingWarmRestartsScheduler(Time t_0, double t_mult = 1.0, double alpha_f = 0.0);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   Time t_0_;
   double t_mult_, alpha_f_;
@@ -99,6 +106,7 @@ class PolynomialScheduler : public ComposerScheduler {
  public:
   explicit PolynomialScheduler(double power, Time t_max = Time::from_duration(1.0), double alpha_f = 0.0);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   double power_;
   Time t_max_;
@@ -115,6 +123,7 @@ class LinearWithWarmupScheduler : public ComposerScheduler {
   LinearWithWarmupScheduler(Time t_warmup, double alpha_i = 1.0, double alpha_f = 0.0,
                             Time t_max = Time::from_duration(1.0), bool scale_warmup = false);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   Time t_warmup_;
   double alpha_i_, alpha_f_;
@@ -128,6 +137,7 @@ class ConstantWithWarmupScheduler : public ComposerScheduler {
   ConstantWithWarmupScheduler(Time t_warmup, double alpha = 1.0, Time t_max = Time::from_duration(1.0),
                               bool scale_warmup = false);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   LinearWithWarmupScheduler inner_;
 };
@@ -138,6 +148,7 @@ class CosineAnnealingWithWarmupScheduler : public ComposerScheduler {
   CosineAnnealingWithWarmupScheduler(Time t_warmup, Time t_max = Time::from_duration(1.0), double alpha_f = 0.0,
                                      bool scale_warmup = false);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   Time t_warmup_, t_max_;
   double alpha_f_;
@@ -150,6 +161,7 @@ class PolynomialWithWarmupScheduler : public ComposerScheduler {
   PolynomialWithWarmupScheduler(Time t_warmup, double power = 2.0, Time t_max = Time::from_duration(1.0),
                                 double alpha_f = 0.0, bool scale_warmup = false);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   Time t_warmup_;
   double power_;
@@ -164,6 +176,7 @@ class MultiStepWithWarmupScheduler : public ComposerScheduler {
   MultiStepWithWarmupScheduler(Time t_warmup, std::vector<Time> milestones, double gamma = 0.1,
                                bool scale_warmup = false);
   double operator()(const State& state, double ssr = 1.0) const override;
+
  private:
   Time t_warmup_;
   MultiStepScheduler steps_;

@@ -34,17 +34,11 @@
 namespace composer::compat {
 
 /// Whether autocast is on for `device` (kCPU or kCUDA).
-inline bool autocast_enabled(c10::DeviceType device) {
-  return at::autocast::is_autocast_enabled(device);
-}
+inline bool autocast_enabled(c10::DeviceType device) { return at::autocast::is_autocast_enabled(device); }
 
-inline void set_autocast_enabled(c10::DeviceType device, bool on) {
-  at::autocast::set_autocast_enabled(device, on);
-}
+inline void set_autocast_enabled(c10::DeviceType device, bool on) { at::autocast::set_autocast_enabled(device, on); }
 
-inline at::ScalarType autocast_dtype(c10::DeviceType device) {
-  return at::autocast::get_autocast_dtype(device);
-}
+inline at::ScalarType autocast_dtype(c10::DeviceType device) { return at::autocast::get_autocast_dtype(device); }
 
 inline void set_autocast_dtype(c10::DeviceType device, at::ScalarType dtype) {
   at::autocast::set_autocast_dtype(device, dtype);
@@ -80,7 +74,8 @@ inline at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::
   return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal);
 }
 
-/// Drops a parameter's entry from a torch::optim optimizer's state (keyed by the TensorImpl address). A template so this header need not include the optimizer API.
+/// Drops a parameter's entry from a torch::optim optimizer's state (keyed by the TensorImpl address). A template so
+/// this header need not include the optimizer API.
 template <class Optimizer>
 void erase_optimizer_state(Optimizer& optimizer, const at::Tensor& param) {
   optimizer.state().erase(param.unsafeGetTensorImpl());

@@ -28,7 +28,8 @@ std::array<int64_t, 4> random_box(int64_t h, int64_t w, int64_t cut_h, int64_t c
     cy = randint(0, h);
     cx = randint(0, w);
   }
-  return {clip(cy - cut_h / 2, 0, h), clip(cx - cut_w / 2, 0, w), clip(cy + cut_h / 2, 0, h), clip(cx + cut_w / 2, 0, w)};
+  return {clip(cy - cut_h / 2, 0, h), clip(cx - cut_w / 2, 0, w), clip(cy + cut_h / 2, 0, h),
+          clip(cx + cut_w / 2, 0, w)};
 }
 
 double sample_beta(double a, double b, std::optional<at::Generator> gen) {
@@ -46,7 +47,8 @@ std::vector<double> sample_dirichlet(double alpha, int64_t n, std::optional<at::
 }
 
 int64_t randint(int64_t lo, int64_t hi, std::optional<at::Generator> gen) {
-  if (hi <= lo) throw std::invalid_argument("randint: empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+  if (hi <= lo)
+    throw std::invalid_argument("randint: empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
   const at::Tensor r = gen ? at::randint(lo, hi, {1}, *gen, at::kLong) : at::randint(lo, hi, {1}, at::kLong);
   return r.item<int64_t>();
 }
@@ -61,7 +63,8 @@ at::Tensor randperm(int64_t n, const c10::Device& device) {
 }
 
 void bad_option(const std::string& what, const std::string& field, const std::string& expected, double value) {
-  throw std::invalid_argument(what + "." + field + " must be " + expected + ", got " + composer::detail::python_float_str(value));
+  throw std::invalid_argument(what + "." + field + " must be " + expected + ", got " +
+                              composer::detail::python_float_str(value));
 }
 
 void require_range(const std::string& what, const std::string& field, double value, double lo, double hi, bool lo_open,
@@ -69,7 +72,9 @@ void require_range(const std::string& what, const std::string& field, double val
   const bool ok = (lo_open ? value > lo : value >= lo) && (hi_open ? value < hi : value <= hi) && !std::isnan(value);
   if (!ok) {
     const std::string hi_s = std::isinf(hi) ? "inf" : composer::detail::python_float_str(hi);
-    bad_option(what, field, std::string("in ") + (lo_open ? "(" : "[") + composer::detail::python_float_str(lo) + ", " + hi_s + (hi_open ? ")" : "]"),
+    bad_option(what, field,
+               std::string("in ") + (lo_open ? "(" : "[") + composer::detail::python_float_str(lo) + ", " + hi_s +
+                   (hi_open ? ")" : "]"),
                value);
   }
 }

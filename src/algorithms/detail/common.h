@@ -32,7 +32,8 @@ at::Tensor randperm(int64_t n, const c10::Device& device);
 std::array<int64_t, 4> random_box(int64_t h, int64_t w, int64_t cut_h, int64_t cut_w, bool uniform_sampling);
 
 /// Throws std::invalid_argument "<what>.<field> must be <expected>, got <value>".
-[[noreturn]] void bad_option(const std::string& what, const std::string& field, const std::string& expected, double value);
+[[noreturn]] void bad_option(const std::string& what, const std::string& field, const std::string& expected,
+                             double value);
 void require_range(const std::string& what, const std::string& field, double value, double lo, double hi,
                    bool lo_open = false, bool hi_open = false);
 

@@ -32,11 +32,19 @@ std::string marker_name(const c10::IValue& v, const char* key) {
 // The dtype of a legacy typed storage class ("torch.FloatStorage").
 at::ScalarType storage_dtype(const std::string& cls) {
   static const std::unordered_map<std::string, at::ScalarType> types = {
-      {"torch.FloatStorage", at::kFloat},   {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
-      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong}, {"torch.IntStorage", at::kInt},
-      {"torch.ShortStorage", at::kShort},   {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
-      {"torch.BoolStorage", at::kBool},     {"torch.UntypedStorage", at::kByte},
-      {"torch.ComplexFloatStorage", at::kComplexFloat}, {"torch.ComplexDoubleStorage", at::kComplexDouble}};
+      {"torch.FloatStorage", at::kFloat},
+      {"torch.DoubleStorage", at::kDouble},
+      {"torch.HalfStorage", at::kHalf},
+      {"torch.BFloat16Storage", at::kBFloat16},
+      {"torch.LongStorage", at::kLong},
+      {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort},
+      {"torch.CharStorage", at::kChar},
+      {"torch.ByteStorage", at::kByte},
+      {"torch.BoolStorage", at::kBool},
+      {"torch.UntypedStorage", at::kByte},
+      {"torch.ComplexFloatStorage", at::kComplexFloat},
+      {"torch.ComplexDoubleStorage", at::kComplexDouble}};
   auto it = types.find(cls);
   if (it == types.end()) throw std::runtime_error("pickle: unsupported tensor storage type '" + cls + "'");
   return it->second;
@@ -66,7 +74,8 @@ std::string latin1_bytes(const std::string& utf8) {
 
 class Machine {
  public:
-  Machine(std::string program, caffe2::serialize::PyTorchStreamReader& reader) : program_(std::move(program)), reader_(reader) {}
+  Machine(std::string program, caffe2::serialize::PyTorchStreamReader& reader)
+      : program_(std::move(program)), reader_(reader) {}
 
   c10::IValue run() {
     while (true) {
@@ -79,7 +88,8 @@ class Machine {
  private:
   // --- reading the program ---
   void need(size_t n) {
-    if (pos_ + n > program_.size()) throw std::runtime_error("pickle: the program ends early (at byte " + std::to_string(pos_) + ")");
+    if (pos_ + n > program_.size())
+      throw std::runtime_error("pickle: the program ends early (at byte " + std::to_string(pos_) + ")");
   }
   uint8_t u8() {
     need(1);
@@ -168,13 +178,16 @@ class Machine {
     const auto& args = args_value.toTupleRef().elements();
     if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
       const at::Tensor& storage = args.at(0).toTensor();
-      return at::empty({0}, storage.options()).set_(storage.storage(), args.at(1).toInt(), int_tuple(args.at(2)), int_tuple(args.at(3)));
+      return at::empty({0}, storage.options())
+          .set_(storage.storage(), args.at(1).toInt(), int_tuple(args.at(2)), int_tuple(args.at(3)));
     }
-    if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") return args.at(0);
+    if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state")
+      return args.at(0);
     if (name == "collections.OrderedDict" || name == "builtins.dict") {
       Dict d(c10::AnyType::get(), c10::AnyType::get());
       if (!args.empty()) {
-        for (const auto& kv : args.at(0).toList()) d.insert_or_assign(kv.get().toTupleRef().elements().at(0), kv.get().toTupleRef().elements().at(1));
+        for (const auto& kv : args.at(0).toList())
+          d.insert_or_assign(kv.get().toTupleRef().elements().at(0), kv.get().toTupleRef().elements().at(1));
       }
       return d;
     }
@@ -214,7 +227,8 @@ class Machine {
     }
     const size_t want = static_cast<size_t>(numel) * c10::elementSize(dtype);
     if (size < want) {
-      throw std::runtime_error("pickle: record '" + record + "' holds " + std::to_string(size) + " bytes, the tensor needs " + std::to_string(want));
+      throw std::runtime_error("pickle: record '" + record + "' holds " + std::to_string(size) +
+                               " bytes, the tensor needs " + std::to_string(want));
     }
     c10::Storage storage(c10::Storage::use_byte_size_t(), want, std::move(data), nullptr, false);
     at::Tensor t = at::empty({0}, at::TensorOptions().dtype(dtype)).set_(storage);
@@ -238,52 +252,164 @@ class Machine {
 
   void step(uint8_t op) {
     switch (op) {
-      case 0x80: u8(); break;                 // PROTO
-      case 0x95: little<uint64_t>(); break;   // FRAME
-      case '(': marks_.push_back(stack_.size()); break;
-      case '}': stack_.emplace_back(Dict(c10::AnyType::get(), c10::AnyType::get())); break;
-      case ']': case 0x8f: stack_.push_back(new_list()); break;  // EMPTY_LIST, EMPTY_SET
-      case ')': stack_.push_back(tuple({})); break;
-      case 0x85: { auto a = pop(); stack_.push_back(tuple({a})); } break;
-      case 0x86: { auto b = pop(), a = pop(); stack_.push_back(tuple({a, b})); } break;
-      case 0x87: { auto c = pop(), b = pop(), a = pop(); stack_.push_back(tuple({a, b, c})); } break;
-      case 't': stack_.push_back(tuple(pop_mark())); break;
-      case 'l': case 0x91: stack_.push_back(new_list(pop_mark())); break;  // LIST, FROZENSET
-      case 'd': { auto kv = pop_mark(); stack_.emplace_back(Dict(c10::AnyType::get(), c10::AnyType::get())); set_items(top(), kv); } break;
-      case 'a': { auto v = pop(); append(top(), {v}); } break;
-      case 'e': case 0x90: { auto items = pop_mark(); append(top(), items); } break;  // APPENDS, ADDITEMS
-      case 's': { auto v = pop(), k = pop(); set_items(top(), {k, v}); } break;
-      case 'u': { auto kv = pop_mark(); set_items(top(), kv); } break;
-      case 'q': memo_put(u8()); break;
-      case 'r': memo_put(little<uint32_t>()); break;
-      case 0x94: memo_put(memo_.size()); break;  // MEMOIZE
-      case 'h': stack_.push_back(memo_get(u8())); break;
-      case 'j': stack_.push_back(memo_get(little<uint32_t>())); break;
-      case 'N': stack_.emplace_back(); break;
-      case 0x88: stack_.emplace_back(true); break;
-      case 0x89: stack_.emplace_back(false); break;
-      case 'J': stack_.emplace_back(static_cast<int64_t>(little<int32_t>())); break;
-      case 'K': stack_.emplace_back(static_cast<int64_t>(u8())); break;
-      case 'M': stack_.emplace_back(static_cast<int64_t>(little<uint16_t>())); break;
-      case 0x8a: { const auto n = u8(); stack_.emplace_back(long_bytes(n)); } break;
-      case 0x8b: { const auto n = little<uint32_t>(); stack_.emplace_back(long_bytes(n)); } break;
-      case 'G': stack_.emplace_back(big_endian_double()); break;
-      case 'X': case 'B': case 'T': stack_.emplace_back(bytes(little<uint32_t>())); break;  // (BIN)UNICODE, BYTES, STRING
-      case 0x8c: case 'C': case 'U': stack_.emplace_back(bytes(u8())); break;               // their short forms
-      case 0x8d: case 0x8e: case 0x96: stack_.emplace_back(bytes(little<uint64_t>())); break;  // 8-byte lengths
-      case 'c': { const std::string module = line(); stack_.push_back(global(module, line())); } break;
-      case 0x93: { auto name = pop(), module = pop(); stack_.push_back(global(module.toStringRef(), name.toStringRef())); } break;
-      case 'R': case 0x81: { auto args = pop(), callable = pop(); stack_.push_back(call(callable, args)); } break;  // REDUCE, NEWOBJ
-      case 0x92: { pop(); auto args = pop(), cls = pop(); stack_.push_back(call(cls, args)); } break;           // NEWOBJ_EX
-      case 'b': pop(); break;  // BUILD: object state (__setstate__) is not kept
-      case 'Q': { auto pid = pop(); stack_.push_back(persistent_load(pid)); } break;
-      case '0': pop(); break;
-      case '1': pop_mark(); break;
-      case '2': stack_.push_back(top()); break;
+      case 0x80:
+        u8();
+        break;  // PROTO
+      case 0x95:
+        little<uint64_t>();
+        break;  // FRAME
+      case '(':
+        marks_.push_back(stack_.size());
+        break;
+      case '}':
+        stack_.emplace_back(Dict(c10::AnyType::get(), c10::AnyType::get()));
+        break;
+      case ']':
+      case 0x8f:
+        stack_.push_back(new_list());
+        break;  // EMPTY_LIST, EMPTY_SET
+      case ')':
+        stack_.push_back(tuple({}));
+        break;
+      case 0x85: {
+        auto a = pop();
+        stack_.push_back(tuple({a}));
+      } break;
+      case 0x86: {
+        auto b = pop(), a = pop();
+        stack_.push_back(tuple({a, b}));
+      } break;
+      case 0x87: {
+        auto c = pop(), b = pop(), a = pop();
+        stack_.push_back(tuple({a, b, c}));
+      } break;
+      case 't':
+        stack_.push_back(tuple(pop_mark()));
+        break;
+      case 'l':
+      case 0x91:
+        stack_.push_back(new_list(pop_mark()));
+        break;  // LIST, FROZENSET
+      case 'd': {
+        auto kv = pop_mark();
+        stack_.emplace_back(Dict(c10::AnyType::get(), c10::AnyType::get()));
+        set_items(top(), kv);
+      } break;
+      case 'a': {
+        auto v = pop();
+        append(top(), {v});
+      } break;
+      case 'e':
+      case 0x90: {
+        auto items = pop_mark();
+        append(top(), items);
+      } break;  // APPENDS, ADDITEMS
+      case 's': {
+        auto v = pop(), k = pop();
+        set_items(top(), {k, v});
+      } break;
+      case 'u': {
+        auto kv = pop_mark();
+        set_items(top(), kv);
+      } break;
+      case 'q':
+        memo_put(u8());
+        break;
+      case 'r':
+        memo_put(little<uint32_t>());
+        break;
+      case 0x94:
+        memo_put(memo_.size());
+        break;  // MEMOIZE
+      case 'h':
+        stack_.push_back(memo_get(u8()));
+        break;
+      case 'j':
+        stack_.push_back(memo_get(little<uint32_t>()));
+        break;
+      case 'N':
+        stack_.emplace_back();
+        break;
+      case 0x88:
+        stack_.emplace_back(true);
+        break;
+      case 0x89:
+        stack_.emplace_back(false);
+        break;
+      case 'J':
+        stack_.emplace_back(static_cast<int64_t>(little<int32_t>()));
+        break;
+      case 'K':
+        stack_.emplace_back(static_cast<int64_t>(u8()));
+        break;
+      case 'M':
+        stack_.emplace_back(static_cast<int64_t>(little<uint16_t>()));
+        break;
+      case 0x8a: {
+        const auto n = u8();
+        stack_.emplace_back(long_bytes(n));
+      } break;
+      case 0x8b: {
+        const auto n = little<uint32_t>();
+        stack_.emplace_back(long_bytes(n));
+      } break;
+      case 'G':
+        stack_.emplace_back(big_endian_double());
+        break;
+      case 'X':
+      case 'B':
+      case 'T':
+        stack_.emplace_back(bytes(little<uint32_t>()));
+        break;  // (BIN)UNICODE, BYTES, STRING
+      case 0x8c:
+      case 'C':
+      case 'U':
+        stack_.emplace_back(bytes(u8()));
+        break;  // their short forms
+      case 0x8d:
+      case 0x8e:
+      case 0x96:
+        stack_.emplace_back(bytes(little<uint64_t>()));
+        break;  // 8-byte lengths
+      case 'c': {
+        const std::string module = line();
+        stack_.push_back(global(module, line()));
+      } break;
+      case 0x93: {
+        auto name = pop(), module = pop();
+        stack_.push_back(global(module.toStringRef(), name.toStringRef()));
+      } break;
+      case 'R':
+      case 0x81: {
+        auto args = pop(), callable = pop();
+        stack_.push_back(call(callable, args));
+      } break;  // REDUCE, NEWOBJ
+      case 0x92: {
+        pop();
+        auto args = pop(), cls = pop();
+        stack_.push_back(call(cls, args));
+      } break;  // NEWOBJ_EX
+      case 'b':
+        pop();
+        break;  // BUILD: object state (__setstate__) is not kept
+      case 'Q': {
+        auto pid = pop();
+        stack_.push_back(persistent_load(pid));
+      } break;
+      case '0':
+        pop();
+        break;
+      case '1':
+        pop_mark();
+        break;
+      case '2':
+        stack_.push_back(top());
+        break;
       default: {
         char hex[8];
         std::snprintf(hex, sizeof(hex), "0x%02x", op);
-        throw std::runtime_error(std::string("pickle: unsupported opcode ") + hex + " at byte " + std::to_string(pos_ - 1));
+        throw std::runtime_error(std::string("pickle: unsupported opcode ") + hex + " at byte " +
+                                 std::to_string(pos_ - 1));
       }
     }
   }

@@ -29,7 +29,8 @@ class File {
  public:
   explicit File(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
     struct stat st {};
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0) throw std::runtime_error(std::string("cannot be read: ") + std::strerror(errno));
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0)
+      throw std::runtime_error(std::string("cannot be read: ") + std::strerror(errno));
     size_ = static_cast<uint64_t>(st.st_size);
   }
   ~File() {
@@ -39,7 +40,8 @@ class File {
   File& operator=(const File&) = delete;
   uint64_t size() const { return size_; }
   std::vector<uint8_t> read(uint64_t offset, uint64_t n, const char* what) const {
-    if (offset > size_ || n > size_ - offset) throw std::runtime_error(std::string(what) + " lies past the end of the file (truncated)");
+    if (offset > size_ || n > size_ - offset)
+      throw std::runtime_error(std::string(what) + " lies past the end of the file (truncated)");
     std::vector<uint8_t> buf(n);
     read_into(offset, buf.data(), n);
     return buf;
@@ -47,7 +49,8 @@ class File {
   void read_into(uint64_t offset, uint8_t* dst, uint64_t n) const {
     while (n > 0) {
       const ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(offset));
-      if (got <= 0) throw std::runtime_error(std::string("cannot be read: ") + (got < 0 ? std::strerror(errno) : "unexpected end"));
+      if (got <= 0)
+        throw std::runtime_error(std::string("cannot be read: ") + (got < 0 ? std::strerror(errno) : "unexpected end"));
       dst += got;
       offset += static_cast<uint64_t>(got);
       n -= static_cast<uint64_t>(got);
@@ -108,7 +111,8 @@ struct Record {
 void check_crcs(const File& f, const std::vector<Record>& records) {
   uint64_t total = 0;
   for (const auto& r : records) total += r.size;
-  const unsigned threads = static_cast<unsigned>(std::clamp<uint64_t>(total >> 26, 1, std::max(1u, std::thread::hardware_concurrency())));
+  const unsigned threads =
+      static_cast<unsigned>(std::clamp<uint64_t>(total >> 26, 1, std::max(1u, std::thread::hardware_concurrency())));
   std::atomic<size_t> next{0};
   std::vector<std::string> errors(threads);
   auto work = [&](unsigned t) {
@@ -142,12 +146,15 @@ int64_t verify_zip_records(const std::string& path) {
   uint64_t pos = 0;
   std::vector<Record> records;
   for (uint64_t e = 0; e < d.entries; ++e) {
-    if (pos + 46 > dir.size() || le(dir.data() + pos, 4) != kDirectoryEntry) throw std::runtime_error("its zip directory is damaged");
+    if (pos + 46 > dir.size() || le(dir.data() + pos, 4) != kDirectoryEntry)
+      throw std::runtime_error("its zip directory is damaged");
     const uint8_t* p = dir.data() + pos;
-    const uint64_t method = le(p + 10, 2), name_len = le(p + 28, 2), extra_len = le(p + 30, 2), comment_len = le(p + 32, 2);
+    const uint64_t method = le(p + 10, 2), name_len = le(p + 28, 2), extra_len = le(p + 30, 2),
+                   comment_len = le(p + 32, 2);
     const uint32_t crc = static_cast<uint32_t>(le(p + 16, 4));
     uint64_t compressed = le(p + 20, 4), size = le(p + 24, 4), local = le(p + 42, 4);
-    if (pos + 46 + name_len + extra_len + comment_len > dir.size()) throw std::runtime_error("its zip directory is damaged");
+    if (pos + 46 + name_len + extra_len + comment_len > dir.size())
+      throw std::runtime_error("its zip directory is damaged");
     const std::string name(reinterpret_cast<const char*>(p + 46), name_len);
     // The zip64 extra field holds the 64-bit values whose 32-bit fields are all ones, in this order.
     for (uint64_t x = 0; x + 4 <= extra_len;) {

@@ -3,6 +3,7 @@
 namespace composer::detail {
 
 double compute_global(const Metric& metric, dist::Strategy& strategy) {
+  if (strategy.num_replicas() == 1) return metric.compute();  // this rank's state is the global one: no copy
   at::Tensor summed = metric.state().clone();
   strategy.sum_metric_state(summed);
   auto copy = metric.clone_empty();

@@ -13,7 +13,11 @@ namespace composer::detail {
 class LoaderSwap {
  public:
   explicit LoaderSwap(State& s)
-      : s_(s), loader_(s.dataloader), label_(s.dataloader_label), len_(s.dataloader_len), training_(s.model->is_training()) {}
+      : s_(s),
+        loader_(s.dataloader),
+        label_(s.dataloader_label),
+        len_(s.dataloader_len),
+        training_(s.model->is_training()) {}
   ~LoaderSwap() {
     s_.dataloader = loader_;
     s_.dataloader_label = label_;
