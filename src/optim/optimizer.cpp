@@ -14,15 +14,16 @@ namespace {
 
 constexpr const char* kArchiveKey = "composer_state_dict";
 
-at::Tensor bytes_tensor(const std::string& bytes) {
-  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
-  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+at::Tensor bytes_tensor(const char* data, size_t size) {
+  at::Tensor t = at::empty({static_cast<int64_t>(size)}, at::kByte);
+  if (size > 0) std::memcpy(t.data_ptr(), data, size);
   return t;
 }
 
-std::string tensor_bytes(const at::Tensor& tensor) {
+std::vector<char> tensor_bytes(const at::Tensor& tensor) {
   const at::Tensor t = tensor.contiguous();
-  return std::string(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()));
+  const char* data = static_cast<const char*>(t.data_ptr());
+  return std::vector<char>(data, data + t.numel());
 }
 
 const Optimizer* ours(const torch::optim::Optimizer& o) { return dynamic_cast<const Optimizer*>(&o); }
@@ -32,7 +33,7 @@ Optimizer* ours(torch::optim::Optimizer& o) { return dynamic_cast<Optimizer*>(&o
 
 void Optimizer::save(torch::serialize::OutputArchive& archive) const {
   const std::vector<char> bytes = torch::pickle_save(state_dict());
-  archive.write(kArchiveKey, bytes_tensor(std::string(bytes.begin(), bytes.end())));
+  archive.write(kArchiveKey, bytes_tensor(bytes.data(), bytes.size()));
 }
 
 void Optimizer::load(torch::serialize::InputArchive& archive) {
@@ -41,8 +42,7 @@ void Optimizer::load(torch::serialize::InputArchive& archive) {
     throw std::invalid_argument("optimizer archive has no '" + std::string(kArchiveKey) +
                                 "': it was not saved from a composer::optim optimizer");
   }
-  const std::string text = tensor_bytes(bytes);
-  load_state_dict(torch::pickle_load(std::vector<char>(text.begin(), text.end())));
+  load_state_dict(torch::pickle_load(tensor_bytes(bytes)));
 }
 
 c10::IValue optimizer_state_dict(const torch::optim::Optimizer& optimizer) {
@@ -51,17 +51,19 @@ c10::IValue optimizer_state_dict(const torch::optim::Optimizer& optimizer) {
   optimizer.save(archive);
   std::ostringstream os;
   archive.save_to(os);
+  const std::string bytes = os.str();
   Dict d = new_dict();
-  d.insert("torch_archive", bytes_tensor(os.str()));
+  d.insert("torch_archive", bytes_tensor(bytes.data(), bytes.size()));
   return d;
 }
 
 void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::IValue& state) {
   if (Optimizer* o = ours(optimizer)) return o->load_state_dict(state);
   if (!state.isGenericDict()) throw std::invalid_argument("optimizer state must be a dict");
-  std::istringstream is(tensor_bytes(dict_get(state.toGenericDict(), "torch_archive", "optimizer state").toTensor()));
+  const std::vector<char> bytes =
+      tensor_bytes(dict_get(state.toGenericDict(), "torch_archive", "optimizer state").toTensor());
   torch::serialize::InputArchive archive;
-  archive.load_from(is);
+  archive.load_from(bytes.data(), bytes.size());
   optimizer.load(archive);
 }
 

@@ -39,9 +39,7 @@ void FitLoop::run() {
   epoch_.log_batch_time();
   engine_.run_event(Event::FIT_END);
   eval_.run_due(Event::FIT_END);
-  for (auto& group : s.optimizer->param_groups())
-    for (auto& p : group.params())
-      if (p.grad().defined()) p.mutable_grad().reset();
+  s.optimizer->zero_grad(/*set_to_none=*/true);  // release the last step's gradients
 }
 
 }  // namespace composer

@@ -14,12 +14,6 @@
 namespace composer {
 namespace {
 
-void zero_grad_set_to_none(torch::optim::Optimizer& optimizer) {
-  for (auto& group : optimizer.param_groups())
-    for (auto& p : group.params())
-      if (p.grad().defined()) p.mutable_grad().reset();
-}
-
 bool backwards_create_graph(const State& s) {
   for (const auto& a : s.algorithms)
     if (a->backwards_create_graph()) return true;
@@ -93,7 +87,7 @@ void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor
 std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
   State& s = state_;
   engine_.run_event(Event::BEFORE_TRAIN_BATCH);
-  zero_grad_set_to_none(*s.optimizer);
+  s.optimizer->zero_grad(/*set_to_none=*/true);
   const Batch batch = s.batch;  // algorithms at BEFORE_TRAIN_BATCH may have changed it
   const int64_t size = s.device_train_microbatch_size;
   const std::vector<Batch> microbatches = size > 0 ? batch.split(size) : std::vector<Batch>{batch};

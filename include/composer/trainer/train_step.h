@@ -1,7 +1,9 @@
 // TrainStep: one optimisation step over state.batch, split into microbatches. The unit a hand-written loop drives:
-//   State s; Logger logger(s); Engine engine(s, logger);  (model, optimizer, algorithms, callbacks set, INIT run)
+//   State s; Logger logger(s); Engine engine(s, logger);  (model, optimizer, algorithms, callbacks set, INIT run;
+//   s.set_dataloader(...) and s.max_duration set, which Composer's Engine requires for training events)
 //   TrainStep step(s, engine, logger);
-//   for (auto& batch : batches) { s.batch = batch; step.run(); }
+//   for (auto& batch : batches) { s.batch = batch; step.run(); s.timestamp = s.timestamp.to_next_batch(n); }
+// examples/train_step_loop.cpp is a complete one.
 #pragma once
 
 #include "composer/trainer/precision_context.h"
@@ -23,9 +25,9 @@ class TrainStep {
   /// state.precision and state.device (read here: throws std::invalid_argument for amp_fp16 off CUDA),
   /// state.device_train_microbatch_size and state.strategy (read every step).
   TrainStep(State& state, Engine& engine, Logger& logger);
-  Logger& logger() { return logger_; }
 
-  /// Requires: state.model, state.optimizer, state.batch on state.device (state.scaler for amp_fp16).
+  /// Requires: state.model, state.optimizer, state.batch on state.device (state.scaler for amp_fp16), and
+  /// state.dataloader and state.max_duration (the Engine refuses training events without them).
   /// Fires BEFORE_TRAIN_BATCH, per microbatch of state.device_train_microbatch_size samples (0 = the whole batch)
   /// BEFORE_FORWARD .. AFTER_BACKWARD, then AFTER_TRAIN_BATCH, inside the optimizer's closure, and steps the
   /// optimizer (through the grad scaler for amp_fp16). Each microbatch's loss is weighted by its samples over
