@@ -2,7 +2,9 @@
 #pragma once
 
 #include "composer/algorithms/algorithms.h"
+#include "composer/algorithms/registry.h"
 #include "composer/callbacks/lr_monitor.h"
+#include "composer/callbacks/registry.h"
 #include "composer/callbacks/speed_monitor.h"
 #include "composer/callbacks/threshold_stopper.h"
 #include "composer/checkpoint/checkpoint.h"
@@ -19,6 +21,7 @@
 #include "composer/core/interval.h"
 #include "composer/core/logger.h"
 #include "composer/core/precision.h"
+#include "composer/core/registry.h"
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
@@ -39,6 +42,7 @@
 #include "composer/loggers/file_logger.h"
 #include "composer/loggers/in_memory_logger.h"
 #include "composer/loggers/progress_bar_logger.h"
+#include "composer/loggers/registry.h"
 #include "composer/metrics/classification.h"
 #include "composer/metrics/language.h"
 #include "composer/metrics/metric.h"
@@ -52,6 +56,7 @@
 #include "composer/optim/decoupled_sgdw.h"
 #include "composer/optim/grad_scaler.h"
 #include "composer/optim/optimizer.h"
+#include "composer/optim/registry.h"
 #include "composer/optim/scheduler.h"
 #include "composer/trainer/eval_loop.h"
 #include "composer/trainer/fit_loop.h"

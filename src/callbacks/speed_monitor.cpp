@@ -21,10 +21,10 @@ double divider_for(const std::string& unit) {
 
 }  // namespace
 
-SpeedMonitor::SpeedMonitor(int64_t window_size, const std::string& time_unit)
-    : window_size_(window_size), divider_(divider_for(time_unit)) {
-  if (window_size <= 0)
-    throw std::invalid_argument("SpeedMonitor.window_size must be > 0, got " + std::to_string(window_size));
+SpeedMonitor::SpeedMonitor(SpeedMonitorOptions options)
+    : window_size_(options.window_size()), divider_(divider_for(options.time_unit())) {
+  if (window_size_ <= 0)
+    throw std::invalid_argument("SpeedMonitor.window_size must be > 0, got " + std::to_string(window_size_));
 }
 
 void SpeedMonitor::batch_end(State& state, Logger& logger) {

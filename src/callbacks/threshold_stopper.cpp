@@ -6,13 +6,30 @@
 
 namespace composer {
 
-ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_label, double threshold, Compare comp,
-                                   bool stop_on_batch)
-    : monitor_(canonical_metric_name(monitor)),
-      label_(std::move(dataloader_label)),
-      threshold_(threshold),
-      comp_(std::move(comp)),
-      stop_on_batch_(stop_on_batch) {
+namespace {
+
+template <class T>
+const T& required(const std::optional<T>& value, const char* field, const char* expected) {
+  if (!value)
+    throw std::invalid_argument(std::string("ThresholdStopper: ") + field + " is required (" + expected + ")");
+  return *value;
+}
+
+}  // namespace
+
+ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_label, double threshold, Compare comp)
+    : ThresholdStopper(ThresholdStopperOptions()
+                           .monitor(std::move(monitor))
+                           .dataloader_label(std::move(dataloader_label))
+                           .threshold(threshold)
+                           .comp(std::move(comp))) {}
+
+ThresholdStopper::ThresholdStopper(ThresholdStopperOptions options)
+    : monitor_(canonical_metric_name(required(options.monitor(), "monitor", "a metric name such as 'Accuracy'"))),
+      label_(required(options.dataloader_label(), "dataloader_label", "an evaluator label or 'train'")),
+      threshold_(required(options.threshold(), "threshold", "a number")),
+      comp_(options.comp()),
+      stop_on_batch_(options.stop_on_batch()) {
   if (monitor_.empty()) throw std::invalid_argument("ThresholdStopper.monitor must name a metric");
   if (!comp_) {
     const std::string lower = detail::to_lower(monitor_);

@@ -17,6 +17,36 @@ std::string field_text(const BatchKey& value) {
                                                 : field_text(std::get<std::string>(value));
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::string body = detail::trim(text);
+  if (body.size() >= 2 && ((body.front() == '[' && body.back() == ']') || (body.front() == '(' && body.back() == ')')))
+    body = body.substr(1, body.size() - 2);
+  std::vector<std::string> items;
+  if (detail::trim(body).empty()) return items;
+  size_t start = 0;
+  for (size_t i = 0; i <= body.size(); ++i) {
+    if (i < body.size() && body[i] != ',') continue;
+    std::string item = detail::trim(body.substr(start, i - start));
+    if (item.size() >= 2 && (item.front() == '\'' || item.front() == '"') && item.back() == item.front())
+      item = item.substr(1, item.size() - 2);
+    items.push_back(item);
+    start = i + 1;
+  }
+  return items;
+}
+
+std::string field_text(const std::tuple<double, double>& value) {
+  return "(" + field_text(std::get<0>(value)) + ", " + field_text(std::get<1>(value)) + ")";
+}
+
+void read_field(Hparams& h, const std::string& key, std::tuple<double, double>& value) {
+  if (!h.has(key)) return;
+  std::vector<double> pair;
+  read_field(h, key, pair);
+  if (pair.size() != 2) h.fail(key, "two numbers such as [0.9, 0.999]");
+  value = {pair[0], pair[1]};
+}
+
 std::string fields_table(const std::vector<FieldDoc>& fields) {
   std::string out = "| name | default | meaning |\n|---|---|---|\n";
   for (const auto& f : fields) out += "| `" + f.name + "` | `" + f.value + "` | " + f.doc + " |\n";

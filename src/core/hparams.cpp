@@ -16,10 +16,16 @@ const std::string* Hparams::find(const std::string& key) {
   return it == values_.end() ? nullptr : &it->second;
 }
 
+void Hparams::missing(const std::string& key, const std::string& what) const {
+  throw std::invalid_argument(where_ + (where_.empty() ? "" : ".") + key + ": required (" + what + ")");
+}
+
 void Hparams::fail(const std::string& key, const std::string& expected) const {
   throw std::invalid_argument(where_ + (where_.empty() ? "" : ".") + key + ": expected " + expected + ", got '" +
                               values_.at(key) + "'");
 }
+
+bool Hparams::has(const std::string& key) { return find(key) != nullptr; }
 
 double Hparams::get_double(const std::string& key, double fallback) {
   const std::string* v = find(key);

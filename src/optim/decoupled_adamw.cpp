@@ -15,10 +15,11 @@ namespace composer::optim {
 void DecoupledAdamWOptions::validate() const {
   if (lr_ < 0) throw std::invalid_argument("DecoupledAdamW.lr must be >= 0, got " + std::to_string(lr_));
   if (eps_ < 0) throw std::invalid_argument("DecoupledAdamW.eps must be >= 0, got " + std::to_string(eps_));
-  if (beta1_ < 0 || beta1_ >= 1)
-    throw std::invalid_argument("DecoupledAdamW.beta1 must be in [0, 1), got " + std::to_string(beta1_));
-  if (beta2_ < 0 || beta2_ >= 1)
-    throw std::invalid_argument("DecoupledAdamW.beta2 must be in [0, 1), got " + std::to_string(beta2_));
+  const auto [beta1, beta2] = betas_;
+  if (beta1 < 0 || beta1 >= 1)
+    throw std::invalid_argument("DecoupledAdamW.betas[0] must be in [0, 1), got " + std::to_string(beta1));
+  if (beta2 < 0 || beta2 >= 1)
+    throw std::invalid_argument("DecoupledAdamW.betas[1] must be in [0, 1), got " + std::to_string(beta2));
   if (weight_decay_ < 0)
     throw std::invalid_argument("DecoupledAdamW.weight_decay must be >= 0, got " + std::to_string(weight_decay_));
 }
@@ -66,7 +67,8 @@ bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::v
   } else if (o.weight_decay() != 0) {
     at::_foreach_mul_(params, 1.0 - o.weight_decay());
   }
-  at::_fused_adamw_(params, grads, m, v, vmax, steps, o.lr(), o.beta1(), o.beta2(), kernel_decay, o.eps(), o.amsgrad(),
+  at::_fused_adamw_(params, grads, m, v, vmax, steps, o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()),
+                    kernel_decay, o.eps(), o.amsgrad(),
                     /*maximize=*/false);
   return true;
 }
@@ -95,15 +97,15 @@ at::Tensor DecoupledAdamW::step(LossClosure closure) {
       grads.push_back(p.grad());
       m.push_back(s.exp_avg);
       v.push_back(s.exp_avg_sq);
-      step_sizes.emplace_back(-o.lr() / (1.0 - std::pow(o.beta1(), static_cast<double>(s.step))));
-      bias2_sqrt.emplace_back(std::sqrt(1.0 - std::pow(o.beta2(), static_cast<double>(s.step))));
+      step_sizes.emplace_back(-o.lr() / (1.0 - std::pow(std::get<0>(o.betas()), static_cast<double>(s.step))));
+      bias2_sqrt.emplace_back(std::sqrt(1.0 - std::pow(std::get<1>(o.betas()), static_cast<double>(s.step))));
     }
     if (params.empty() || step_fused(group, params)) continue;
     if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - detail::decay_factor(o) * o.weight_decay());
-    at::_foreach_mul_(m, o.beta1());
-    at::_foreach_add_(m, grads, 1.0 - o.beta1());
-    at::_foreach_mul_(v, o.beta2());
-    at::_foreach_addcmul_(v, grads, grads, 1.0 - o.beta2());
+    at::_foreach_mul_(m, std::get<0>(o.betas()));
+    at::_foreach_add_(m, grads, 1.0 - std::get<0>(o.betas()));
+    at::_foreach_mul_(v, std::get<1>(o.betas()));
+    at::_foreach_addcmul_(v, grads, grads, 1.0 - std::get<1>(o.betas()));
     std::vector<at::Tensor> second = v;
     if (o.amsgrad()) {
       second.clear();
@@ -139,7 +141,7 @@ c10::IValue DecoupledAdamW::state_dict() const {
         const auto& o = static_cast<const DecoupledAdamWOptions&>(opts);
         Dict d = new_dict();
         d.insert("lr", o.lr());
-        d.insert("betas", c10::ivalue::Tuple::create({o.beta1(), o.beta2()}));
+        d.insert("betas", c10::ivalue::Tuple::create({std::get<0>(o.betas()), std::get<1>(o.betas())}));
         d.insert("eps", o.eps());
         d.insert("weight_decay", o.weight_decay());
         d.insert("amsgrad", o.amsgrad());
@@ -166,8 +168,7 @@ void DecoupledAdamW::load_state_dict(const c10::IValue& state) {
         const std::string what = "DecoupledAdamW param group";
         o.lr(dict_get(d, "lr", what).toDouble());
         const auto betas = dict_get(d, "betas", what).toTuple();
-        o.beta1(betas->elements().at(0).toDouble());
-        o.beta2(betas->elements().at(1).toDouble());
+        o.betas({betas->elements().at(0).toDouble(), betas->elements().at(1).toDouble()});
         o.eps(dict_get(d, "eps", what).toDouble());
         o.weight_decay(dict_get(d, "weight_decay", what).toDouble());
         o.amsgrad(dict_get(d, "amsgrad", what).toBool());

@@ -1,5 +1,6 @@
 #include "composer/optim/scheduler.h"
 
+#include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/utils/type_name.h"
 
@@ -69,9 +70,21 @@ WarmupSpan warmup_span(const State& state, const Time& t_warmup, const Time& t_m
   return span;
 }
 
+double linear(const State& state, double alpha_i, double alpha_f, const Time& t_max, double ssr) {
+  const double frac = std::min(1.0, ratio(state, convert_time(t_max, state, ssr)));
+  return alpha_i + frac * (alpha_f - alpha_i);
+}
+
+double multistep(const State& state, const std::vector<Time>& milestones, double gamma, double ssr) {
+  double factor = 1.0;
+  for (const auto& m : milestones)
+    if (state.timestamp >= convert_time(m, state, ssr)) factor *= gamma;
+  return factor;
+}
+
 // The warmup ramp from 0 to `alpha` over t_warmup (stretched by ssr when scale_warmup).
 double warmup_ramp(const State& state, const Time& t_warmup, double alpha, double ssr, bool scale_warmup) {
-  return LinearScheduler(0.0, alpha, t_warmup)(state, scale_warmup ? ssr : 1.0);
+  return linear(state, 0.0, alpha, t_warmup, scale_warmup ? ssr : 1.0);
 }
 
 // Fraction of the post-warmup span elapsed, at most 1.
@@ -79,6 +92,23 @@ double post_warmup_fraction(const State& state, const WarmupSpan& span) {
   if (!(span.max > span.warmup)) return 0.0;
   const Time now = state.timestamp.get(span.warmup.unit());
   return std::min(1.0, ((now - span.warmup) / (span.max - span.warmup)).value());
+}
+
+double linear_with_warmup(const State& state, const Time& t_warmup, double alpha_i, double alpha_f, const Time& t_max,
+                          bool scale_warmup, double ssr, const std::string& who) {
+  const WarmupSpan span = warmup_span(state, t_warmup, t_max, ssr, who);
+  if (state.timestamp < span.warmup) return warmup_ramp(state, t_warmup, alpha_i, ssr, scale_warmup);
+  return alpha_i + post_warmup_fraction(state, span) * (alpha_f - alpha_i);
+}
+
+// A required argument: unset is an error naming the scheduler, the field and what it takes.
+template <class T>
+void require_field(const std::optional<T>& value, const char* who, const char* field, const char* expected) {
+  if (!value) throw std::invalid_argument(std::string(who) + ": " + field + " is required (" + expected + ")");
+}
+
+void require_warmup(const std::optional<Time>& t_warmup, const char* who) {
+  require_field(t_warmup, who, "t_warmup", "a time such as '100ba'");
 }
 
 }  // namespace
@@ -111,107 +141,164 @@ Time convert_time(const Time& time, const State& state, double ssr) {
   return Time(std::trunc(t.value() * ssr), t.unit());
 }
 
-StepScheduler::StepScheduler(Time step_size, double gamma) : step_size_(step_size), gamma_(gamma) {}
+StepScheduler::StepScheduler(StepSchedulerOptions options) : options_(std::move(options)) {
+  require_field(options_.step_size(), "StepScheduler", "step_size", "a time such as '10ep'");
+}
+StepScheduler::StepScheduler(Time step_size) : StepScheduler(StepSchedulerOptions().step_size(step_size)) {}
 double StepScheduler::operator()(const State& state, double ssr) const {
-  const Time step = convert_time(step_size_, state, ssr);
-  return std::pow(gamma_, std::floor(ratio(state, step)));
+  const Time step = convert_time(*options_.step_size(), state, ssr);
+  return std::pow(options_.gamma(), std::floor(ratio(state, step)));
 }
+std::string StepScheduler::repr() const { return options_repr("StepScheduler", options_); }
 
-MultiStepScheduler::MultiStepScheduler(std::vector<Time> milestones, double gamma)
-    : milestones_(std::move(milestones)), gamma_(gamma) {}
+MultiStepScheduler::MultiStepScheduler(MultiStepSchedulerOptions options) : options_(std::move(options)) {
+  require_field(options_.milestones(), "MultiStepScheduler", "milestones", "a list of times such as ['10ep', '20ep']");
+}
+MultiStepScheduler::MultiStepScheduler(std::vector<Time> milestones)
+    : MultiStepScheduler(MultiStepSchedulerOptions().milestones(std::move(milestones))) {}
 double MultiStepScheduler::operator()(const State& state, double ssr) const {
-  double factor = 1.0;
-  for (const auto& m : milestones_)
-    if (state.timestamp >= convert_time(m, state, ssr)) factor *= gamma_;
-  return factor;
+  return multistep(state, *options_.milestones(), options_.gamma(), ssr);
 }
+std::string MultiStepScheduler::repr() const { return options_repr("MultiStepScheduler", options_); }
 
-ConstantScheduler::ConstantScheduler(double alpha, Time t_max) : alpha_(alpha), t_max_(t_max) {}
+ConstantScheduler::ConstantScheduler(ConstantSchedulerOptions options) : options_(std::move(options)) {}
 double ConstantScheduler::operator()(const State& state, double ssr) const {
-  return state.timestamp < convert_time(t_max_, state, ssr) ? alpha_ : 1.0;
+  return state.timestamp < convert_time(options_.t_max(), state, ssr) ? options_.alpha() : 1.0;
 }
+std::string ConstantScheduler::repr() const { return options_repr("ConstantScheduler", options_); }
 
-LinearScheduler::LinearScheduler(double alpha_i, double alpha_f, Time t_max)
-    : alpha_i_(alpha_i), alpha_f_(alpha_f), t_max_(t_max) {}
+LinearScheduler::LinearScheduler(LinearSchedulerOptions options) : options_(std::move(options)) {}
 double LinearScheduler::operator()(const State& state, double ssr) const {
-  const double frac = std::min(1.0, ratio(state, convert_time(t_max_, state, ssr)));
-  return alpha_i_ + frac * (alpha_f_ - alpha_i_);
+  return linear(state, options_.alpha_i(), options_.alpha_f(), options_.t_max(), ssr);
 }
+std::string LinearScheduler::repr() const { return options_repr("LinearScheduler", options_); }
 
-ExponentialScheduler::ExponentialScheduler(double gamma, Time decay_period)
-    : gamma_(gamma), decay_period_(decay_period) {}
+ExponentialScheduler::ExponentialScheduler(ExponentialSchedulerOptions options) : options_(std::move(options)) {
+  require_field(options_.gamma(), "ExponentialScheduler", "gamma", "a number");
+}
+ExponentialScheduler::ExponentialScheduler(double gamma)
+    : ExponentialScheduler(ExponentialSchedulerOptions().gamma(gamma)) {}
 double ExponentialScheduler::operator()(const State& state, double ssr) const {
-  return std::pow(gamma_, ratio(state, convert_time(decay_period_, state, ssr)));
+  return std::pow(*options_.gamma(), ratio(state, convert_time(options_.decay_period(), state, ssr)));
 }
+std::string ExponentialScheduler::repr() const { return options_repr("ExponentialScheduler", options_); }
 
-CosineAnnealingScheduler::CosineAnnealingScheduler(Time t_max, double alpha_f) : t_max_(t_max), alpha_f_(alpha_f) {}
+CosineAnnealingScheduler::CosineAnnealingScheduler(CosineAnnealingSchedulerOptions options)
+    : options_(std::move(options)) {}
 double CosineAnnealingScheduler::operator()(const State& state, double ssr) const {
-  return cosine_anneal(ratio(state, convert_time(t_max_, state, ssr)), alpha_f_);
+  return cosine_anneal(ratio(state, convert_time(options_.t_max(), state, ssr)), options_.alpha_f());
 }
+std::string CosineAnnealingScheduler::repr() const { return options_repr("CosineAnnealingScheduler", options_); }
 
-CosineAnnealingWarmRestartsScheduler::CosineAnnealingWarmRestartsScheduler(Time t_0, double t_mult, double alpha_f)
-    : t_0_(t_0), t_mult_(t_mult), alpha_f_(alpha_f) {}
+CosineAnnealingWarmRestartsScheduler::CosineAnnealingWarmRestartsScheduler(
+    CosineAnnealingWarmRestartsSchedulerOptions options)
+    : options_(std::move(options)) {
+  require_field(options_.t_0(), "CosineAnnealingWarmRestartsScheduler", "t_0", "a time such as '10ep'");
+}
+CosineAnnealingWarmRestartsScheduler::CosineAnnealingWarmRestartsScheduler(Time t_0)
+    : CosineAnnealingWarmRestartsScheduler(CosineAnnealingWarmRestartsSchedulerOptions().t_0(t_0)) {}
 double CosineAnnealingWarmRestartsScheduler::operator()(const State& state, double ssr) const {
-  const Time t0 = convert_time(t_0_, state, ssr);
+  const Time t0 = convert_time(*options_.t_0(), state, ssr);
   const Time now = state.timestamp.get(t0.unit());
   Time len = t0, end = t0;
   while (end <= now) {
     if (len.value() == 0) {
       throw std::invalid_argument("CosineAnnealingWarmRestartsScheduler: the interval between restarts decayed to 0");
     }
-    len = Time(std::trunc(t_mult_ * len.value()), len.unit());
+    len = Time(std::trunc(options_.t_mult() * len.value()), len.unit());
     end = end + len;
   }
   const Time start = end - len;
-  return cosine_anneal(((now - start) / len).value(), alpha_f_);
+  return cosine_anneal(((now - start) / len).value(), options_.alpha_f());
+}
+std::string CosineAnnealingWarmRestartsScheduler::repr() const {
+  return options_repr("CosineAnnealingWarmRestartsScheduler", options_);
 }
 
-PolynomialScheduler::PolynomialScheduler(double power, Time t_max, double alpha_f)
-    : power_(power), t_max_(t_max), alpha_f_(alpha_f) {}
+PolynomialScheduler::PolynomialScheduler(PolynomialSchedulerOptions options) : options_(std::move(options)) {
+  require_field(options_.power(), "PolynomialScheduler", "power", "a number");
+}
+PolynomialScheduler::PolynomialScheduler(double power)
+    : PolynomialScheduler(PolynomialSchedulerOptions().power(power)) {}
 double PolynomialScheduler::operator()(const State& state, double ssr) const {
-  const double frac = std::min(1.0, ratio(state, convert_time(t_max_, state, ssr)));
-  return alpha_f_ + std::pow(1.0 - frac, power_) * (1.0 - alpha_f_);
+  const double frac = std::min(1.0, ratio(state, convert_time(options_.t_max(), state, ssr)));
+  return options_.alpha_f() + std::pow(1.0 - frac, *options_.power()) * (1.0 - options_.alpha_f());
 }
+std::string PolynomialScheduler::repr() const { return options_repr("PolynomialScheduler", options_); }
 
-LinearWithWarmupScheduler::LinearWithWarmupScheduler(Time t_warmup, double alpha_i, double alpha_f, Time t_max,
-                                                     bool scale_warmup)
-    : t_warmup_(t_warmup), alpha_i_(alpha_i), alpha_f_(alpha_f), t_max_(t_max), scale_warmup_(scale_warmup) {}
+LinearWithWarmupScheduler::LinearWithWarmupScheduler(LinearWithWarmupSchedulerOptions options)
+    : options_(std::move(options)) {
+  require_warmup(options_.t_warmup(), "LinearWithWarmupScheduler");
+}
+LinearWithWarmupScheduler::LinearWithWarmupScheduler(Time t_warmup)
+    : LinearWithWarmupScheduler(LinearWithWarmupSchedulerOptions().t_warmup(t_warmup)) {}
 double LinearWithWarmupScheduler::operator()(const State& state, double ssr) const {
-  const WarmupSpan span = warmup_span(state, t_warmup_, t_max_, ssr, name());
-  if (state.timestamp < span.warmup) return warmup_ramp(state, t_warmup_, alpha_i_, ssr, scale_warmup_);
-  return alpha_i_ + post_warmup_fraction(state, span) * (alpha_f_ - alpha_i_);
+  return linear_with_warmup(state, *options_.t_warmup(), options_.alpha_i(), options_.alpha_f(), options_.t_max(),
+                            options_.scale_warmup(), ssr, name());
 }
+std::string LinearWithWarmupScheduler::repr() const { return options_repr("LinearWithWarmupScheduler", options_); }
 
-ConstantWithWarmupScheduler::ConstantWithWarmupScheduler(Time t_warmup, double alpha, Time t_max, bool scale_warmup)
-    : inner_(t_warmup, alpha, alpha, t_max, scale_warmup) {}
-double ConstantWithWarmupScheduler::operator()(const State& state, double ssr) const { return inner_(state, ssr); }
+ConstantWithWarmupScheduler::ConstantWithWarmupScheduler(ConstantWithWarmupSchedulerOptions options)
+    : options_(std::move(options)) {
+  require_warmup(options_.t_warmup(), "ConstantWithWarmupScheduler");
+}
+ConstantWithWarmupScheduler::ConstantWithWarmupScheduler(Time t_warmup)
+    : ConstantWithWarmupScheduler(ConstantWithWarmupSchedulerOptions().t_warmup(t_warmup)) {}
+double ConstantWithWarmupScheduler::operator()(const State& state, double ssr) const {
+  return linear_with_warmup(state, *options_.t_warmup(), options_.alpha(), options_.alpha(), options_.t_max(),
+                            options_.scale_warmup(), ssr, name());
+}
+std::string ConstantWithWarmupScheduler::repr() const { return options_repr("ConstantWithWarmupScheduler", options_); }
 
-CosineAnnealingWithWarmupScheduler::CosineAnnealingWithWarmupScheduler(Time t_warmup, Time t_max, double alpha_f,
-                                                                       bool scale_warmup)
-    : t_warmup_(t_warmup), t_max_(t_max), alpha_f_(alpha_f), scale_warmup_(scale_warmup) {}
+CosineAnnealingWithWarmupScheduler::CosineAnnealingWithWarmupScheduler(
+    CosineAnnealingWithWarmupSchedulerOptions options)
+    : options_(std::move(options)) {
+  require_warmup(options_.t_warmup(), "CosineAnnealingWithWarmupScheduler");
+}
+CosineAnnealingWithWarmupScheduler::CosineAnnealingWithWarmupScheduler(Time t_warmup)
+    : CosineAnnealingWithWarmupScheduler(CosineAnnealingWithWarmupSchedulerOptions().t_warmup(t_warmup)) {}
 double CosineAnnealingWithWarmupScheduler::operator()(const State& state, double ssr) const {
-  const WarmupSpan span = warmup_span(state, t_warmup_, t_max_, ssr, name());
-  if (state.timestamp < span.warmup) return warmup_ramp(state, t_warmup_, 1.0, ssr, scale_warmup_);
-  return cosine_anneal(post_warmup_fraction(state, span), alpha_f_);
+  const Time& t_warmup = *options_.t_warmup();
+  const WarmupSpan span = warmup_span(state, t_warmup, options_.t_max(), ssr, name());
+  if (state.timestamp < span.warmup) return warmup_ramp(state, t_warmup, 1.0, ssr, options_.scale_warmup());
+  return cosine_anneal(post_warmup_fraction(state, span), options_.alpha_f());
+}
+std::string CosineAnnealingWithWarmupScheduler::repr() const {
+  return options_repr("CosineAnnealingWithWarmupScheduler", options_);
 }
 
-PolynomialWithWarmupScheduler::PolynomialWithWarmupScheduler(Time t_warmup, double power, Time t_max, double alpha_f,
-                                                             bool scale_warmup)
-    : t_warmup_(t_warmup), power_(power), t_max_(t_max), alpha_f_(alpha_f), scale_warmup_(scale_warmup) {}
+PolynomialWithWarmupScheduler::PolynomialWithWarmupScheduler(PolynomialWithWarmupSchedulerOptions options)
+    : options_(std::move(options)) {
+  require_warmup(options_.t_warmup(), "PolynomialWithWarmupScheduler");
+}
+PolynomialWithWarmupScheduler::PolynomialWithWarmupScheduler(Time t_warmup)
+    : PolynomialWithWarmupScheduler(PolynomialWithWarmupSchedulerOptions().t_warmup(t_warmup)) {}
 double PolynomialWithWarmupScheduler::operator()(const State& state, double ssr) const {
-  const WarmupSpan span = warmup_span(state, t_warmup_, t_max_, ssr, name());
-  if (state.timestamp < span.warmup) return warmup_ramp(state, t_warmup_, 1.0, ssr, scale_warmup_);
-  return alpha_f_ + std::pow(1.0 - post_warmup_fraction(state, span), power_) * (1.0 - alpha_f_);
+  const Time& t_warmup = *options_.t_warmup();
+  const WarmupSpan span = warmup_span(state, t_warmup, options_.t_max(), ssr, name());
+  if (state.timestamp < span.warmup) return warmup_ramp(state, t_warmup, 1.0, ssr, options_.scale_warmup());
+  const double alpha_f = options_.alpha_f();
+  return alpha_f + std::pow(1.0 - post_warmup_fraction(state, span), options_.power()) * (1.0 - alpha_f);
+}
+std::string PolynomialWithWarmupScheduler::repr() const {
+  return options_repr("PolynomialWithWarmupScheduler", options_);
 }
 
-MultiStepWithWarmupScheduler::MultiStepWithWarmupScheduler(Time t_warmup, std::vector<Time> milestones, double gamma,
-                                                           bool scale_warmup)
-    : t_warmup_(t_warmup), steps_(std::move(milestones), gamma), scale_warmup_(scale_warmup) {}
+MultiStepWithWarmupScheduler::MultiStepWithWarmupScheduler(MultiStepWithWarmupSchedulerOptions options)
+    : options_(std::move(options)) {
+  require_warmup(options_.t_warmup(), "MultiStepWithWarmupScheduler");
+  require_field(options_.milestones(), "MultiStepWithWarmupScheduler", "milestones",
+                "a list of times such as ['10ep', '20ep']");
+}
 double MultiStepWithWarmupScheduler::operator()(const State& state, double ssr) const {
-  const Time tw = convert_time(t_warmup_, state, 1.0);
+  const Time& t_warmup = *options_.t_warmup();
+  const Time tw = convert_time(t_warmup, state, 1.0);
   warn_zero_warmup(tw, name());
-  if (state.timestamp < tw) return warmup_ramp(state, t_warmup_, 1.0, ssr, scale_warmup_);
-  return steps_(state, ssr);
+  if (state.timestamp < tw) return warmup_ramp(state, t_warmup, 1.0, ssr, options_.scale_warmup());
+  return multistep(state, *options_.milestones(), options_.gamma(), ssr);
+}
+std::string MultiStepWithWarmupScheduler::repr() const {
+  return options_repr("MultiStepWithWarmupScheduler", options_);
 }
 
 void apply_schedulers(State& state, const std::vector<double>& base_lrs, double ssr) {

@@ -13,6 +13,12 @@ std::string to_lower(std::string s) {
   return s;
 }
 
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+}
+
 std::string python_float_str(double v) {
   char buf[64];
   auto res = std::to_chars(buf, buf + sizeof(buf), v);

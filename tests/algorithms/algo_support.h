@@ -44,7 +44,7 @@ inline std::shared_ptr<DatasetLoader> tiny_image_loader(int64_t batch_size = 32,
 /// The config names of every registered algorithm, for parameterised suites.
 inline std::vector<std::string> registered_algorithms() {
   std::vector<std::string> names;
-  for (const auto& e : algorithms::algorithm_registry()) names.push_back(e.name);
+  for (const auto& e : algorithms::algorithm_registry().entries()) names.push_back(e.name);
   return names;
 }
 

@@ -100,7 +100,8 @@ TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
 
 TEST_P(Conformance, ConstructsWithDefaultsAndMatchesOnlyItsEvents) {
   auto algorithm = algorithms::make_algorithm(GetParam());
-  const auto& entry = *std::find_if(algorithms::algorithm_registry().begin(), algorithms::algorithm_registry().end(),
+  const auto& entry = *std::find_if(algorithms::algorithm_registry().entries().begin(),
+                                    algorithms::algorithm_registry().entries().end(),
                                     [&](const auto& e) { return e.name == GetParam(); });
   EXPECT_EQ(algorithm->name(), entry.class_name);
   EXPECT_EQ(algorithm->repr().rfind(entry.class_name + "(", 0), 0u) << algorithm->repr();

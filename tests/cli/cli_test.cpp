@@ -41,10 +41,26 @@ struct CliTest : ::testing::Test {
 
 TEST_F(CliTest, UnknownKeyNamesItsPathAndTheAllowedKeys) {
   EXPECT_EQ(train(config("a.yaml", synthetic("optimizer: {name: sgd, lr: 0.1, momentun: 0.9}\n"))), 2);
-  EXPECT_NE(err.str().find("optimizer.momentun: unknown key"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("optimizer.momentun: unknown hyperparameter"), std::string::npos) << err.str();
   EXPECT_NE(err.str().find("momentum"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("b.yaml", synthetic("max_durration: 3ba\n"))), 2);
   EXPECT_NE(err.str().find("max_durration: unknown key"), std::string::npos) << err.str();
+}
+
+// Every kind is built by the library's registries from the same keys Composer's classes take.
+TEST_F(CliTest, RegistriesBuildEveryKindFromItsKeys) {
+  ASSERT_EQ(train(config("r.yaml", synthetic("optimizer: {name: adam, lr: 0.01, betas: [0.8, 0.9]}\n"
+                                             "schedulers: [{name: multistep_with_warmup, t_warmup: 1ba, "
+                                             "milestones: [1ba, 2ba], gamma: 0.5}]\n"
+                                             "callbacks: [{name: speed_monitor, window_size: 1}, {name: LRMonitor}]\n"
+                                             "loggers: [{name: file, flush_interval: 1, filename: " +
+                                             (dir / "r.jsonl").string() + "}]\n")),
+                  {"model={name: mlp, hidden: [8, 8]}"}),
+            0)
+      << err.str();
+  const std::string log = testing::read_text((dir / "r.jsonl").string());
+  EXPECT_NE(log.find("\"lr-Adam/group0\""), std::string::npos) << log;
+  EXPECT_NE(log.find("\"throughput/batches_per_sec\""), std::string::npos) << log;
 }
 
 TEST_F(CliTest, WrongTypesAndValues) {
@@ -55,12 +71,23 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_EQ(train(config("c.yaml", synthetic()), {"precision=fp64"}), 2);
   EXPECT_NE(err.str().find("precision: Invalid precision 'fp64'"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("d.yaml", synthetic()), {"model.name=transformer9000"}), 2);
-  EXPECT_NE(err.str().find("model.name: unknown model 'transformer9000'; registered: mlp"), std::string::npos)
+  EXPECT_NE(err.str().find("model.name: unknown model 'transformer9000'; registered: bert, cifar_resnet, gpt, mlp"),
+            std::string::npos)
       << err.str();
   EXPECT_EQ(train(config("e.yaml", synthetic()), {"train_data.batch_size=0"}), 2);
   EXPECT_NE(err.str().find("train_data.batch_size: expected a positive integer"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("f.yaml", synthetic("schedulers: [{name: linear_with_warmup}]\n"))), 2);
-  EXPECT_NE(err.str().find("schedulers.0.t_warmup: required"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("schedulers.0.t_warmup: required (the warmup duration)"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("f2.yaml", synthetic("schedulers: [{name: multistep, milestones: [2ba, soon]}]\n"))), 2);
+  EXPECT_NE(err.str().find("schedulers.0.milestones: expected a time such as '2ep' or '100ba', got 'soon'"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(train(config("f3.yaml", synthetic("optimizer: {name: adam, betas: [0.9, 0.99, 0.999]}\n"))), 2);
+  EXPECT_NE(err.str().find("optimizer.betas: expected two numbers"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("f4.yaml", synthetic("callbacks: [{name: threshold_stopper, monitor: Accuracy}]\n"))), 2);
+  EXPECT_NE(err.str().find("callbacks.0.dataloader_label: required"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("f5.yaml", synthetic()), {"model.hidden=[8, wide]"}), 2);
+  EXPECT_NE(err.str().find("model.hidden: expected an integer, got 'wide'"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("g.yaml", synthetic("algorithms: [{name: BlurPol}]\n"))), 2);
   EXPECT_NE(err.str().find("algorithms.0.name: unknown algorithm 'BlurPol'; registered: augmix, blurpool"),
             std::string::npos)

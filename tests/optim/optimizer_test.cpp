@@ -89,8 +89,8 @@ TEST(DecoupledAdamWTest, MatchesHandComputedSteps) {
 TEST(DecoupledAdamWTest, DefaultsAreComposers) {
   optim::DecoupledAdamWOptions o;
   EXPECT_DOUBLE_EQ(o.lr(), 1e-3);
-  EXPECT_DOUBLE_EQ(o.beta1(), 0.9);
-  EXPECT_DOUBLE_EQ(o.beta2(), 0.95);
+  EXPECT_DOUBLE_EQ(std::get<0>(o.betas()), 0.9);
+  EXPECT_DOUBLE_EQ(std::get<1>(o.betas()), 0.95);
   EXPECT_DOUBLE_EQ(o.eps(), 1e-8);
   EXPECT_DOUBLE_EQ(o.weight_decay(), 1e-5);
   EXPECT_FALSE(o.amsgrad());

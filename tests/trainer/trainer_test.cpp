@@ -171,11 +171,12 @@ class LrAtBatchStart : public Callback {
 // Composer steps LambdaLR after each batch before the timestamp advances: batch k >= 1 uses f(k-1), batch 0 f(0).
 TEST(TrainerTest, SchedulerTimingMatchesComposer) {
   auto probe = std::make_shared<LrAtBatchStart>();
-  Trainer trainer(testing::quiet_options(testing::make_classifier())
-                      .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
-                      .max_duration("8ba")
-                      .schedulers({std::make_shared<LinearScheduler>(1.0, 0.0, Time(8, TimeUnit::BATCH))})
-                      .callbacks({probe}));
+  Trainer trainer(
+      testing::quiet_options(testing::make_classifier())
+          .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+          .max_duration("8ba")
+          .schedulers({std::make_shared<LinearScheduler>(LinearSchedulerOptions().t_max(Time(8, TimeUnit::BATCH)))})
+          .callbacks({probe}));
   trainer.fit();
   ASSERT_EQ(probe->lrs.size(), 8u);
   EXPECT_NEAR(probe->lrs[0], 0.1, 1e-15);

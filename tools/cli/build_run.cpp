@@ -1,7 +1,11 @@
 #include "cli/build_run.h"
 
 #include "cli/registry.h"
+#include "composer/callbacks/registry.h"
 #include "composer/composer.h"
+#include "composer/loggers/registry.h"
+#include "composer/models/registry.h"
+#include "composer/optim/registry.h"
 
 #include <torch/torch.h>
 
@@ -42,185 +46,83 @@ void check_model_fits_images(const ConfigNode& n, const std::string& name, const
   }
 }
 
-std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& data) {
-  n.expect_keys({"name", "in_features", "hidden", "num_classes", "in_channels", "width", "depth", "vocab_size",
-                 "max_seq_len", "n_layer", "n_head", "d_model", "d_ff", "dropout"});
-  const std::string name = n.require_string("name");
-  require_registered("models", name, n.key_path("name"));
-  const int64_t classes = n.get_int("num_classes", data.num_classes > 0 ? data.num_classes : 10);
-  const int64_t channels = n.get_int("in_channels", data.channels > 0 ? data.channels : 3);
-  check_model_fits_images(n, name, data);
-  return guard(n.path(), [&]() -> std::shared_ptr<ComposerModel> {
-    const int64_t features = data.image_size > 0 ? data.channels * data.image_size * data.image_size : 784;
-    if (name == "mlp")
-      return ComposerClassifier::wrap(
-          models::mlp(n.get_int("in_features", features), n.get_ints("hidden", {256, 256}), classes));
-    if (name == "mnist_cnn")
-      return ComposerClassifier::wrap(models::mnist_cnn(n.get_int("in_channels", 1), classes, n.get_int("width", 32)));
-    if (name == "cifar_resnet")
-      return ComposerClassifier::wrap(models::cifar_resnet(n.get_int("depth", 20), classes, channels));
-    if (name == "resnet")
-      return ComposerClassifier::wrap(models::resnet(n.get_int("depth", 50), n.get_int("num_classes", 1000), channels));
-    models::TransformerConfig c;
-    c.vocab_size(n.get_int("vocab_size", data.vocab_size > 0 ? data.vocab_size : 50257))
-        .max_seq_len(n.get_int("max_seq_len", 1024))
-        .n_layer(n.get_int("n_layer", 12))
-        .n_head(n.get_int("n_head", 12))
-        .d_model(n.get_int("d_model", 768))
-        .d_ff(n.get_int("d_ff", 0))
-        .dropout(n.get_double("dropout", 0.0));
-    if (name == "gpt") return std::make_shared<ComposerLanguageModel>(std::make_shared<models::GPT>(c));
-    return std::make_shared<ComposerLanguageModel>(std::make_shared<models::BertMLM>(c), /*masked=*/true);
-  });
-}
-
-std::shared_ptr<torch::optim::Optimizer> build_optimizer(const ConfigNode& n, ComposerModel& model) {
-  n.expect_keys({"name", "lr", "momentum", "dampening", "weight_decay", "nesterov", "betas", "eps", "amsgrad"});
-  const std::string name = n.get_string("name", "decoupled_sgdw");
-  require_registered("optimizers", name, n.key_path("name"));
-  const auto params = model.parameters();
-  const std::vector<double> betas = n.get_doubles("betas", {0.9, name == "decoupled_adamw" ? 0.95 : 0.999});
-  if (betas.size() != 2) throw ConfigError(n.key_path("betas") + ": expected two numbers");
-  return guard(n.path(), [&]() -> std::shared_ptr<torch::optim::Optimizer> {
-    if (name == "decoupled_sgdw") {
-      return std::make_shared<optim::DecoupledSGDW>(params, optim::DecoupledSGDWOptions(n.get_double("lr", 0.1))
-                                                                .momentum(n.get_double("momentum", 0.0))
-                                                                .dampening(n.get_double("dampening", 0.0))
-                                                                .weight_decay(n.get_double("weight_decay", 0.0))
-                                                                .nesterov(n.get_bool("nesterov", false)));
-    }
-    if (name == "decoupled_adamw") {
-      return std::make_shared<optim::DecoupledAdamW>(params, optim::DecoupledAdamWOptions(n.get_double("lr", 1e-3))
-                                                                 .beta1(betas[0])
-                                                                 .beta2(betas[1])
-                                                                 .eps(n.get_double("eps", 1e-8))
-                                                                 .weight_decay(n.get_double("weight_decay", 1e-5))
-                                                                 .amsgrad(n.get_bool("amsgrad", false)));
-    }
-    if (name == "sgd") {
-      return std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(n.get_double("lr", 0.1))
-                                                             .momentum(n.get_double("momentum", 0.0))
-                                                             .dampening(n.get_double("dampening", 0.0))
-                                                             .weight_decay(n.get_double("weight_decay", 0.0))
-                                                             .nesterov(n.get_bool("nesterov", false)));
-    }
-    if (name == "adam") {
-      return std::make_shared<torch::optim::Adam>(params, torch::optim::AdamOptions(n.get_double("lr", 1e-3))
-                                                              .betas({betas[0], betas[1]})
-                                                              .eps(n.get_double("eps", 1e-8))
-                                                              .weight_decay(n.get_double("weight_decay", 0.0)));
-    }
-    return std::make_shared<torch::optim::AdamW>(params, torch::optim::AdamWOptions(n.get_double("lr", 1e-3))
-                                                             .betas({betas[0], betas[1]})
-                                                             .eps(n.get_double("eps", 1e-8))
-                                                             .weight_decay(n.get_double("weight_decay", 1e-2)));
-  });
-}
-
-std::shared_ptr<ComposerScheduler> build_scheduler(const ConfigNode& n) {
-  n.expect_keys({"name", "t_max", "t_warmup", "alpha", "alpha_i", "alpha_f", "step_size", "gamma", "milestones",
-                 "decay_period", "t_0", "t_mult", "power", "scale_warmup"});
-  const std::string name = n.require_string("name");
-  require_registered("schedulers", name, n.key_path("name"));
-  const Time one_dur = Time::from_duration(1.0);
-  const Time t_max = n.get_time("t_max", TimeUnit::EPOCH).value_or(one_dur);
-  auto required = [&](const std::string& key) {
-    auto t = n.get_time(key, TimeUnit::EPOCH);
-    if (!t) throw ConfigError(n.key_path(key) + ": required for scheduler '" + name + "' (a time such as '100ba')");
-    return *t;
-  };
-  const bool scale = n.get_bool("scale_warmup", false);
-  if (name == "constant") return std::make_shared<ConstantScheduler>(n.get_double("alpha", 1.0), t_max);
-  if (name == "linear")
-    return std::make_shared<LinearScheduler>(n.get_double("alpha_i", 1.0), n.get_double("alpha_f", 0.0), t_max);
-  if (name == "step") return std::make_shared<StepScheduler>(required("step_size"), n.get_double("gamma", 0.1));
-  if (name == "multistep")
-    return std::make_shared<MultiStepScheduler>(n.get_times("milestones", TimeUnit::EPOCH), n.get_double("gamma", 0.1));
-  if (name == "exponential") {
-    return std::make_shared<ExponentialScheduler>(
-        n.get_double("gamma", 0.9), n.get_time("decay_period", TimeUnit::EPOCH).value_or(Time::from_epoch(1)));
-  }
-  if (name == "cosine_annealing")
-    return std::make_shared<CosineAnnealingScheduler>(t_max, n.get_double("alpha_f", 0.0));
-  if (name == "cosine_annealing_warm_restarts") {
-    return std::make_shared<CosineAnnealingWarmRestartsScheduler>(required("t_0"), n.get_double("t_mult", 1.0),
-                                                                  n.get_double("alpha_f", 0.0));
-  }
-  if (name == "polynomial")
-    return std::make_shared<PolynomialScheduler>(n.get_double("power", 2.0), t_max, n.get_double("alpha_f", 0.0));
-  if (name == "constant_with_warmup")
-    return std::make_shared<ConstantWithWarmupScheduler>(required("t_warmup"), n.get_double("alpha", 1.0), t_max,
-                                                         scale);
-  if (name == "linear_with_warmup") {
-    return std::make_shared<LinearWithWarmupScheduler>(required("t_warmup"), n.get_double("alpha_i", 1.0),
-                                                       n.get_double("alpha_f", 0.0), t_max, scale);
-  }
-  if (name == "cosine_annealing_with_warmup") {
-    return std::make_shared<CosineAnnealingWithWarmupScheduler>(required("t_warmup"), t_max,
-                                                                n.get_double("alpha_f", 0.0), scale);
-  }
-  if (name == "polynomial_with_warmup") {
-    return std::make_shared<PolynomialWithWarmupScheduler>(required("t_warmup"), n.get_double("power", 2.0), t_max,
-                                                           n.get_double("alpha_f", 0.0), scale);
-  }
-  return std::make_shared<MultiStepWithWarmupScheduler>(
-      required("t_warmup"), n.get_times("milestones", TimeUnit::EPOCH), n.get_double("gamma", 0.1), scale);
-}
-
-// `- name: blurpool` plus the algorithm's hyperparameters as scalars; the registry checks names and values.
-std::shared_ptr<Algorithm> build_algorithm(const ConfigNode& n) {
-  const std::string name = n.require_string("name");
-  if (!algorithms::find_algorithm(name)) require_registered("algorithms", name, n.key_path("name"));  // throws
+// The mapping's keys other than `name` as hyperparameter strings: scalars as written, a list of scalars as "[a, b]".
+std::map<std::string, std::string> hparams_of(const ConfigNode& n) {
   std::map<std::string, std::string> hparams;
+  if (!n.yaml().IsMap()) return hparams;
   for (const auto& kv : n.yaml()) {
     const std::string key = kv.first.as<std::string>();
     if (key == "name") continue;
-    if (!kv.second.IsScalar()) throw ConfigError(n.key_path(key) + ": expected a scalar value");
-    hparams[key] = kv.second.Scalar();
+    if (kv.second.IsScalar()) {
+      hparams[key] = kv.second.Scalar();
+      continue;
+    }
+    std::string list;
+    bool scalars = kv.second.IsSequence();
+    for (const auto& item : kv.second) {
+      scalars = scalars && item.IsScalar();
+      if (scalars) list += (list.empty() ? "" : ", ") + item.Scalar();
+    }
+    if (!scalars) throw ConfigError(n.key_path(key) + ": expected a scalar or a list of scalars");
+    hparams[key] = "[" + list + "]";
   }
+  return hparams;
+}
+
+// `- name: x` plus its hyperparameters, built by a library registry: unknown names list the registered ones, and
+// key errors name the key's path.
+template <class Registry, class... Context>
+auto build_from(const Registry& registry, const ConfigNode& n, const std::string& name, Context&&... context) {
+  if (!registry.find(name)) {
+    throw ConfigError(n.key_path("name") + ": unknown " + registry.kind() + " '" + name +
+                      "'; registered: " + registry.names());
+  }
+  const auto hparams = hparams_of(n);
   try {
-    return algorithms::make_algorithm(name, hparams, n.path());
+    return registry.make(name, hparams, n.path(), std::forward<Context>(context)...);
   } catch (const std::invalid_argument& e) {
-    throw ConfigError(e.what());
+    const std::string what = e.what();
+    throw ConfigError(what.rfind(n.path(), 0) == 0 ? what : n.path() + ": " + what);
   }
+}
+
+// The model's shape defaults follow the data (models::ModelInputs); explicit keys that contradict it are errors here.
+std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& data) {
+  const std::string name = n.require_string("name");
+  if (models::model_registry().find(name)) check_model_fits_images(n, name, data);
+  models::ModelInputs inputs;
+  if (!data.language) {
+    inputs.channels = data.channels;
+    inputs.image_size = data.image_size;
+  }
+  inputs.num_classes = data.num_classes;
+  inputs.vocab_size = data.vocab_size;
+  return build_from(models::model_registry(), n, name, inputs);
+}
+
+std::shared_ptr<torch::optim::Optimizer> build_optimizer(const ConfigNode& n, ComposerModel& model) {
+  return build_from(optim::optimizer_registry(), n, n.get_string("name", "decoupled_sgdw"), model.parameters());
+}
+
+std::shared_ptr<ComposerScheduler> build_scheduler(const ConfigNode& n) {
+  return build_from(optim::scheduler_registry(), n, n.require_string("name"));
+}
+
+std::shared_ptr<Algorithm> build_algorithm(const ConfigNode& n) {
+  return build_from(algorithms::algorithm_registry(), n, n.require_string("name"));
 }
 
 std::shared_ptr<Callback> build_callback(const ConfigNode& n) {
-  n.expect_keys({"name", "window_size", "time_unit", "monitor", "dataloader_label", "threshold", "stop_on_batch"});
-  const std::string name = n.require_string("name");
-  require_registered("callbacks", name, n.key_path("name"));
-  if (name == "speed_monitor") {
-    return guard(n.path(), [&] {
-      return std::make_shared<SpeedMonitor>(n.get_int("window_size", 100), n.get_string("time_unit", "hours"));
-    });
-  }
-  if (name == "threshold_stopper") {
-    if (!n.has("threshold")) throw ConfigError(n.key_path("threshold") + ": required (a number)");
-    return guard(n.path(), [&] {
-      return std::make_shared<ThresholdStopper>(
-          n.get_string("monitor", "Accuracy"), n.get_string("dataloader_label", "eval"), n.get_double("threshold", 0.0),
-          nullptr, n.get_bool("stop_on_batch", false));
-    });
-  }
-  return std::make_shared<LRMonitor>();
+  return build_from(callbacks::callback_registry(), n, n.require_string("name"));
 }
 
+// The CLI keeps its runs in runs/: a file logger without a filename writes runs/{run_name}/logs-rank{rank}.jsonl.
 std::shared_ptr<LoggerDestination> build_logger(const ConfigNode& n, RunSpec& spec) {
-  n.expect_keys({"name", "filename", "flush_interval", "overwrite", "log_interval"});
   const std::string name = n.require_string("name");
-  require_registered("loggers", name, n.key_path("name"));
-  return guard(n.path(), [&]() -> std::shared_ptr<LoggerDestination> {
-    if (name == "file") {
-      const std::string filename = n.get_string("filename", "runs/{run_name}/logs-rank{rank}.jsonl");
-      spec.log_file_patterns.push_back(filename);
-      return std::make_shared<FileLogger>(FileLoggerOptions()
-                                              .filename(filename)
-                                              .flush_interval(n.get_int("flush_interval", 100))
-                                              .overwrite(n.get_bool("overwrite", false)));
-    }
-    return std::make_shared<ConsoleLogger>(
-        ConsoleLoggerOptions().log_interval(n.get_time("log_interval", TimeUnit::BATCH).value_or(Time::from_batch(1))));
-  });
+  YAML::Node node = YAML::Clone(n.yaml());
+  if (name == "file" && !node["filename"]) node["filename"] = "runs/{run_name}/logs-rank{rank}.jsonl";
+  if (name == "file") spec.log_file_patterns.push_back(node["filename"].as<std::string>());
+  return build_from(loggers::logger_registry(), ConfigNode(node, n.path()), name);
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 
 #include "cli/config_node.h"
 #include "composer/algorithms/registry.h"
+#include "composer/callbacks/registry.h"
+#include "composer/loggers/registry.h"
+#include "composer/models/registry.h"
+#include "composer/optim/registry.h"
 
 #include <map>
 #include <stdexcept>
@@ -11,13 +15,6 @@ namespace {
 
 const std::map<std::string, std::vector<RegistryEntry>>& tables() {
   static const std::map<std::string, std::vector<RegistryEntry>> t{
-      {"models",
-       {{"mlp", "multilayer perceptron: in_features, hidden (list), num_classes"},
-        {"mnist_cnn", "2-conv CNN for 28x28 images: in_channels, num_classes, width"},
-        {"cifar_resnet", "CIFAR-style ResNet-20/32/44/56/110: depth, num_classes, in_channels"},
-        {"resnet", "ImageNet-style ResNet-18/34/50/101/152: depth, num_classes, in_channels"},
-        {"gpt", "GPT-2-style causal decoder: vocab_size, max_seq_len, n_layer, n_head, d_model, d_ff, dropout"},
-        {"bert", "BERT-style encoder with a masked-LM head: same keys as gpt"}}},
       {"datasets",
        {{"mnist", "MNIST digits from IDX files (tools/fetch_data.sh): path, split, limit, normalize"},
         {"fashion_mnist",
@@ -26,43 +23,22 @@ const std::map<std::string, std::vector<RegistryEntry>>& tables() {
         {"mobydick_chars", "Moby Dick, character level: path, seq_len, text_limit, val_fraction"},
         {"gpt2_tokens", "a text file in GPT-2 BPE tokens: path, vocab_dir, seq_len, text_limit, val_fraction"},
         {"synthetic_tokens", "random token sequences: num_samples, seq_len, vocab_size"}}},
-      {"optimizers",
-       {{"decoupled_sgdw", "Composer's SGD with schedule-following weight decay (default, lr 0.1)"},
-        {"decoupled_adamw", "Composer's AdamW with schedule-following weight decay"},
-        {"sgd", "torch::optim::SGD"},
-        {"adam", "torch::optim::Adam"},
-        {"adamw", "torch::optim::AdamW"}}},
-      {"schedulers",
-       {{"constant", "alpha before t_max, then 1"},
-        {"constant_with_warmup", "linear warmup over t_warmup, then alpha"},
-        {"linear", "alpha_i -> alpha_f linearly over t_max"},
-        {"linear_with_warmup", "warmup, then alpha_i -> alpha_f linearly"},
-        {"step", "gamma ^ floor(t / step_size)"},
-        {"multistep", "gamma ^ (milestones passed)"},
-        {"multistep_with_warmup", "warmup, then multistep on absolute milestones"},
-        {"exponential", "gamma ^ (t / decay_period)"},
-        {"cosine_annealing", "cosine from 1 to alpha_f over t_max"},
-        {"cosine_annealing_with_warmup", "warmup, then cosine to alpha_f"},
-        {"cosine_annealing_warm_restarts", "cosine restarting every t_0 (times t_mult)"},
-        {"polynomial", "alpha_f + (1 - t/t_max)^power (1 - alpha_f)"},
-        {"polynomial_with_warmup", "warmup, then polynomial decay"}}},
-      {"callbacks",
-       {{"speed_monitor", "throughput/* and time/* over a window of batches: window_size, time_unit"},
-        {"lr_monitor", "lr-<Optimizer>/group<i> every batch"},
-        {"threshold_stopper",
-         "stop once a metric crosses a threshold: monitor, dataloader_label, threshold, stop_on_batch"}}},
-      {"loggers",
-       {{"file", "JSON lines per rank: filename, flush_interval, overwrite"},
-        {"console", "Composer's console lines: log_interval"}}},
   };
   static const std::map<std::string, std::vector<RegistryEntry>> all = [] {
     auto tables = t;
-    auto& algos = tables["algorithms"];
-    for (const auto& a : algorithms::algorithm_registry()) {
-      std::string fields;
-      for (const auto& f : a.fields) fields += (fields.empty() ? "" : ", ") + f.name + "=" + f.value;
-      algos.push_back({a.name, a.class_name + ": " + a.summary + (fields.empty() ? "" : " (" + fields + ")")});
-    }
+    const auto add = [&](const std::string& kind, const std::vector<RegisteredName>& listing) {
+      for (const auto& a : listing) {
+        std::string fields;
+        for (const auto& f : a.fields) fields += (fields.empty() ? "" : ", ") + f.name + "=" + f.value;
+        tables[kind].push_back({a.name, a.class_name + ": " + a.summary + (fields.empty() ? "" : " (" + fields + ")")});
+      }
+    };
+    add("algorithms", algorithms::algorithm_registry().listing());
+    add("callbacks", callbacks::callback_registry().listing());
+    add("loggers", loggers::logger_registry().listing());
+    add("models", models::model_registry().listing());
+    add("optimizers", optim::optimizer_registry().listing());
+    add("schedulers", optim::scheduler_registry().listing());
     return tables;
   }();
   return all;

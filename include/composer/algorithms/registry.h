@@ -1,33 +1,22 @@
-// The algorithm registry: every method by its config name ("blurpool") and Composer class name ("BlurPool"), built
-// from string hyperparameters through its options' field list, so YAML configs, reprs in checkpoints and
+// The algorithm registry (core/registry.h): every method by its config name ("blurpool") and Composer class name
+// ("BlurPool"), built through its options' field list, so YAML configs, reprs in checkpoints and
 // `composer-cpp list algorithms` see all of them with the defaults the options declare.
 #pragma once
 
 #include "composer/core/algorithm.h"
-#include "composer/core/fields.h"
-#include "composer/core/hparams.h"
-#include "composer/core/time.h"
+#include "composer/core/registry.h"
 
-#include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
-#include <vector>
 
 namespace composer::algorithms {
 
-struct AlgorithmEntry {
-  std::string name;        // config name, snake_case
-  std::string class_name;  // Composer's class name
-  std::string summary;     // one line: what it does
-  /// The hyperparameters with their defaults and docs, from the options' field list.
-  std::vector<FieldDoc> fields;
-  std::function<std::shared_ptr<Algorithm>(Hparams&)> make;
-};
+using AlgorithmRegistry = Registry<Algorithm>;
+using AlgorithmEntry = AlgorithmRegistry::Entry;
 
-/// All registered algorithms, sorted by name.
-const std::vector<AlgorithmEntry>& algorithm_registry();
+/// All registered algorithms.
+const AlgorithmRegistry& algorithm_registry();
 /// The entry for a config or class name, or nullptr.
 const AlgorithmEntry* find_algorithm(const std::string& name);
 /// Builds `name` (config or class name) from `hparams`; throws std::invalid_argument naming an unknown algorithm (with

@@ -3,17 +3,33 @@
 
 #include "composer/core/callback.h"
 
+#include <torch/arg.h>
+
 #include <deque>
 #include <string>
 
 namespace composer {
+
+struct SpeedMonitorOptions {
+  TORCH_ARG(int64_t, window_size) = 100;
+  TORCH_ARG(std::string, time_unit) = "hours";
+
+ public:
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("window_size", self.window_size_, "batches over which throughput is averaged");
+    visit("time_unit", self.time_unit_, "unit of time/train, time/val, time/total: seconds, minutes, hours or days");
+  }
+};
 
 /// At BATCH_END, once window_size batches have passed: throughput/{batches,samples,tokens}_per_sec,
 /// throughput/device/* (divided by the world size), throughput/flops_per_sec when the model reports
 /// flops_per_batch; always time/train, time/val, time/total in `time_unit` (seconds, minutes, hours, days).
 class SpeedMonitor : public Callback {
  public:
-  explicit SpeedMonitor(int64_t window_size = 100, const std::string& time_unit = "hours");
+  /// Throws std::invalid_argument naming a window_size <= 0 or an unknown time_unit.
+  explicit SpeedMonitor(SpeedMonitorOptions options = {});
+  explicit SpeedMonitor(int64_t window_size) : SpeedMonitor(SpeedMonitorOptions().window_size(window_size)) {}
   void batch_end(State& state, Logger& logger) override;
   void eval_end(State& state, Logger& logger) override;
   c10::IValue state_dict() const override;

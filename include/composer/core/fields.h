@@ -12,7 +12,9 @@
 //     }
 //   };
 //
-// Field types: bool, int64_t, double, std::string, Time, BatchKey, and enums for which field_text(E) and
+// Field types: bool, int64_t, double, std::string, Time, BatchKey, lists of bool/int64_t/double/string/Time
+// (std::vector, written "[a, b]"), std::optional of any of these for a required field ("None" until set; the class
+// that takes the options says it is required), and enums for which field_text(E) and
 // read_field(Hparams&, const std::string&, E&) are declared beside the enum (found by argument-dependent lookup;
 // read_choice helps).
 #pragma once
@@ -23,7 +25,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,6 +41,18 @@ std::string field_text(bool value);
 std::string field_text(const std::string& value);
 std::string field_text(const Time& value);
 std::string field_text(const BatchKey& value);
+/// Python's tuple repr, (0.9, 0.999) (Adam's betas).
+std::string field_text(const std::tuple<double, double>& value);
+
+/// A value of T to read into (Time has no default).
+template <class T>
+T placeholder() {
+  if constexpr (std::is_same_v<T, Time>) {
+    return Time::from_batch(0);
+  } else {
+    return T{};
+  }
+}
 
 /// The value at `key`, if present, into `value`; throws std::invalid_argument "<where>.<key>: expected ..., got '...'".
 void read_field(Hparams& h, const std::string& key, double& value);
@@ -45,6 +62,49 @@ void read_field(Hparams& h, const std::string& key, std::string& value);
 void read_field(Hparams& h, const std::string& key, Time& value);
 /// A number is a positional key, anything else a named one.
 void read_field(Hparams& h, const std::string& key, BatchKey& value);
+/// Two numbers, "[0.9, 0.999]" or "(0.9, 0.999)".
+void read_field(Hparams& h, const std::string& key, std::tuple<double, double>& value);
+
+/// Python's list repr: [256, 256], ['10ep', '20ep'].
+template <class T>
+std::string field_text(const std::vector<T>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + field_text(values[i]);
+  return out + "]";
+}
+
+/// "None" for a required field not yet given.
+template <class T>
+std::string field_text(const std::optional<T>& value) {
+  return value ? field_text(*value) : "None";
+}
+
+/// The items of a list value, "[a, 'b', c]", "(a, b)" or "a, b, c" (quotes and blanks around items dropped; "[]" is
+/// empty).
+std::vector<std::string> split_list(const std::string& text);
+
+/// A list, "[a, b]" or "a, b"; each item is read as one T, errors naming the key.
+template <class T>
+void read_field(Hparams& h, const std::string& key, std::vector<T>& values) {
+  if (!h.has(key)) return;
+  std::vector<T> read;
+  for (const std::string& item : split_list(h.get_string(key, ""))) {
+    Hparams one({{key, item}}, h.where());
+    T value = values.empty() ? placeholder<T>() : values.front();
+    read_field(one, key, value);
+    read.push_back(std::move(value));
+  }
+  values = std::move(read);
+}
+
+/// A required field: set when `key` is given.
+template <class T>
+void read_field(Hparams& h, const std::string& key, std::optional<T>& value) {
+  if (!h.has(key)) return;
+  T v = value ? *value : placeholder<T>();
+  read_field(h, key, v);
+  value = std::move(v);
+}
 
 /// For enum fields: reads one of the names in `choices` (case-insensitive) into `value`.
 template <class E>
@@ -87,12 +147,28 @@ std::string options_repr(const std::string& class_name, const Options& options) 
   return out + ")";
 }
 
-/// `options` with every field `hparams` names replaced; unknown keys are an error listing the fields.
+/// Whether a field is a required one still unset.
+template <class T>
+bool unset_field(const T&) {
+  return false;
+}
+template <class T>
+bool unset_field(const std::optional<T>& value) {
+  return !value.has_value();
+}
+
+/// `options` with every field `hparams` names replaced; unknown keys are an error listing the fields, and a required
+/// (std::optional) field left unset is "<where>.<key>: required (<its doc>)".
 template <class Options>
 Options read_options(Hparams& hparams, Options options = Options()) {
   Options::for_each_field(options,
                           [&](const char* name, auto& value, const char*) { read_field(hparams, name, value); });
   hparams.check_all_used();
+  Options::for_each_field(options, [&](const char* name, const auto& value, const char* doc) {
+    if (!unset_field(value)) return;
+    const std::string what = doc;
+    hparams.missing(name, what.rfind("required: ", 0) == 0 ? what.substr(10) : what);
+  });
   return options;
 }
 

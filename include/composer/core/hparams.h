@@ -19,7 +19,13 @@ class Hparams {
   std::string get_string(const std::string& key, const std::string& fallback);
   /// Throws unless the value (or fallback) is one of `allowed`.
   std::string get_choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
+  /// Whether `key` was given (counts as asked for).
+  bool has(const std::string& key);
+  /// Where errors say the keys sit ("" or "schedulers[0]").
+  const std::string& where() const { return where_; }
   void check_all_used() const;
+  /// Throws std::invalid_argument "<where>.<key>: required (<what>)".
+  [[noreturn]] void missing(const std::string& key, const std::string& what) const;
   /// Throws std::invalid_argument "<where>.<key>: expected <expected>, got '<value>'".
   [[noreturn]] void fail(const std::string& key, const std::string& expected) const;
 

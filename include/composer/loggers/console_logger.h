@@ -19,6 +19,14 @@ struct ConsoleLoggerOptions {
   /// Where to print (default std::cerr, like Composer's stderr).
   TORCH_ARG(OStreamPtr, stream) = &std::cerr;
   TORCH_ARG(bool, log_traces) = false;
+
+ public:
+  /// The field list (core/fields.h); `stream` is not a field.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("log_interval", self.log_interval_, "print every this many batches ('ba') or epochs ('ep')");
+    visit("log_traces", self.log_traces_, "also print the algorithms' traces");
+  }
 };
 
 /// Train lines: "[epoch=E][batch=b/N]:" then "\t Train <key>: <value>" (floats with 4 decimals).

@@ -19,6 +19,15 @@ struct FileLoggerOptions {
   TORCH_ARG(bool, log_traces) = true;
   /// Replace an existing file instead of failing.
   TORCH_ARG(bool, overwrite) = false;
+
+ public:
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("filename", self.filename_, "path; {run_name} and {rank} are filled in");
+    visit("flush_interval", self.flush_interval_, "flush every this many batches");
+    visit("log_traces", self.log_traces_, "also write the algorithms' traces");
+    visit("overwrite", self.overwrite_, "replace an existing file instead of failing");
+  }
 };
 
 /// Lines: {"type":"hparams","data":{...}}, {"type":"metrics","step":N,"data":{...}}, {"type":"traces","data":{...}}.

@@ -12,11 +12,11 @@
 namespace composer::optim {
 
 struct DecoupledAdamWOptions : torch::optim::OptimizerCloneableOptions<DecoupledAdamWOptions> {
+  using betas_t = std::tuple<double, double>;
   explicit DecoupledAdamWOptions(double lr = 1e-3) : lr_(lr) {}
   TORCH_ARG(double, lr);
-  TORCH_ARG(double, beta1) = 0.9;
-  /// Composer's default is 0.95 (torch's is 0.999).
-  TORCH_ARG(double, beta2) = 0.95;
+  /// Composer's default beta2 is 0.95 (torch's is 0.999).
+  TORCH_ARG(betas_t, betas) = std::make_tuple(0.9, 0.95);
   TORCH_ARG(double, eps) = 1e-8;
   /// Decay is p *= 1 - (lr / initial_lr) * weight_decay.
   TORCH_ARG(double, weight_decay) = 1e-5;
@@ -27,6 +27,15 @@ struct DecoupledAdamWOptions : torch::optim::OptimizerCloneableOptions<Decoupled
   double get_lr() const override { return lr_; }
   void set_lr(const double lr) override { lr_ = lr; }
   void validate() const;
+  /// The field list (core/fields.h): the registry's hyperparameters, their defaults and docs.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("lr", self.lr_, "learning rate");
+    visit("betas", self.betas_, "coefficients of the running averages of the gradient and its square");
+    visit("eps", self.eps_, "added to the denominator");
+    visit("weight_decay", self.weight_decay_, "decay per step at the initial lr (follows the schedule)");
+    visit("amsgrad", self.amsgrad_, "use the maximum of the second moments (AMSGrad)");
+  }
 };
 
 /// Step t: p *= 1 - (lr/initial_lr)*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;

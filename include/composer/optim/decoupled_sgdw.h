@@ -27,6 +27,15 @@ struct DecoupledSGDWOptions : torch::optim::OptimizerCloneableOptions<DecoupledS
   void set_lr(const double lr) override { lr_ = lr; }
   /// Throws std::invalid_argument naming the bad field.
   void validate() const;
+  /// The field list (core/fields.h): the registry's hyperparameters, their defaults and docs.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("lr", self.lr_, "learning rate");
+    visit("momentum", self.momentum_, "momentum factor");
+    visit("dampening", self.dampening_, "dampening of the momentum");
+    visit("weight_decay", self.weight_decay_, "decay per step at the initial lr (follows the schedule)");
+    visit("nesterov", self.nesterov_, "Nesterov momentum");
+  }
 };
 
 /// Step (per parameter with a gradient g): buf = g on the first step, then momentum*buf + (1-dampening)*g;

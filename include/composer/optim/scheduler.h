@@ -1,7 +1,10 @@
-// Composer's learning-rate schedulers: functions of the State's Timestamp returning an LR multiplier.
+// Composer's learning-rate schedulers: functions of the State's Timestamp returning an LR multiplier. Each built-in
+// scheduler takes its options struct (optim/scheduler_options.h); those with one required argument can also be built
+// from it alone, e.g. CosineAnnealingWithWarmupScheduler(Time::from_string("100ba")).
 #pragma once
 
 #include "composer/core/time.h"
+#include "composer/optim/scheduler_options.h"
 
 #include <memory>
 #include <string>
@@ -17,6 +20,9 @@ class ComposerScheduler {
   virtual ~ComposerScheduler() = default;
   virtual double operator()(const State& state, double ssr = 1.0) const = 0;
   virtual std::string name() const;
+  /// "Name(field=value, ...)" for the built-in schedulers (re-created by optim::scheduler_registry()); name() + "()"
+  /// otherwise.
+  virtual std::string repr() const { return name() + "()"; }
 };
 
 /// Composer's _convert_time: `dur` -> int(frac * max_duration) in max_duration's unit (epochs become batches
@@ -27,90 +33,107 @@ Time convert_time(const Time& time, const State& state, double ssr = 1.0);
 /// gamma ^ floor(t / step_size).
 class StepScheduler : public ComposerScheduler {
  public:
-  StepScheduler(Time step_size, double gamma = 0.1);
+  /// Throws std::invalid_argument when a required field (step_size) is unset.
+  explicit StepScheduler(StepSchedulerOptions options);
+  explicit StepScheduler(Time step_size);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const StepSchedulerOptions& options() const { return options_; }
 
  private:
-  Time step_size_;
-  double gamma_;
+  StepSchedulerOptions options_;
 };
 
 /// gamma ^ (number of milestones <= t).
 class MultiStepScheduler : public ComposerScheduler {
  public:
-  MultiStepScheduler(std::vector<Time> milestones, double gamma = 0.1);
+  /// Throws std::invalid_argument when a required field (milestones) is unset.
+  explicit MultiStepScheduler(MultiStepSchedulerOptions options);
+  explicit MultiStepScheduler(std::vector<Time> milestones);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const MultiStepSchedulerOptions& options() const { return options_; }
 
  private:
-  std::vector<Time> milestones_;
-  double gamma_;
+  MultiStepSchedulerOptions options_;
 };
 
 /// alpha before t_max, then 1.
 class ConstantScheduler : public ComposerScheduler {
  public:
-  explicit ConstantScheduler(double alpha = 1.0, Time t_max = Time::from_duration(1.0));
+  explicit ConstantScheduler(ConstantSchedulerOptions options = {});
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const ConstantSchedulerOptions& options() const { return options_; }
 
  private:
-  double alpha_;
-  Time t_max_;
+  ConstantSchedulerOptions options_;
 };
 
 /// alpha_i + min(1, t / t_max) * (alpha_f - alpha_i).
 class LinearScheduler : public ComposerScheduler {
  public:
-  explicit LinearScheduler(double alpha_i = 1.0, double alpha_f = 0.0, Time t_max = Time::from_duration(1.0));
+  explicit LinearScheduler(LinearSchedulerOptions options = {});
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const LinearSchedulerOptions& options() const { return options_; }
 
  private:
-  double alpha_i_, alpha_f_;
-  Time t_max_;
+  LinearSchedulerOptions options_;
 };
 
 /// gamma ^ (t / decay_period).
 class ExponentialScheduler : public ComposerScheduler {
  public:
-  explicit ExponentialScheduler(double gamma, Time decay_period = Time::from_epoch(1));
+  /// Throws std::invalid_argument when a required field (gamma) is unset.
+  explicit ExponentialScheduler(ExponentialSchedulerOptions options);
+  explicit ExponentialScheduler(double gamma);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const ExponentialSchedulerOptions& options() const { return options_; }
 
  private:
-  double gamma_;
-  Time decay_period_;
+  ExponentialSchedulerOptions options_;
 };
 
 /// alpha_f + (1 - alpha_f) * (1 + cos(pi * clip(t / t_max, 0, 1))) / 2.
 class CosineAnnealingScheduler : public ComposerScheduler {
  public:
-  explicit CosineAnnealingScheduler(Time t_max = Time::from_duration(1.0), double alpha_f = 0.0);
+  explicit CosineAnnealingScheduler(CosineAnnealingSchedulerOptions options = {});
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const CosineAnnealingSchedulerOptions& options() const { return options_; }
 
  private:
-  Time t_max_;
-  double alpha_f_;
+  CosineAnnealingSchedulerOptions options_;
 };
 
 /// Cosine annealing within intervals of length t_0, int(t_mult * t_0), ...
 class CosineAnnealingWarmRestartsScheduler : public ComposerScheduler {
  public:
-  CosineAnnealingWarmRestartsScheduler(Time t_0, double t_mult = 1.0, double alpha_f = 0.0);
+  /// Throws std::invalid_argument when a required field (t_0) is unset.
+  explicit CosineAnnealingWarmRestartsScheduler(CosineAnnealingWarmRestartsSchedulerOptions options);
+  explicit CosineAnnealingWarmRestartsScheduler(Time t_0);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const CosineAnnealingWarmRestartsSchedulerOptions& options() const { return options_; }
 
  private:
-  Time t_0_;
-  double t_mult_, alpha_f_;
+  CosineAnnealingWarmRestartsSchedulerOptions options_;
 };
 
 /// alpha_f + (1 - min(1, t / t_max))^power * (1 - alpha_f).
 class PolynomialScheduler : public ComposerScheduler {
  public:
-  explicit PolynomialScheduler(double power, Time t_max = Time::from_duration(1.0), double alpha_f = 0.0);
+  /// Throws std::invalid_argument when a required field (power) is unset.
+  explicit PolynomialScheduler(PolynomialSchedulerOptions options);
+  explicit PolynomialScheduler(double power);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const PolynomialSchedulerOptions& options() const { return options_; }
 
  private:
-  double power_;
-  Time t_max_;
-  double alpha_f_;
+  PolynomialSchedulerOptions options_;
 };
 
 /// Linear ramp 0 -> alpha_i over t_warmup, then linear alpha_i -> alpha_f with frac = min(1, (t - t_warmup) /
@@ -120,67 +143,70 @@ class PolynomialScheduler : public ComposerScheduler {
 /// max_duration throws std::invalid_argument, and a t_warmup that converts to 0 warns once per class.
 class LinearWithWarmupScheduler : public ComposerScheduler {
  public:
-  LinearWithWarmupScheduler(Time t_warmup, double alpha_i = 1.0, double alpha_f = 0.0,
-                            Time t_max = Time::from_duration(1.0), bool scale_warmup = false);
+  /// Throws std::invalid_argument when a required field (t_warmup) is unset.
+  explicit LinearWithWarmupScheduler(LinearWithWarmupSchedulerOptions options);
+  explicit LinearWithWarmupScheduler(Time t_warmup);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const LinearWithWarmupSchedulerOptions& options() const { return options_; }
 
  private:
-  Time t_warmup_;
-  double alpha_i_, alpha_f_;
-  Time t_max_;
-  bool scale_warmup_;
+  LinearWithWarmupSchedulerOptions options_;
 };
 
 /// LinearWithWarmup with alpha_i = alpha_f = alpha.
 class ConstantWithWarmupScheduler : public ComposerScheduler {
  public:
-  ConstantWithWarmupScheduler(Time t_warmup, double alpha = 1.0, Time t_max = Time::from_duration(1.0),
-                              bool scale_warmup = false);
+  /// Throws std::invalid_argument when a required field (t_warmup) is unset.
+  explicit ConstantWithWarmupScheduler(ConstantWithWarmupSchedulerOptions options);
+  explicit ConstantWithWarmupScheduler(Time t_warmup);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const ConstantWithWarmupSchedulerOptions& options() const { return options_; }
 
  private:
-  LinearWithWarmupScheduler inner_;
+  ConstantWithWarmupSchedulerOptions options_;
 };
 
 /// Warmup ramp 0 -> 1, then cosine annealing to alpha_f over the rest of t_max.
 class CosineAnnealingWithWarmupScheduler : public ComposerScheduler {
  public:
-  CosineAnnealingWithWarmupScheduler(Time t_warmup, Time t_max = Time::from_duration(1.0), double alpha_f = 0.0,
-                                     bool scale_warmup = false);
+  /// Throws std::invalid_argument when a required field (t_warmup) is unset.
+  explicit CosineAnnealingWithWarmupScheduler(CosineAnnealingWithWarmupSchedulerOptions options);
+  explicit CosineAnnealingWithWarmupScheduler(Time t_warmup);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const CosineAnnealingWithWarmupSchedulerOptions& options() const { return options_; }
 
  private:
-  Time t_warmup_, t_max_;
-  double alpha_f_;
-  bool scale_warmup_;
+  CosineAnnealingWithWarmupSchedulerOptions options_;
 };
 
 /// Warmup ramp 0 -> 1, then polynomial decay to alpha_f.
 class PolynomialWithWarmupScheduler : public ComposerScheduler {
  public:
-  PolynomialWithWarmupScheduler(Time t_warmup, double power = 2.0, Time t_max = Time::from_duration(1.0),
-                                double alpha_f = 0.0, bool scale_warmup = false);
+  /// Throws std::invalid_argument when a required field (t_warmup) is unset.
+  explicit PolynomialWithWarmupScheduler(PolynomialWithWarmupSchedulerOptions options);
+  explicit PolynomialWithWarmupScheduler(Time t_warmup);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const PolynomialWithWarmupSchedulerOptions& options() const { return options_; }
 
  private:
-  Time t_warmup_;
-  double power_;
-  Time t_max_;
-  double alpha_f_;
-  bool scale_warmup_;
+  PolynomialWithWarmupSchedulerOptions options_;
 };
 
 /// Warmup ramp 0 -> 1, then MultiStep on absolute milestones.
 class MultiStepWithWarmupScheduler : public ComposerScheduler {
  public:
-  MultiStepWithWarmupScheduler(Time t_warmup, std::vector<Time> milestones, double gamma = 0.1,
-                               bool scale_warmup = false);
+  /// Throws std::invalid_argument when a required field (t_warmup, milestones) is unset.
+  explicit MultiStepWithWarmupScheduler(MultiStepWithWarmupSchedulerOptions options);
   double operator()(const State& state, double ssr = 1.0) const override;
+  std::string repr() const override;
+  const MultiStepWithWarmupSchedulerOptions& options() const { return options_; }
 
  private:
-  Time t_warmup_;
-  MultiStepScheduler steps_;
-  bool scale_warmup_;
+  MultiStepWithWarmupSchedulerOptions options_;
 };
 
 /// Sets each parameter group's lr to base_lrs[i] * product of the schedulers' multipliers.

@@ -1,0 +1,133 @@
+#include "composer/models/registry.h"
+
+#include "composer/models/language_model.h"
+#include "composer/models/transformer.h"
+#include "composer/models/vision.h"
+
+#include <torch/arg.h>
+
+namespace composer::models {
+namespace {
+
+struct MLPFields {
+  TORCH_ARG(int64_t, in_features) = 784;
+  TORCH_ARG(std::vector<int64_t>, hidden) = std::vector<int64_t>{256, 256};
+  TORCH_ARG(int64_t, num_classes) = 10;
+
+ public:
+  void follow(const ModelInputs& in) {
+    if (in.image_size > 0) in_features_ = in.channels * in.image_size * in.image_size;
+    if (in.num_classes > 0) num_classes_ = in.num_classes;
+  }
+  std::shared_ptr<ComposerModel> build() const {
+    return ComposerClassifier::wrap(mlp(in_features_, hidden_, num_classes_));
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("in_features", self.in_features_, "input features (default: the data's channels x size x size)");
+    visit("hidden", self.hidden_, "hidden layer widths");
+    visit("num_classes", self.num_classes_, "output classes (default: the data's)");
+  }
+};
+
+struct MnistCNNFields {
+  TORCH_ARG(int64_t, in_channels) = 1;
+  TORCH_ARG(int64_t, num_classes) = 10;
+  TORCH_ARG(int64_t, width) = 32;
+
+ public:
+  void follow(const ModelInputs& in) {
+    if (in.channels > 0) in_channels_ = in.channels;
+    if (in.num_classes > 0) num_classes_ = in.num_classes;
+  }
+  std::shared_ptr<ComposerModel> build() const {
+    return ComposerClassifier::wrap(mnist_cnn(in_channels_, num_classes_, width_));
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("in_channels", self.in_channels_, "image channels (default: the data's)");
+    visit("num_classes", self.num_classes_, "output classes (default: the data's)");
+    visit("width", self.width_, "channels of the first convolution (the second has twice as many)");
+  }
+};
+
+// CIFAR-style (depth 6n+2, default 20) or ImageNet-style (18, 34, 50, 101, 152; default 50) ResNets.
+template <bool kCifar>
+struct ResNetFields {
+  TORCH_ARG(int64_t, depth) = kCifar ? 20 : 50;
+  TORCH_ARG(int64_t, num_classes) = kCifar ? 10 : 1000;
+  TORCH_ARG(int64_t, in_channels) = 3;
+
+ public:
+  void follow(const ModelInputs& in) {
+    if (in.channels > 0) in_channels_ = in.channels;
+    if (in.num_classes > 0) num_classes_ = in.num_classes;
+  }
+  std::shared_ptr<ComposerModel> build() const {
+    return ComposerClassifier::wrap(kCifar ? cifar_resnet(depth_, num_classes_, in_channels_)
+                                           : resnet(depth_, num_classes_, in_channels_));
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("depth", self.depth_, kCifar ? "layers: 20, 32, 44, 56 or 110" : "layers: 18, 34, 50, 101 or 152");
+    visit("num_classes", self.num_classes_, "output classes (default: the data's)");
+    visit("in_channels", self.in_channels_, "image channels (default: the data's)");
+  }
+};
+
+// GPT (causal) or BERT (masked LM) over TransformerConfig's fields.
+template <bool kMasked>
+struct TransformerFields {
+  TransformerConfig config;
+
+  void follow(const ModelInputs& in) {
+    if (in.vocab_size > 0) config.vocab_size(in.vocab_size);
+  }
+  std::shared_ptr<ComposerModel> build() const {
+    if (kMasked) return std::make_shared<ComposerLanguageModel>(std::make_shared<BertMLM>(config), /*masked=*/true);
+    return std::make_shared<ComposerLanguageModel>(std::make_shared<GPT>(config));
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("vocab_size", self.config.vocab_size(), "token ids (default: the data's)");
+    visit("max_seq_len", self.config.max_seq_len(), "longest sequence (position embeddings)");
+    visit("n_layer", self.config.n_layer(), "transformer blocks");
+    visit("n_head", self.config.n_head(), "attention heads (must divide d_model)");
+    visit("d_model", self.config.d_model(), "embedding width");
+    visit("d_ff", self.config.d_ff(), "feed-forward width; 0 is 4 x d_model");
+    visit("dropout", self.config.dropout(), "dropout probability");
+  }
+};
+
+template <class Fields>
+ModelRegistry::Entry model(std::string name, std::string class_name, std::string summary) {
+  ModelRegistry::Entry e;
+  e.name = std::move(name);
+  e.class_name = std::move(class_name);
+  e.summary = std::move(summary);
+  e.fields = describe_fields<Fields>();
+  e.make = [](Hparams& h, const ModelInputs& in) {
+    Fields f;
+    f.follow(in);
+    return read_options<Fields>(h, f).build();
+  };
+  return e;
+}
+
+}  // namespace
+
+const ModelRegistry& model_registry() {
+  static const ModelRegistry registry(
+      "model",
+      {
+          model<MLPFields>("mlp", "mlp", "multilayer perceptron on flattened images"),
+          model<MnistCNNFields>("mnist_cnn", "mnist_cnn", "2-conv CNN for 28x28 images"),
+          model<ResNetFields<true>>("cifar_resnet", "cifar_resnet", "CIFAR-style ResNet-20/32/44/56/110"),
+          model<ResNetFields<false>>("resnet", "resnet", "ImageNet-style ResNet-18/34/50/101/152"),
+          model<TransformerFields<false>>("gpt", "GPT", "GPT-2-style causal decoder"),
+          model<TransformerFields<true>>("bert", "BertMLM", "BERT-style encoder with a masked-LM head"),
+      });
+  return registry;
+}
+
+}  // namespace composer::models

@@ -1,0 +1,173 @@
+// The library's registries: one per kind, built from the options' field lists. Names, errors, reprs and the docs
+// page all come from the same lists.
+#include "composer/algorithms/registry.h"
+#include "composer/callbacks/registry.h"
+#include "composer/callbacks/speed_monitor.h"
+#include "composer/callbacks/threshold_stopper.h"
+#include "composer/core/state.h"
+#include "composer/loggers/registry.h"
+#include "composer/models/registry.h"
+#include "composer/optim/decoupled_adamw.h"
+#include "composer/optim/registry.h"
+#include "support/data_paths.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace composer {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(RegistryTest, ParseReprKeepsListsAndQuotedCommasWhole) {
+  const auto [name, args] = parse_repr("MultiStepScheduler(milestones=['10ep', '20ep'], gamma=0.1, note='a, b')");
+  EXPECT_EQ(name, "MultiStepScheduler");
+  ASSERT_EQ(args.size(), 3u);
+  EXPECT_EQ(args.at("milestones"), "['10ep', '20ep']");
+  EXPECT_EQ(args.at("gamma"), "0.1");
+  EXPECT_EQ(args.at("note"), "a, b");
+  EXPECT_NE(error_of([] { parse_repr("NoParens"); }).find("is not of the form Name(key=value, ...)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_repr("X(1)"); }).find("argument '1' has no '='"), std::string::npos);
+}
+
+TEST(RegistryTest, ErrorsNameTheEntryTheKeyAndWhatWasExpected) {
+  const auto& schedulers = optim::scheduler_registry();
+  EXPECT_EQ(error_of([&] { schedulers.make("cosine", {}, ""); }).rfind("unknown scheduler 'cosine'; registered: ", 0),
+            0u);
+  EXPECT_EQ(error_of([&] { schedulers.make("linear_with_warmup", {}, "schedulers.0"); }),
+            "schedulers.0.t_warmup: required (the warmup duration)");
+  // A misspelt key is reported before the required one it may have meant.
+  EXPECT_EQ(error_of([&] { schedulers.make("linear_with_warmup", {{"t_warmpu", "1ba"}}, "s"); })
+                .rfind("s.t_warmpu: unknown", 0),
+            0u);
+  EXPECT_EQ(error_of([&] { schedulers.make("multistep", {{"milestones", "[10ep, lots]"}}, "s"); }),
+            "s.milestones: expected a time such as '2ep' or '100ba', got 'lots'");
+  EXPECT_EQ(error_of([&] {
+              optim::optimizer_registry().make("adam", {{"betas", "[0.9]"}}, "optimizer",
+                                               std::vector<at::Tensor>{torch::zeros({1}, torch::requires_grad())});
+            }),
+            "optimizer.betas: expected two numbers such as [0.9, 0.999], got '[0.9]'");
+  EXPECT_EQ(error_of([] { callbacks::callback_registry().make("threshold_stopper", {{"monitor", "Accuracy"}}, "c"); }),
+            "c.dataloader_label: required (the evaluator label, or 'train')");
+}
+
+TEST(RegistryTest, SchedulerReprsRecreateTheSameScheduler) {
+  const std::map<std::string, std::map<std::string, std::string>> required{
+      {"step", {{"step_size", "3ba"}}},
+      {"multistep", {{"milestones", "[2ba, 5ba]"}}},
+      {"exponential", {{"gamma", "0.5"}}},
+      {"cosine_annealing_warm_restarts", {{"t_0", "4ba"}}},
+      {"polynomial", {{"power", "1.5"}}},
+      {"multistep_with_warmup", {{"t_warmup", "2ba"}, {"milestones", "[6ba]"}}},
+      {"constant_with_warmup", {{"t_warmup", "2ba"}}},
+      {"linear_with_warmup", {{"t_warmup", "2ba"}}},
+      {"cosine_annealing_with_warmup", {{"t_warmup", "2ba"}}},
+      {"polynomial_with_warmup", {{"t_warmup", "2ba"}}}};
+  const auto& registry = optim::scheduler_registry();
+  ASSERT_EQ(registry.entries().size(), 13u);
+  State state;
+  state.max_duration = Time::from_batch(10);
+  state.dataloader_len = 5;
+  for (const auto& e : registry.entries()) {
+    auto it = required.find(e.name);
+    const auto built = registry.make(e.name, it == required.end() ? std::map<std::string, std::string>{} : it->second,
+                                     e.name);
+    EXPECT_EQ(built->repr().rfind(e.class_name + "(", 0), 0u) << built->repr();
+    const auto again = registry.make_from_repr(built->repr());
+    EXPECT_EQ(again->repr(), built->repr());
+    for (int64_t b = 0; b <= 10; ++b) {
+      state.timestamp.batch = b;
+      EXPECT_DOUBLE_EQ((*again)(state), (*built)(state)) << built->repr() << " at batch " << b;
+    }
+  }
+}
+
+TEST(RegistryTest, OptimizersTakeTheirOptionsDefaults) {
+  const std::vector<at::Tensor> params{torch::zeros({2}, torch::requires_grad())};
+  auto adamw = optim::optimizer_registry().make("decoupled_adamw", {{"lr", "0.01"}}, "", params);
+  const auto& o = static_cast<const optim::DecoupledAdamWOptions&>(adamw->param_groups()[0].options());
+  EXPECT_DOUBLE_EQ(o.lr(), 0.01);
+  EXPECT_DOUBLE_EQ(std::get<1>(o.betas()), 0.95);  // Composer's default
+  EXPECT_DOUBLE_EQ(o.weight_decay(), 1e-5);
+  auto adam = optim::optimizer_registry().make("adam", {{"betas", "[0.8, 0.9]"}}, "", params);
+  EXPECT_DOUBLE_EQ(std::get<0>(static_cast<const torch::optim::AdamOptions&>(adam->defaults()).betas()), 0.8);
+  for (const char* name : {"decoupled_sgdw", "decoupled_adamw", "sgd", "adam", "adamw"})
+    EXPECT_NE(optim::optimizer_registry().find(name), nullptr) << name;
+}
+
+TEST(RegistryTest, CallbacksAndLoggersAreBuiltFromTheirFieldLists) {
+  auto monitor = callbacks::callback_registry().make("speed_monitor", {{"window_size", "7"}}, "");
+  EXPECT_NE(std::dynamic_pointer_cast<SpeedMonitor>(monitor), nullptr);
+  EXPECT_EQ(error_of([] { callbacks::callback_registry().make("speed_monitor", {{"time_unit", "fortnights"}}, ""); }),
+            "SpeedMonitor.time_unit 'fortnights' must be one of seconds, minutes, hours, days");
+  EXPECT_NE(callbacks::callback_registry().find("LRMonitor"), nullptr);
+  EXPECT_NE(loggers::logger_registry().make("console", {{"log_interval", "1ep"}}, ""), nullptr);
+  EXPECT_EQ(error_of([] { loggers::logger_registry().make("file", {{"flush_interval", "often"}}, "loggers.0"); }),
+            "loggers.0.flush_interval: expected an integer, got 'often'");
+}
+
+TEST(RegistryTest, ModelShapesFollowTheDataUnlessGiven) {
+  models::ModelInputs images;
+  images.channels = 1;
+  images.image_size = 8;
+  images.num_classes = 4;
+  auto mlp = models::model_registry().make("mlp", {{"hidden", "[16]"}}, "model", images);
+  EXPECT_EQ(mlp->forward(Batch(torch::zeros({2, 1, 8, 8}), torch::zeros({2}))).sizes(),
+            torch::IntArrayRef({2, 4}));
+  auto wider = models::model_registry().make("mlp", {{"num_classes", "7"}}, "model", images);
+  EXPECT_EQ(wider->forward(Batch(torch::zeros({2, 1, 8, 8}), torch::zeros({2}))).size(1), 7);
+  EXPECT_EQ(error_of([&] { models::model_registry().make("gpt", {{"n_layer", "two"}}, "model", images); }),
+            "model.n_layer: expected an integer, got 'two'");
+  EXPECT_EQ(error_of([&] { models::model_registry().make("vit", {}, "model", images); })
+                .rfind("unknown model 'vit'; registered: bert, cifar_resnet, gpt, mlp, mnist_cnn, resnet", 0),
+            0u);
+}
+
+// docs/registry.md holds each entry's table as the field list gives it. To rewrite it after changing a field:
+// COMPOSER_WRITE_DOCS=1 ./build/tests/core_test --gtest_filter=RegistryTest.DocsPageIsTheFieldLists
+std::string registry_page() {
+  std::string page =
+      "# The registries\n\n"
+      "Every model, scheduler, optimizer, callback and logger a YAML config (or `make(name, hparams)`) can name, with its\n"
+      "hyperparameters, defaults and meaning. This page is written from the options' field lists and checked by\n"
+      "`RegistryTest.DocsPageIsTheFieldLists`; the algorithms have their own pages under `docs/algorithms/`. A\n"
+      "default of `None` marks a required hyperparameter.\n";
+  const auto section = [&](const std::string& title, const std::vector<RegisteredName>& listing) {
+    page += "\n## " + title + "\n";
+    for (const auto& e : listing) {
+      page += "\n### `" + e.name + "`: " + e.class_name + "\n\n" + e.summary + ".\n";
+      if (!e.fields.empty()) page += "\n" + fields_table(e.fields);
+    }
+  };
+  section("Models", models::model_registry().listing());
+  section("Schedulers", optim::scheduler_registry().listing());
+  section("Optimizers", optim::optimizer_registry().listing());
+  section("Callbacks", callbacks::callback_registry().listing());
+  section("Loggers", loggers::logger_registry().listing());
+  return page;
+}
+
+TEST(RegistryTest, DocsPageIsTheFieldLists) {
+  const auto path = std::filesystem::path(testing::source_dir()) / "docs" / "registry.md";
+  const std::string expected = registry_page();
+  if (std::getenv("COMPOSER_WRITE_DOCS")) std::ofstream(path) << expected;
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path << " is missing";
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(page, expected) << path << " is out of date; rewrite it with COMPOSER_WRITE_DOCS=1 (see the test)";
+}
+
+}  // namespace
+}  // namespace composer
