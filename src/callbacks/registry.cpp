@@ -8,14 +8,14 @@ namespace composer::callbacks {
 
 const CallbackRegistry& callback_registry() {
   static const CallbackRegistry registry(
-      "callback",
-      {
-          registry_entry<Callback, LRMonitor, NoOptions>("lr_monitor", "LRMonitor", "lr-<Optimizer>/group<i> every batch"),
-          registry_entry<Callback, SpeedMonitor, SpeedMonitorOptions>(
-              "speed_monitor", "SpeedMonitor", "throughput/* and time/* over a window of batches"),
-          registry_entry<Callback, ThresholdStopper, ThresholdStopperOptions>(
-              "threshold_stopper", "ThresholdStopper", "stop once a metric crosses a threshold"),
-      });
+      "callback", {
+                      registry_entry<Callback, LRMonitor, NoOptions>("lr_monitor", "LRMonitor",
+                                                                     "lr-<Optimizer>/group<i> every batch"),
+                      registry_entry<Callback, SpeedMonitor, SpeedMonitorOptions>(
+                          "speed_monitor", "SpeedMonitor", "throughput/* and time/* over a window of batches"),
+                      registry_entry<Callback, ThresholdStopper, ThresholdStopperOptions>(
+                          "threshold_stopper", "ThresholdStopper", "stop once a metric crosses a threshold"),
+                  });
   return registry;
 }
 

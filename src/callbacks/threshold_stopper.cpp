@@ -9,7 +9,7 @@ namespace composer {
 namespace {
 
 template <class T>
-const T& required(const std::optional<T>& value, const char* field, const char* expected) {
+const T& required(const Required<T>& value, const char* field, const char* expected) {
   if (!value)
     throw std::invalid_argument(std::string("ThresholdStopper: ") + field + " is required (" + expected + ")");
   return *value;

@@ -3,12 +3,15 @@
 #include "utils/detail/text.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace composer {
 
 std::string field_text(double value) { return detail::python_float_str(value); }
 std::string field_text(int64_t value) { return std::to_string(value); }
+std::string field_text(int value) { return std::to_string(value); }
+std::string field_text(uint64_t value) { return std::to_string(value); }
 std::string field_text(bool value) { return value ? "True" : "False"; }
 std::string field_text(const std::string& value) { return "'" + value + "'"; }
 std::string field_text(const Time& value) { return field_text(value.to_string()); }
@@ -55,6 +58,37 @@ std::string fields_table(const std::vector<FieldDoc>& fields) {
 
 void read_field(Hparams& h, const std::string& key, double& value) { value = h.get_double(key, value); }
 void read_field(Hparams& h, const std::string& key, int64_t& value) { value = h.get_int(key, value); }
+
+void read_field(Hparams& h, const std::string& key, int& value) {
+  const int64_t v = h.get_int(key, value);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) h.fail(key, "a 32-bit integer");
+  value = static_cast<int>(v);
+}
+
+void read_field(Hparams& h, const std::string& key, uint64_t& value) {
+  if (!h.has(key)) return;
+  const int64_t v = h.get_int(key, 0);
+  if (v < 0) h.fail(key, "a non-negative integer");
+  value = static_cast<uint64_t>(v);
+}
+
+Time read_time(Hparams& h, const std::string& key, TimeUnit int_unit) {
+  const std::string text = h.get_string(key, "");
+  const bool integer =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!integer) {
+    try {
+      return Time::from_string(text);
+    } catch (const std::invalid_argument& e) {
+      h.error(key, e.what());
+    }
+  }
+  try {
+    return Time(static_cast<int64_t>(std::stoll(text)), int_unit);
+  } catch (const std::out_of_range&) {
+    h.fail(key, std::string("a count of ") + to_string(int_unit) + " within the int64 range");
+  }
+}
 void read_field(Hparams& h, const std::string& key, bool& value) { value = h.get_bool(key, value); }
 void read_field(Hparams& h, const std::string& key, std::string& value) { value = h.get_string(key, value); }
 

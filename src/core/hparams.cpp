@@ -16,6 +16,10 @@ const std::string* Hparams::find(const std::string& key) {
   return it == values_.end() ? nullptr : &it->second;
 }
 
+void Hparams::error(const std::string& key, const std::string& message) const {
+  throw std::invalid_argument(where_ + (where_.empty() ? "" : ".") + key + ": " + message);
+}
+
 void Hparams::missing(const std::string& key, const std::string& what) const {
   throw std::invalid_argument(where_ + (where_.empty() ? "" : ".") + key + ": required (" + what + ")");
 }

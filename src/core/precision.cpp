@@ -1,5 +1,7 @@
 #include "composer/core/precision.h"
 
+#include "composer/core/hparams.h"
+
 #include <stdexcept>
 
 namespace composer {
@@ -23,6 +25,17 @@ Precision parse_precision(const std::string& text) {
   if (text == "amp_fp8")
     throw std::invalid_argument("precision 'amp_fp8' needs TransformerEngine, which Composer C++ does not support");
   throw std::invalid_argument("Invalid precision '" + text + "': expected one of fp32, amp_fp16, amp_bf16");
+}
+
+std::string field_text(Precision p) { return std::string("'") + to_string(p) + "'"; }
+
+void read_field(Hparams& h, const std::string& key, Precision& p) {
+  if (!h.has(key)) return;
+  try {
+    p = parse_precision(h.get_string(key, ""));
+  } catch (const std::invalid_argument& e) {
+    h.error(key, e.what());
+  }
 }
 
 }  // namespace composer

@@ -7,12 +7,12 @@ namespace composer::loggers {
 
 const LoggerRegistry& logger_registry() {
   static const LoggerRegistry registry(
-      "logger", {
-                    registry_entry<LoggerDestination, ConsoleLogger, ConsoleLoggerOptions>(
-                        "console", "ConsoleLogger", "Composer's console lines"),
-                    registry_entry<LoggerDestination, FileLogger, FileLoggerOptions>(
-                        "file", "FileLogger", "JSON lines per rank"),
-                });
+      "logger",
+      {
+          registry_entry<LoggerDestination, ConsoleLogger, ConsoleLoggerOptions>("console", "ConsoleLogger",
+                                                                                 "Composer's console lines"),
+          registry_entry<LoggerDestination, FileLogger, FileLoggerOptions>("file", "FileLogger", "JSON lines per rank"),
+      });
   return registry;
 }
 

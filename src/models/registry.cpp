@@ -118,15 +118,14 @@ ModelRegistry::Entry model(std::string name, std::string class_name, std::string
 
 const ModelRegistry& model_registry() {
   static const ModelRegistry registry(
-      "model",
-      {
-          model<MLPFields>("mlp", "mlp", "multilayer perceptron on flattened images"),
-          model<MnistCNNFields>("mnist_cnn", "mnist_cnn", "2-conv CNN for 28x28 images"),
-          model<ResNetFields<true>>("cifar_resnet", "cifar_resnet", "CIFAR-style ResNet-20/32/44/56/110"),
-          model<ResNetFields<false>>("resnet", "resnet", "ImageNet-style ResNet-18/34/50/101/152"),
-          model<TransformerFields<false>>("gpt", "GPT", "GPT-2-style causal decoder"),
-          model<TransformerFields<true>>("bert", "BertMLM", "BERT-style encoder with a masked-LM head"),
-      });
+      "model", {
+                   model<MLPFields>("mlp", "mlp", "multilayer perceptron on flattened images"),
+                   model<MnistCNNFields>("mnist_cnn", "mnist_cnn", "2-conv CNN for 28x28 images"),
+                   model<ResNetFields<true>>("cifar_resnet", "cifar_resnet", "CIFAR-style ResNet-20/32/44/56/110"),
+                   model<ResNetFields<false>>("resnet", "resnet", "ImageNet-style ResNet-18/34/50/101/152"),
+                   model<TransformerFields<false>>("gpt", "GPT", "GPT-2-style causal decoder"),
+                   model<TransformerFields<true>>("bert", "BertMLM", "BERT-style encoder with a masked-LM head"),
+               });
   return registry;
 }
 

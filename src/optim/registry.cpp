@@ -32,8 +32,8 @@ std::vector<SchedulerRegistry::Entry> schedulers() {
       scheduler<ExponentialScheduler>("exponential", "ExponentialScheduler", "gamma ^ (t / decay_period)"),
       scheduler<CosineAnnealingScheduler>("cosine_annealing", "CosineAnnealingScheduler",
                                           "cosine from 1 to alpha_f over t_max"),
-      scheduler<CosineAnnealingWithWarmupScheduler>("cosine_annealing_with_warmup", "CosineAnnealingWithWarmupScheduler",
-                                                    "warmup, then cosine to alpha_f"),
+      scheduler<CosineAnnealingWithWarmupScheduler>(
+          "cosine_annealing_with_warmup", "CosineAnnealingWithWarmupScheduler", "warmup, then cosine to alpha_f"),
       scheduler<CosineAnnealingWarmRestartsScheduler>("cosine_annealing_warm_restarts",
                                                       "CosineAnnealingWarmRestartsScheduler",
                                                       "cosine restarting every t_0 (times t_mult)"),

@@ -103,11 +103,11 @@ double linear_with_warmup(const State& state, const Time& t_warmup, double alpha
 
 // A required argument: unset is an error naming the scheduler, the field and what it takes.
 template <class T>
-void require_field(const std::optional<T>& value, const char* who, const char* field, const char* expected) {
+void require_field(const Required<T>& value, const char* who, const char* field, const char* expected) {
   if (!value) throw std::invalid_argument(std::string(who) + ": " + field + " is required (" + expected + ")");
 }
 
-void require_warmup(const std::optional<Time>& t_warmup, const char* who) {
+void require_warmup(const Required<Time>& t_warmup, const char* who) {
   require_field(t_warmup, who, "t_warmup", "a time such as '100ba'");
 }
 

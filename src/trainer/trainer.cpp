@@ -20,6 +20,7 @@
 #include "composer/utils/reproducibility.h"
 #include "composer/utils/run_name.h"
 #include "composer/utils/threads.h"
+#include "composer/utils/type_name.h"
 #include "composer/version.h"
 #include "trainer/detail/trainer_impl.h"
 
@@ -172,6 +173,23 @@ void agree_on_seed_and_run_name(TrainerImpl& t) {
   s.run_name = name;
 }
 
+// Composer's extract_hparams: the options' fields, then reprs for objects that have one, class names otherwise.
+nlohmann::json options_hparams(const TrainerOptions& o) {
+  nlohmann::json j = fields_json(o);
+  const auto names = [](const auto& objects, auto&& text) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& obj : objects) list.push_back(text(*obj));
+    return list;
+  };
+  j["model"] = class_name_of(*o.model());
+  if (o.optimizer()) j["optimizer"] = class_name_of(*o.optimizer());
+  j["algorithms"] = names(o.algorithms(), [](const Algorithm& a) { return a.repr(); });
+  j["schedulers"] = names(o.schedulers(), [](const ComposerScheduler& s) { return s.repr(); });
+  j["callbacks"] = names(o.callbacks(), [](const Callback& c) { return c.name(); });
+  j["loggers"] = names(o.loggers(), [](const LoggerDestination& l) { return l.name(); });
+  return j;
+}
+
 void log_run_hparams(TrainerImpl& t) {
   const State& s = t.state;
   t.logger.log_hyperparameters(
@@ -184,6 +202,7 @@ void log_run_hparams(TrainerImpl& t) {
        {"device", s.device.str()},
        {"precision", to_string(s.precision)},
        {"num_threads", at::get_num_threads()}});
+  if (t.options.auto_log_hparams()) t.logger.log_hyperparameters(options_hparams(t.options));
 }
 
 }  // namespace detail

@@ -1,5 +1,7 @@
 #include "composer/trainer/trainer_options.h"
 
+#include "composer/core/hparams.h"
+
 #include <cstdlib>
 #include <stdexcept>
 
@@ -13,6 +15,20 @@ MicrobatchSize MicrobatchSize::parse(const std::string& text) {
     throw std::invalid_argument("device_train_microbatch_size '" + text + "' must be a positive integer or 'auto'");
   }
   return MicrobatchSize(static_cast<int64_t>(v));
+}
+
+std::string field_text(const MicrobatchSize& m) {
+  if (m.is_auto) return "'auto'";
+  return m.value > 0 ? std::to_string(m.value) : "None";
+}
+
+void read_field(Hparams& h, const std::string& key, MicrobatchSize& m) {
+  if (!h.has(key)) return;
+  try {
+    m = MicrobatchSize::parse(h.get_string(key, ""));
+  } catch (const std::invalid_argument& e) {
+    h.error(key, e.what());
+  }
 }
 
 TrainerOptions& TrainerOptions::max_duration(const std::string& text) {

@@ -55,12 +55,36 @@ TEST_F(CliTest, RegistriesBuildEveryKindFromItsKeys) {
                                              "callbacks: [{name: speed_monitor, window_size: 1}, {name: LRMonitor}]\n"
                                              "loggers: [{name: file, flush_interval: 1, filename: " +
                                              (dir / "r.jsonl").string() + "}]\n")),
-                  {"model={name: mlp, hidden: [8, 8]}"}),
+                  {"model={name: mlp, hidden: [8, 8]}", "auto_log_hparams=true", "tune_allocator=false",
+                   "eval_interval=2", "load_ignore_keys=[state/optimizers]"}),
             0)
       << err.str();
   const std::string log = testing::read_text((dir / "r.jsonl").string());
+  // Trainer settings are TrainerOptions' field list; with auto_log_hparams they are logged as read.
+  EXPECT_NE(log.find("\"eval_interval\":\"2ep\""), std::string::npos) << log;
+  EXPECT_NE(log.find("\"load_ignore_keys\":[\"state/optimizers\"]"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"tune_allocator\":false"), std::string::npos) << log;
   EXPECT_NE(log.find("\"lr-Adam/group0\""), std::string::npos) << log;
   EXPECT_NE(log.find("\"throughput/batches_per_sec\""), std::string::npos) << log;
+}
+
+// docs/cli.md's settings table is TrainerOptions' field list. To rewrite it after changing a field:
+// COMPOSER_WRITE_DOCS=1 ./build/tests/cli_test --gtest_filter=CliTest.DocsListTheTrainerSettings
+TEST_F(CliTest, DocsListTheTrainerSettings) {
+  const std::string path = testing::source_dir() + "/docs/cli.md";
+  std::string page = testing::read_text(path);
+  const std::string marker = "`None` is unset.\n\n";
+  const auto start = page.find(marker);
+  ASSERT_NE(start, std::string::npos) << path << " has no '" << marker << "'";
+  const auto end = page.find("\n\n", start + marker.size());
+  ASSERT_NE(end, std::string::npos);
+  const std::string table = fields_table(describe_fields(TrainerOptions(nullptr)));
+  if (std::getenv("COMPOSER_WRITE_DOCS")) {
+    page.replace(start + marker.size(), end + 1 - start - marker.size(), table);
+    std::ofstream(path) << page;
+    page = testing::read_text(path);
+  }
+  EXPECT_EQ(page.substr(start + marker.size(), table.size()), table) << path << " should list:\n" << table;
 }
 
 TEST_F(CliTest, WrongTypesAndValues) {

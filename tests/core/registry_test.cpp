@@ -49,17 +49,22 @@ TEST(RegistryTest, ErrorsNameTheEntryTheKeyAndWhatWasExpected) {
   EXPECT_EQ(error_of([&] { schedulers.make("linear_with_warmup", {}, "schedulers.0"); }),
             "schedulers.0.t_warmup: required (the warmup duration)");
   // A misspelt key is reported before the required one it may have meant.
-  EXPECT_EQ(error_of([&] { schedulers.make("linear_with_warmup", {{"t_warmpu", "1ba"}}, "s"); })
-                .rfind("s.t_warmpu: unknown", 0),
+  EXPECT_EQ(error_of([&] {
+              schedulers.make("linear_with_warmup", {{"t_warmpu", "1ba"}}, "s");
+            }).rfind("s.t_warmpu: unknown", 0),
             0u);
-  EXPECT_EQ(error_of([&] { schedulers.make("multistep", {{"milestones", "[10ep, lots]"}}, "s"); }),
+  EXPECT_EQ(error_of([&] {
+              schedulers.make("multistep", {{"milestones", "[10ep, lots]"}}, "s");
+            }),
             "s.milestones: expected a time such as '2ep' or '100ba', got 'lots'");
   EXPECT_EQ(error_of([&] {
               optim::optimizer_registry().make("adam", {{"betas", "[0.9]"}}, "optimizer",
                                                std::vector<at::Tensor>{torch::zeros({1}, torch::requires_grad())});
             }),
             "optimizer.betas: expected two numbers such as [0.9, 0.999], got '[0.9]'");
-  EXPECT_EQ(error_of([] { callbacks::callback_registry().make("threshold_stopper", {{"monitor", "Accuracy"}}, "c"); }),
+  EXPECT_EQ(error_of([] {
+              callbacks::callback_registry().make("threshold_stopper", {{"monitor", "Accuracy"}}, "c");
+            }),
             "c.dataloader_label: required (the evaluator label, or 'train')");
 }
 
@@ -82,8 +87,8 @@ TEST(RegistryTest, SchedulerReprsRecreateTheSameScheduler) {
   state.dataloader_len = 5;
   for (const auto& e : registry.entries()) {
     auto it = required.find(e.name);
-    const auto built = registry.make(e.name, it == required.end() ? std::map<std::string, std::string>{} : it->second,
-                                     e.name);
+    const auto built =
+        registry.make(e.name, it == required.end() ? std::map<std::string, std::string>{} : it->second, e.name);
     EXPECT_EQ(built->repr().rfind(e.class_name + "(", 0), 0u) << built->repr();
     const auto again = registry.make_from_repr(built->repr());
     EXPECT_EQ(again->repr(), built->repr());
@@ -110,11 +115,15 @@ TEST(RegistryTest, OptimizersTakeTheirOptionsDefaults) {
 TEST(RegistryTest, CallbacksAndLoggersAreBuiltFromTheirFieldLists) {
   auto monitor = callbacks::callback_registry().make("speed_monitor", {{"window_size", "7"}}, "");
   EXPECT_NE(std::dynamic_pointer_cast<SpeedMonitor>(monitor), nullptr);
-  EXPECT_EQ(error_of([] { callbacks::callback_registry().make("speed_monitor", {{"time_unit", "fortnights"}}, ""); }),
+  EXPECT_EQ(error_of([] {
+              callbacks::callback_registry().make("speed_monitor", {{"time_unit", "fortnights"}}, "");
+            }),
             "SpeedMonitor.time_unit 'fortnights' must be one of seconds, minutes, hours, days");
   EXPECT_NE(callbacks::callback_registry().find("LRMonitor"), nullptr);
   EXPECT_NE(loggers::logger_registry().make("console", {{"log_interval", "1ep"}}, ""), nullptr);
-  EXPECT_EQ(error_of([] { loggers::logger_registry().make("file", {{"flush_interval", "often"}}, "loggers.0"); }),
+  EXPECT_EQ(error_of([] {
+              loggers::logger_registry().make("file", {{"flush_interval", "often"}}, "loggers.0");
+            }),
             "loggers.0.flush_interval: expected an integer, got 'often'");
 }
 
@@ -124,14 +133,16 @@ TEST(RegistryTest, ModelShapesFollowTheDataUnlessGiven) {
   images.image_size = 8;
   images.num_classes = 4;
   auto mlp = models::model_registry().make("mlp", {{"hidden", "[16]"}}, "model", images);
-  EXPECT_EQ(mlp->forward(Batch(torch::zeros({2, 1, 8, 8}), torch::zeros({2}))).sizes(),
-            torch::IntArrayRef({2, 4}));
+  EXPECT_EQ(mlp->forward(Batch(torch::zeros({2, 1, 8, 8}), torch::zeros({2}))).sizes(), torch::IntArrayRef({2, 4}));
   auto wider = models::model_registry().make("mlp", {{"num_classes", "7"}}, "model", images);
   EXPECT_EQ(wider->forward(Batch(torch::zeros({2, 1, 8, 8}), torch::zeros({2}))).size(1), 7);
-  EXPECT_EQ(error_of([&] { models::model_registry().make("gpt", {{"n_layer", "two"}}, "model", images); }),
+  EXPECT_EQ(error_of([&] {
+              models::model_registry().make("gpt", {{"n_layer", "two"}}, "model", images);
+            }),
             "model.n_layer: expected an integer, got 'two'");
-  EXPECT_EQ(error_of([&] { models::model_registry().make("vit", {}, "model", images); })
-                .rfind("unknown model 'vit'; registered: bert, cifar_resnet, gpt, mlp, mnist_cnn, resnet", 0),
+  EXPECT_EQ(error_of([&] {
+              models::model_registry().make("vit", {}, "model", images);
+            }).rfind("unknown model 'vit'; registered: bert, cifar_resnet, gpt, mlp, mnist_cnn, resnet", 0),
             0u);
 }
 
@@ -140,7 +151,8 @@ TEST(RegistryTest, ModelShapesFollowTheDataUnlessGiven) {
 std::string registry_page() {
   std::string page =
       "# The registries\n\n"
-      "Every model, scheduler, optimizer, callback and logger a YAML config (or `make(name, hparams)`) can name, with its\n"
+      "Every model, scheduler, optimizer, callback and logger a YAML config (or `make(name, hparams)`) can name, with "
+      "its\n"
       "hyperparameters, defaults and meaning. This page is written from the options' field lists and checked by\n"
       "`RegistryTest.DocsPageIsTheFieldLists`; the algorithms have their own pages under `docs/algorithms/`. A\n"
       "default of `None` marks a required hyperparameter.\n";

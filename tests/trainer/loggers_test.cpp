@@ -39,6 +39,36 @@ TEST(ConsoleLoggerTest, ComposerFormat) {
   EXPECT_NE(s.find("\t Eval metrics/eval/Accuracy: "), std::string::npos) << s;
 }
 
+// Composer's auto_log_hparams: the options' field list as hyperparameters, objects by repr or class name.
+TEST(HyperparametersTest, AutoLogHparamsLogsTheFieldList) {
+  for (bool enabled : {false, true}) {
+    auto mem = std::make_shared<InMemoryLogger>();
+    Trainer trainer(testing::quiet_options(testing::make_classifier())
+                        .train_dataloader(testing::make_loader(testing::make_blobs(16), 8))
+                        .max_duration("2ba")
+                        .eval_interval("3ep")
+                        .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_batch(1))})
+                        .algorithms({std::make_shared<algorithms::LabelSmoothing>()})
+                        .auto_log_hparams(enabled)
+                        .loggers({mem}));
+    const auto& h = mem->hyperparameters;
+    EXPECT_TRUE(h.contains("rank_zero_seed"));
+    if (!enabled) {
+      EXPECT_FALSE(h.contains("max_duration")) << h.dump();
+      continue;
+    }
+    EXPECT_EQ(h.at("max_duration"), "2ba") << h.dump();
+    EXPECT_EQ(h.at("eval_interval"), "3ep");
+    EXPECT_EQ(h.at("scale_schedule_ratio"), 1.0);
+    EXPECT_EQ(h.at("save_folder"), "");
+    EXPECT_EQ(h.at("load_ignore_keys"), nlohmann::json::array());
+    EXPECT_EQ(h.at("schedulers").at(0),
+              "CosineAnnealingWithWarmupScheduler(t_warmup='1ba', t_max='1.0dur', alpha_f=0.0, scale_warmup=False)");
+    EXPECT_EQ(h.at("algorithms").at(0).get<std::string>().rfind("LabelSmoothing(smoothing=0.1", 0), 0u) << h.dump();
+    EXPECT_EQ(h.at("model"), "ComposerClassifier");
+  }
+}
+
 TEST(FileLoggerTest, WritesJsonLinesAndRefusesToOverwrite) {
   const fs::path dir = fresh_dir("file_logger");
   const std::string filename = (dir / "{run_name}" / "log-{rank}.jsonl").string();

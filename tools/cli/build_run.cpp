@@ -46,13 +46,14 @@ void check_model_fits_images(const ConfigNode& n, const std::string& name, const
   }
 }
 
-// The mapping's keys other than `name` as hyperparameter strings: scalars as written, a list of scalars as "[a, b]".
+// The mapping's keys other than `name` as hyperparameter strings: scalars as written, a list of scalars as "[a, b]";
+// a null value leaves the key at its default.
 std::map<std::string, std::string> hparams_of(const ConfigNode& n) {
   std::map<std::string, std::string> hparams;
   if (!n.yaml().IsMap()) return hparams;
   for (const auto& kv : n.yaml()) {
     const std::string key = kv.first.as<std::string>();
-    if (key == "name") continue;
+    if (key == "name" || kv.second.IsNull()) continue;  // null (`key:` or `key=`): the default
     if (kv.second.IsScalar()) {
       hparams[key] = kv.second.Scalar();
       continue;
@@ -125,47 +126,31 @@ std::shared_ptr<LoggerDestination> build_logger(const ConfigNode& n, RunSpec& sp
   return build_from(loggers::logger_registry(), ConfigNode(node, n.path()), name);
 }
 
+// The keys that hold objects; every other top-level key is a field of TrainerOptions.
+const std::vector<std::string> kObjectKeys{"model",      "train_data", "eval_data", "optimizer",
+                                           "schedulers", "algorithms", "callbacks", "loggers"};
+
+void check_top_level_keys(const ConfigNode& root) {
+  std::vector<std::string> allowed = kObjectKeys;
+  for (const auto& f : describe_fields(TrainerOptions(nullptr))) allowed.push_back(f.name);
+  root.expect_keys(allowed);
+}
+
+// The top-level scalars (and lists of scalars) as TrainerOptions' hyperparameters.
+std::map<std::string, std::string> trainer_hparams(const ConfigNode& root) {
+  YAML::Node scalars(YAML::NodeType::Map);
+  for (const auto& kv : root.yaml()) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(kObjectKeys.begin(), kObjectKeys.end(), key) == kObjectKeys.end()) scalars[key] = kv.second;
+  }
+  return hparams_of(ConfigNode(scalars, ""));
+}
+
 }  // namespace
 
 RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   const ConfigNode root(root_yaml, "");
-  root.expect_keys({"run_name",
-                    "seed",
-                    "model",
-                    "train_data",
-                    "eval_data",
-                    "optimizer",
-                    "schedulers",
-                    "algorithms",
-                    "callbacks",
-                    "loggers",
-                    "max_duration",
-                    "iteration_length",
-                    "eval_interval",
-                    "eval_subset_num_batches",
-                    "train_subset_num_batches",
-                    "precision",
-                    "device",
-                    "device_train_microbatch_size",
-                    "scale_schedule_ratio",
-                    "step_schedulers_every_batch",
-                    "progress_bar",
-                    "log_to_console",
-                    "console_log_interval",
-                    "deterministic_mode",
-                    "num_threads",
-                    "save_folder",
-                    "save_filename",
-                    "save_latest_filename",
-                    "save_interval",
-                    "save_overwrite",
-                    "save_weights_only",
-                    "save_num_checkpoints_to_keep",
-                    "load_path",
-                    "load_weights_only",
-                    "load_strict_model_weights",
-                    "load_ignore_keys",
-                    "autoresume"});
+  check_top_level_keys(root);
   RunSpec spec;
   const auto seed = static_cast<uint64_t>(ConfigNode::positive(root.get_int("seed", 42), "seed", /*allow_zero=*/true));
   seed_all(seed);  // before the model is built: the same seed gives the same initial weights
@@ -180,30 +165,17 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   auto model = build_model(root.child("model"), shape_source);
   spec.options = std::make_unique<TrainerOptions>(model);
   TrainerOptions& o = *spec.options;
-  o.seed(seed).run_name(root.get_string("run_name", "")).train_dataloader(spec.train.loader);
+  o.seed(seed);
+  try {
+    Hparams h(trainer_hparams(root), "");
+    o = read_options(h, o);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());  // "<key>: ..."
+  }
+  o.train_dataloader(spec.train.loader);
   if (spec.eval.loader) o.eval_dataloader(spec.eval.loader);
-  if (auto d = root.get_time("max_duration", TimeUnit::EPOCH)) o.max_duration(*d);
-  if (auto il = root.get_time("iteration_length", TimeUnit::EPOCH)) o.iteration_length(*il);
   if (need_train_data && !o.max_duration())
     throw ConfigError("max_duration: required to train (e.g. '2ep' or '500ba')");
-  if (auto e = root.get_time("eval_interval", TimeUnit::EPOCH)) o.eval_interval(*e);
-  if (auto c = root.get_time("console_log_interval", TimeUnit::BATCH)) o.console_log_interval(*c);
-  o.eval_subset_num_batches(root.get_int("eval_subset_num_batches", -1))
-      .train_subset_num_batches(root.get_int("train_subset_num_batches", -1))
-      .device(root.get_string("device", ""))
-      .scale_schedule_ratio(root.get_double("scale_schedule_ratio", 1.0))
-      .step_schedulers_every_batch(root.get_bool("step_schedulers_every_batch", true))
-      .progress_bar(root.get_bool("progress_bar", true))
-      .log_to_console(root.get_bool("log_to_console", false))
-      .deterministic_mode(root.get_bool("deterministic_mode", false))
-      .num_threads(static_cast<int>(root.get_int("num_threads", 0)));
-  if (root.has("precision"))
-    o.precision(guard("precision", [&] { return parse_precision(root.get_string("precision", "")); }));
-  if (root.has("device_train_microbatch_size")) {
-    o.device_train_microbatch_size(guard("device_train_microbatch_size", [&] {
-      return MicrobatchSize::parse(root.get_string("device_train_microbatch_size", ""));
-    }));
-  }
   o.optimizer(build_optimizer(root.child("optimizer"), *model));
   std::vector<std::shared_ptr<ComposerScheduler>> schedulers;
   for (const auto& s : root.children("schedulers")) schedulers.push_back(build_scheduler(s));
@@ -217,24 +189,6 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   std::vector<std::shared_ptr<LoggerDestination>> loggers;
   for (const auto& l : root.children("loggers")) loggers.push_back(build_logger(l, spec));
   o.loggers(loggers);
-  o.save_folder(root.get_string("save_folder", ""))
-      .save_filename(root.get_string("save_filename", o.save_filename()))
-      .save_latest_filename(root.get_string("save_latest_filename", o.save_latest_filename()))
-      .save_overwrite(root.get_bool("save_overwrite", false))
-      .save_weights_only(root.get_bool("save_weights_only", false))
-      .save_num_checkpoints_to_keep(root.get_int("save_num_checkpoints_to_keep", -1))
-      .load_path(root.get_string("load_path", ""))
-      .load_weights_only(root.get_bool("load_weights_only", false))
-      .load_strict_model_weights(root.get_bool("load_strict_model_weights", true))
-      .autoresume(root.get_bool("autoresume", false));
-  if (auto si = root.get_time("save_interval", TimeUnit::EPOCH)) o.save_interval(*si);
-  if (root.has("load_ignore_keys")) {
-    const YAML::Node keys = root.yaml()["load_ignore_keys"];
-    if (!keys.IsSequence()) throw ConfigError("load_ignore_keys: expected a list of glob patterns");
-    std::vector<std::string> globs;
-    for (const auto& k : keys) globs.push_back(k.as<std::string>());
-    o.load_ignore_keys(globs);
-  }
   if (o.save_folder().empty() && (o.autoresume() || root.has("save_interval"))) {
     throw ConfigError(std::string(o.autoresume() ? "autoresume" : "save_interval") + ": needs save_folder");
   }

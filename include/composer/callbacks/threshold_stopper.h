@@ -2,6 +2,7 @@
 #pragma once
 
 #include "composer/core/callback.h"
+#include "composer/core/fields.h"
 
 #include <torch/arg.h>
 
@@ -17,9 +18,9 @@ namespace composer {
 /// perplexity.
 struct ThresholdStopperOptions {
   using Compare = std::function<bool(double value, double threshold)>;
-  TORCH_ARG(std::optional<std::string>, monitor);
-  TORCH_ARG(std::optional<std::string>, dataloader_label);
-  TORCH_ARG(std::optional<double>, threshold);
+  TORCH_ARG(Required<std::string>, monitor);
+  TORCH_ARG(Required<std::string>, dataloader_label);
+  TORCH_ARG(Required<double>, threshold);
   /// Not a field (a function): null picks the default comparison above.
   TORCH_ARG(Compare, comp) = nullptr;
   TORCH_ARG(bool, stop_on_batch) = false;

@@ -13,8 +13,9 @@
 //   };
 //
 // Field types: bool, int64_t, double, std::string, Time, BatchKey, lists of bool/int64_t/double/string/Time
-// (std::vector, written "[a, b]"), std::optional of any of these for a required field ("None" until set; the class
-// that takes the options says it is required), and enums for which field_text(E) and
+// (std::vector, written "[a, b]"), std::optional of any of these for a value that may stay unset ("None"), Required<T>
+// for a required argument (unset, read_options names it), EnsureTime for a Time where a bare integer takes a unit (as
+// Composer's ensure_time), and enums for which field_text(E) and
 // read_field(Hparams&, const std::string&, E&) are declared beside the enum (found by argument-dependent lookup;
 // read_choice helps).
 #pragma once
@@ -37,6 +38,8 @@ namespace composer {
 /// Python's spelling of a value, as a repr shows it: 0.2, 3, True, 'text', '2ep', 0 or 'image' for a batch key.
 std::string field_text(double value);
 std::string field_text(int64_t value);
+std::string field_text(int value);
+std::string field_text(uint64_t value);
 std::string field_text(bool value);
 std::string field_text(const std::string& value);
 std::string field_text(const Time& value);
@@ -57,6 +60,9 @@ T placeholder() {
 /// The value at `key`, if present, into `value`; throws std::invalid_argument "<where>.<key>: expected ..., got '...'".
 void read_field(Hparams& h, const std::string& key, double& value);
 void read_field(Hparams& h, const std::string& key, int64_t& value);
+void read_field(Hparams& h, const std::string& key, int& value);
+/// A non-negative integer (a seed).
+void read_field(Hparams& h, const std::string& key, uint64_t& value);
 void read_field(Hparams& h, const std::string& key, bool& value);
 void read_field(Hparams& h, const std::string& key, std::string& value);
 void read_field(Hparams& h, const std::string& key, Time& value);
@@ -64,6 +70,25 @@ void read_field(Hparams& h, const std::string& key, Time& value);
 void read_field(Hparams& h, const std::string& key, BatchKey& value);
 /// Two numbers, "[0.9, 0.999]" or "(0.9, 0.999)".
 void read_field(Hparams& h, const std::string& key, std::tuple<double, double>& value);
+
+/// A required argument: std::optional, but read_options reports it when a config leaves it unset.
+template <class T>
+struct Required : std::optional<T> {
+  using std::optional<T>::optional;
+  using std::optional<T>::operator=;
+};
+
+/// A Time field where a bare integer is a count of `unit` (Composer's ensure_time: max_duration 2 is 2 epochs).
+/// The field list visits ensure_time(unit, self.field_) in place of the member.
+template <class T>
+struct EnsureTime {
+  T& value;
+  TimeUnit unit;
+};
+template <class T>
+EnsureTime<T> ensure_time(TimeUnit unit, T& value) {
+  return {value, unit};
+}
 
 /// Python's list repr: [256, 256], ['10ep', '20ep'].
 template <class T>
@@ -97,13 +122,26 @@ void read_field(Hparams& h, const std::string& key, std::vector<T>& values) {
   values = std::move(read);
 }
 
-/// A required field: set when `key` is given.
+/// An optional (or required) field: set when `key` is given.
 template <class T>
 void read_field(Hparams& h, const std::string& key, std::optional<T>& value) {
   if (!h.has(key)) return;
   T v = value ? *value : placeholder<T>();
   read_field(h, key, v);
   value = std::move(v);
+}
+
+template <class T>
+std::string field_text(const EnsureTime<T>& field) {
+  return field_text(field.value);
+}
+
+/// A time, or a bare integer in the field's unit; errors name the key.
+Time read_time(Hparams& h, const std::string& key, TimeUnit int_unit);
+
+template <class T>
+void read_field(Hparams& h, const std::string& key, EnsureTime<T>&& field) {
+  if (h.has(key)) field.value = read_time(h, key, field.unit);
 }
 
 /// For enum fields: reads one of the names in `choices` (case-insensitive) into `value`.
@@ -153,7 +191,7 @@ bool unset_field(const T&) {
   return false;
 }
 template <class T>
-bool unset_field(const std::optional<T>& value) {
+bool unset_field(const Required<T>& value) {
   return !value.has_value();
 }
 
@@ -161,8 +199,9 @@ bool unset_field(const std::optional<T>& value) {
 /// (std::optional) field left unset is "<where>.<key>: required (<its doc>)".
 template <class Options>
 Options read_options(Hparams& hparams, Options options = Options()) {
-  Options::for_each_field(options,
-                          [&](const char* name, auto& value, const char*) { read_field(hparams, name, value); });
+  Options::for_each_field(options, [&](const char* name, auto&& value, const char*) {
+    read_field(hparams, name, std::forward<decltype(value)>(value));
+  });
   hparams.check_all_used();
   Options::for_each_field(options, [&](const char* name, const auto& value, const char* doc) {
     if (!unset_field(value)) return;
@@ -186,11 +225,44 @@ std::vector<FieldDoc> describe_fields(const Options& options = Options()) {
 /// its table verbatim; tests/algorithms/conformance_test.cpp checks it).
 std::string fields_table(const std::vector<FieldDoc>& fields);
 
-/// {"field": value text, ...}: hyperparameters for the loggers (values as a repr shows them).
+/// A field's value as JSON: numbers, booleans, strings (times as "2ep"), lists, null for an unset optional.
+template <class T>
+nlohmann::json field_json(const T& value) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return value;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return value;
+  } else {
+    std::string text = field_text(value);
+    if (text.size() >= 2 && text.front() == '\'' && text.back() == '\'') text = text.substr(1, text.size() - 2);
+    return text;
+  }
+}
+template <class T>
+nlohmann::json field_json(const std::optional<T>& value) {
+  return value ? field_json(*value) : nlohmann::json(nullptr);
+}
+template <class T>
+nlohmann::json field_json(const Required<T>& value) {
+  return value ? field_json(*value) : nlohmann::json(nullptr);
+}
+template <class T>
+nlohmann::json field_json(const std::vector<T>& values) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& v : values) list.push_back(field_json(v));
+  return list;
+}
+template <class T>
+nlohmann::json field_json(const EnsureTime<T>& field) {
+  return field_json(field.value);
+}
+
+/// {"field": value, ...}: hyperparameters for the loggers.
 template <class Options>
 nlohmann::json fields_json(const Options& options) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& f : describe_fields(options)) j[f.name] = f.value;
+  Options::for_each_field(options,
+                          [&](const char* name, const auto& value, const char*) { j[name] = field_json(value); });
   return j;
 }
 

@@ -24,6 +24,8 @@ class Hparams {
   /// Where errors say the keys sit ("" or "schedulers[0]").
   const std::string& where() const { return where_; }
   void check_all_used() const;
+  /// Throws std::invalid_argument "<where>.<key>: <message>" (a parser's own message about the key's value).
+  [[noreturn]] void error(const std::string& key, const std::string& message) const;
   /// Throws std::invalid_argument "<where>.<key>: required (<what>)".
   [[noreturn]] void missing(const std::string& key, const std::string& what) const;
   /// Throws std::invalid_argument "<where>.<key>: expected <expected>, got '<value>'".

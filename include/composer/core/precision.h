@@ -14,4 +14,9 @@ const char* to_string(Precision p);
 /// Parses Composer's names; throws std::invalid_argument naming the input and the choices.
 Precision parse_precision(const std::string& text);
 
+class Hparams;
+/// As a field (core/fields.h): 'amp_bf16'; read with parse_precision, errors naming the key.
+std::string field_text(Precision p);
+void read_field(Hparams& h, const std::string& key, Precision& p);
+
 }  // namespace composer

@@ -94,7 +94,7 @@ std::pair<std::string, std::map<std::string, std::string>> parse_repr(const std:
 
 template <class Product, class... Context>
 std::shared_ptr<Product> Registry<Product, Context...>::make_from_repr(const std::string& repr,
-                                                                      Context... context) const {
+                                                                       Context... context) const {
   const auto [name, hparams] = parse_repr(repr);
   try {
     return make(name, hparams, "", context...);

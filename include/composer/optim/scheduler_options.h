@@ -1,5 +1,5 @@
 // The options of Composer's schedulers, one struct per scheduler, each with its field list (core/fields.h): the
-// fields, their order and their defaults are Composer's constructor arguments. A std::optional field is a required
+// fields, their order and their defaults are Composer's constructor arguments. A Required field is a required
 // argument (the scheduler throws std::invalid_argument naming it while it is unset).
 #pragma once
 
@@ -15,7 +15,7 @@ namespace composer {
 
 /// StepScheduler: gamma ^ floor(t / step_size).
 struct StepSchedulerOptions {
-  TORCH_ARG(std::optional<Time>, step_size);
+  TORCH_ARG(Required<Time>, step_size);
   TORCH_ARG(double, gamma) = 0.1;
 
  public:
@@ -28,7 +28,7 @@ struct StepSchedulerOptions {
 
 /// MultiStepScheduler: gamma ^ (milestones passed).
 struct MultiStepSchedulerOptions {
-  TORCH_ARG(std::optional<std::vector<Time>>, milestones);
+  TORCH_ARG(Required<std::vector<Time>>, milestones);
   TORCH_ARG(double, gamma) = 0.1;
 
  public:
@@ -69,7 +69,7 @@ struct LinearSchedulerOptions {
 
 /// ExponentialScheduler: gamma ^ (t / decay_period).
 struct ExponentialSchedulerOptions {
-  TORCH_ARG(std::optional<double>, gamma);
+  TORCH_ARG(Required<double>, gamma);
   TORCH_ARG(Time, decay_period) = Time::from_epoch(1);
 
  public:
@@ -95,7 +95,7 @@ struct CosineAnnealingSchedulerOptions {
 
 /// CosineAnnealingWarmRestartsScheduler: cosine restarting every t_0 (times t_mult).
 struct CosineAnnealingWarmRestartsSchedulerOptions {
-  TORCH_ARG(std::optional<Time>, t_0);
+  TORCH_ARG(Required<Time>, t_0);
   TORCH_ARG(double, t_mult) = 1.0;
   TORCH_ARG(double, alpha_f) = 0.0;
 
@@ -110,7 +110,7 @@ struct CosineAnnealingWarmRestartsSchedulerOptions {
 
 /// PolynomialScheduler: alpha_f + (1 - t/t_max)^power (1 - alpha_f).
 struct PolynomialSchedulerOptions {
-  TORCH_ARG(std::optional<double>, power);
+  TORCH_ARG(Required<double>, power);
   TORCH_ARG(Time, t_max) = Time::from_duration(1.0);
   TORCH_ARG(double, alpha_f) = 0.0;
 
@@ -125,8 +125,8 @@ struct PolynomialSchedulerOptions {
 
 /// MultiStepWithWarmupScheduler: warmup, then multistep on absolute milestones.
 struct MultiStepWithWarmupSchedulerOptions {
-  TORCH_ARG(std::optional<Time>, t_warmup);
-  TORCH_ARG(std::optional<std::vector<Time>>, milestones);
+  TORCH_ARG(Required<Time>, t_warmup);
+  TORCH_ARG(Required<std::vector<Time>>, milestones);
   TORCH_ARG(double, gamma) = 0.1;
   TORCH_ARG(bool, scale_warmup) = false;
 
@@ -142,7 +142,7 @@ struct MultiStepWithWarmupSchedulerOptions {
 
 /// ConstantWithWarmupScheduler: linear warmup over t_warmup, then alpha.
 struct ConstantWithWarmupSchedulerOptions {
-  TORCH_ARG(std::optional<Time>, t_warmup);
+  TORCH_ARG(Required<Time>, t_warmup);
   TORCH_ARG(double, alpha) = 1.0;
   TORCH_ARG(Time, t_max) = Time::from_duration(1.0);
   TORCH_ARG(bool, scale_warmup) = false;
@@ -159,7 +159,7 @@ struct ConstantWithWarmupSchedulerOptions {
 
 /// LinearWithWarmupScheduler: warmup, then alpha_i -> alpha_f linearly.
 struct LinearWithWarmupSchedulerOptions {
-  TORCH_ARG(std::optional<Time>, t_warmup);
+  TORCH_ARG(Required<Time>, t_warmup);
   TORCH_ARG(double, alpha_i) = 1.0;
   TORCH_ARG(double, alpha_f) = 0.0;
   TORCH_ARG(Time, t_max) = Time::from_duration(1.0);
@@ -178,7 +178,7 @@ struct LinearWithWarmupSchedulerOptions {
 
 /// CosineAnnealingWithWarmupScheduler: warmup, then cosine to alpha_f.
 struct CosineAnnealingWithWarmupSchedulerOptions {
-  TORCH_ARG(std::optional<Time>, t_warmup);
+  TORCH_ARG(Required<Time>, t_warmup);
   TORCH_ARG(Time, t_max) = Time::from_duration(1.0);
   TORCH_ARG(double, alpha_f) = 0.0;
   TORCH_ARG(bool, scale_warmup) = false;
@@ -195,7 +195,7 @@ struct CosineAnnealingWithWarmupSchedulerOptions {
 
 /// PolynomialWithWarmupScheduler: warmup, then polynomial decay.
 struct PolynomialWithWarmupSchedulerOptions {
-  TORCH_ARG(std::optional<Time>, t_warmup);
+  TORCH_ARG(Required<Time>, t_warmup);
   TORCH_ARG(double, power) = 2.0;
   TORCH_ARG(Time, t_max) = Time::from_duration(1.0);
   TORCH_ARG(double, alpha_f) = 0.0;

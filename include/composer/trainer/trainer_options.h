@@ -3,6 +3,7 @@
 
 #include "composer/core/engine.h"
 #include "composer/core/evaluator.h"
+#include "composer/core/fields.h"
 #include "composer/core/precision.h"
 #include "composer/core/time.h"
 #include "composer/data/data_loader.h"
@@ -40,6 +41,11 @@ struct MicrobatchSize {
   int64_t value = 0;  // 0 = the whole batch
   bool is_auto = false;
 };
+
+class Hparams;
+/// As a field (core/fields.h): None (the whole batch), 'auto' or the number; read with MicrobatchSize::parse.
+std::string field_text(const MicrobatchSize& m);
+void read_field(Hparams& h, const std::string& key, MicrobatchSize& m);
 
 struct TrainerOptions {
   explicit TrainerOptions(std::shared_ptr<ComposerModel> model) : model_(std::move(model)) {}
@@ -117,6 +123,9 @@ struct TrainerOptions {
   TORCH_ARG(std::vector<std::string>, load_ignore_keys);
   /// Seconds a rank waits for its peers (rendezvous and collectives) before failing with a message.
   TORCH_ARG(double, dist_timeout) = 300.0;
+  /// Log the options as hyperparameters (Composer's auto_log_hparams): every field below plus the reprs of the
+  /// algorithms and schedulers and the class names of the other objects.
+  TORCH_ARG(bool, auto_log_hparams) = false;
   /// Resume from the newest complete checkpoint in save_folder (needs save_folder and an explicit run_name);
   /// unreadable ones are set aside as <name>.corrupt and the next older one is used.
   TORCH_ARG(bool, autoresume) = false;
@@ -132,6 +141,55 @@ struct TrainerOptions {
   TrainerOptions& eval_dataloader(std::shared_ptr<DataLoader> loader);
   /// Throws std::invalid_argument naming the first bad field.
   void validate() const;
+
+  /// The field list of the settings a config can give (core/fields.h): the CLI's top-level keys, the
+  /// hyperparameters the Trainer logs, and the table in docs/cli.md. The model, data, optimizer, schedulers,
+  /// algorithms, callbacks, loggers and evaluators are objects, not fields.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("run_name", self.run_name_,
+          "name used in {run_name} paths; unset: $COMPOSER_RUN_NAME, $RUN_NAME, else generated");
+    visit("seed", self.seed_, "rank-zero seed (each rank seeds with seed + rank); unset: drawn on rank 0");
+    visit("max_duration", ensure_time(TimeUnit::EPOCH, self.max_duration_),
+          "how long to train; a bare integer is epochs");
+    visit("iteration_length", ensure_time(TimeUnit::EPOCH, self.iteration_length_),
+          "epochs or tokens per iteration; unset: one endless iteration");
+    visit("train_dataloader_label", self.train_dataloader_label_, "label of the training data in metric keys");
+    visit("train_subset_num_batches", self.train_subset_num_batches_, "batches per training epoch; -1: all");
+    visit("scale_schedule_ratio", self.scale_schedule_ratio_, "scales max_duration and the schedules");
+    visit("step_schedulers_every_batch", self.step_schedulers_every_batch_,
+          "step schedulers every batch, else every epoch");
+    visit("eval_interval", ensure_time(TimeUnit::EPOCH, self.eval_interval_),
+          "how often to evaluate; a bare integer is epochs");
+    visit("eval_subset_num_batches", self.eval_subset_num_batches_, "batches per evaluation; -1: all");
+    visit("progress_bar", self.progress_bar_, "a progress bar on a TTY, plain lines otherwise");
+    visit("log_to_console", self.log_to_console_, "add a ConsoleLogger");
+    visit("console_log_interval", ensure_time(TimeUnit::BATCH, self.console_log_interval_),
+          "how often the console logs; a bare integer is batches");
+    visit("log_traces", self.log_traces_, "log algorithm_traces/<Cls>/Event.<NAME> for every algorithm run");
+    visit("device", self.device_, "cpu, cuda or cuda:N; unset: cuda:<local rank> when available, else cpu");
+    visit("precision", self.precision_, "fp32, amp_fp16 or amp_bf16; unset: amp_fp16 on CUDA, fp32 on CPU");
+    visit("device_train_microbatch_size", self.device_train_microbatch_size_,
+          "samples per microbatch, or auto; unset: the whole batch");
+    visit("deterministic_mode", self.deterministic_mode_, "torch deterministic algorithms");
+    visit("num_threads", self.num_threads_, "intra-op threads; 0: $OMP_NUM_THREADS, else the cores");
+    visit("tune_allocator", self.tune_allocator_, "keep freed tensor memory in the process");
+    visit("save_folder", self.save_folder_, "folder for checkpoints ({run_name} allowed); empty: no saving");
+    visit("save_filename", self.save_filename_, "checkpoint file name pattern");
+    visit("save_latest_filename", self.save_latest_filename_, "link to the newest checkpoint");
+    visit("save_interval", ensure_time(TimeUnit::EPOCH, self.save_interval_),
+          "how often to save; a bare integer is epochs");
+    visit("save_overwrite", self.save_overwrite_, "replace existing checkpoints");
+    visit("save_weights_only", self.save_weights_only_, "save only the model weights");
+    visit("save_num_checkpoints_to_keep", self.save_num_checkpoints_to_keep_, "newest checkpoints kept; -1: all");
+    visit("load_path", self.load_path_, "checkpoint to start from ({run_name} allowed)");
+    visit("load_weights_only", self.load_weights_only_, "load only the model weights");
+    visit("load_strict_model_weights", self.load_strict_model_weights_, "every model key must match");
+    visit("load_ignore_keys", self.load_ignore_keys_, "globs over checkpoint paths to skip ('state/optimizers')");
+    visit("dist_timeout", self.dist_timeout_, "seconds a rank waits for its peers");
+    visit("autoresume", self.autoresume_, "resume from the newest complete checkpoint in save_folder");
+    visit("auto_log_hparams", self.auto_log_hparams_, "log these options as hyperparameters");
+  }
 };
 
 }  // namespace composer
