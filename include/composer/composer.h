@@ -34,6 +34,7 @@
 #include "composer/data/tensor_data_loader.h"
 #include "composer/data/text.h"
 #include "composer/data/vision.h"
+#include "composer/datasets/registry.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 #include "composer/dist/gradient_reducer.h"

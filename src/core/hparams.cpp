@@ -50,6 +50,8 @@ int64_t Hparams::get_int(const std::string& key, int64_t fallback) {
     size_t used = 0;
     const long long i = std::stoll(*v, &used);
     if (used == v->size()) return i;
+  } catch (const std::out_of_range&) {
+    fail(key, "an integer within the int64 range");
   } catch (const std::exception&) {
   }
   fail(key, "an integer");

@@ -5,6 +5,7 @@
 #include "composer/callbacks/speed_monitor.h"
 #include "composer/callbacks/threshold_stopper.h"
 #include "composer/core/state.h"
+#include "composer/datasets/registry.h"
 #include "composer/loggers/registry.h"
 #include "composer/models/registry.h"
 #include "composer/optim/decoupled_adamw.h"
@@ -146,12 +147,36 @@ TEST(RegistryTest, ModelShapesFollowTheDataUnlessGiven) {
             0u);
 }
 
+TEST(RegistryTest, DataSetsGiveALoaderAndTheShapesModelsFollow) {
+  datasets::DataRequest eval;
+  eval.train = false;
+  auto images = datasets::dataset_registry().make(
+      "synthetic_images", {{"num_samples", "20"}, {"size", "8"}, {"batch_size", "8"}, {"num_workers", "0"}},
+      "eval_data", eval);
+  EXPECT_EQ(images->image_size, 8);
+  EXPECT_EQ(images->num_classes, 10);
+  EXPECT_EQ(images->loader->length(), 3);  // 20 samples, batches of 8, the last one partial
+  EXPECT_EQ(error_of([&] {
+              datasets::dataset_registry().make("synthetic_images", {{"normalize.median", "0.5"}}, "eval_data", eval);
+            }).rfind("eval_data.normalize.median: unknown hyperparameter; known: ", 0),
+            0u);
+  EXPECT_EQ(error_of([&] {
+              datasets::dataset_registry().make("synthetic_tokens", {{"split", "val"}}, "d", eval);
+            }),
+            "d.split: expected 'train' or 'test', got 'val'");
+  EXPECT_EQ(error_of([&] {
+              datasets::dataset_registry().make("synthetic_images", {{"batch_size", "0"}}, "d", eval);
+            }),
+            "d.batch_size: expected a positive integer, got '0'");
+}
+
 // docs/registry.md holds each entry's table as the field list gives it. To rewrite it after changing a field:
 // COMPOSER_WRITE_DOCS=1 ./build/tests/core_test --gtest_filter=RegistryTest.DocsPageIsTheFieldLists
 std::string registry_page() {
   std::string page =
       "# The registries\n\n"
-      "Every model, scheduler, optimizer, callback and logger a YAML config (or `make(name, hparams)`) can name, with "
+      "Every data set, model, scheduler, optimizer, callback and logger a YAML config (or `make(name, hparams)`) can "
+      "name, with "
       "its\n"
       "hyperparameters, defaults and meaning. This page is written from the options' field lists and checked by\n"
       "`RegistryTest.DocsPageIsTheFieldLists`; the algorithms have their own pages under `docs/algorithms/`. A\n"
@@ -163,6 +188,7 @@ std::string registry_page() {
       if (!e.fields.empty()) page += "\n" + fields_table(e.fields);
     }
   };
+  section("Data sets", datasets::dataset_registry().listing());
   section("Models", models::model_registry().listing());
   section("Schedulers", optim::scheduler_registry().listing());
   section("Optimizers", optim::optimizer_registry().listing());

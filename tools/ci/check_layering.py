@@ -22,6 +22,7 @@ LAYERS = {
     "optim": {"utils", "core"},
     "algorithms": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim"},
     "loggers": {"utils", "dist", "core"},
+    "datasets": {"utils", "data", "dist", "core"},
     "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms"},
     "callbacks": {"utils", "data", "metrics", "dist", "core", "models", "optim", "checkpoint"},
     "trainer": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "loggers",

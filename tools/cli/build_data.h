@@ -1,23 +1,15 @@
-// Data sets and loaders from a config section (train_data / eval_data).
+// Data sets and loaders from a config section (train_data / eval_data), built by the library's data set registry.
 #pragma once
 
 #include "cli/config_node.h"
-#include "composer/data/data_loader.h"
-
-#include <memory>
+#include "composer/datasets/registry.h"
 
 namespace composer::cli {
 
-struct DataSpec {
-  std::shared_ptr<DataLoader> loader;
-  bool language = false;    // batches of input_ids / labels
-  int64_t vocab_size = 0;   // language data
-  int64_t num_classes = 0;  // image data
-  int64_t channels = 0;
-  int64_t image_size = 0;  // image data: height = width
-};
+using DataSpec = datasets::DataSource;
 
-/// Builds the loader described by `node`. `train` selects the default split and turns augmentation on.
+/// Builds the loader described by `node` (`dataset: <name>` and its keys). `train` selects the default split,
+/// sharding and shuffling and turns augmentation on; `seed` is the default loader seed.
 DataSpec build_data(const ConfigNode& node, bool train, uint64_t seed);
 
 }  // namespace composer::cli

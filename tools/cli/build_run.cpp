@@ -1,6 +1,6 @@
 #include "cli/build_run.h"
 
-#include "cli/registry.h"
+#include "cli/build_from.h"
 #include "composer/callbacks/registry.h"
 #include "composer/composer.h"
 #include "composer/loggers/registry.h"
@@ -46,47 +46,6 @@ void check_model_fits_images(const ConfigNode& n, const std::string& name, const
   }
 }
 
-// The mapping's keys other than `name` as hyperparameter strings: scalars as written, a list of scalars as "[a, b]";
-// a null value leaves the key at its default.
-std::map<std::string, std::string> hparams_of(const ConfigNode& n) {
-  std::map<std::string, std::string> hparams;
-  if (!n.yaml().IsMap()) return hparams;
-  for (const auto& kv : n.yaml()) {
-    const std::string key = kv.first.as<std::string>();
-    if (key == "name" || kv.second.IsNull()) continue;  // null (`key:` or `key=`): the default
-    if (kv.second.IsScalar()) {
-      hparams[key] = kv.second.Scalar();
-      continue;
-    }
-    std::string list;
-    bool scalars = kv.second.IsSequence();
-    for (const auto& item : kv.second) {
-      scalars = scalars && item.IsScalar();
-      if (scalars) list += (list.empty() ? "" : ", ") + item.Scalar();
-    }
-    if (!scalars) throw ConfigError(n.key_path(key) + ": expected a scalar or a list of scalars");
-    hparams[key] = "[" + list + "]";
-  }
-  return hparams;
-}
-
-// `- name: x` plus its hyperparameters, built by a library registry: unknown names list the registered ones, and
-// key errors name the key's path.
-template <class Registry, class... Context>
-auto build_from(const Registry& registry, const ConfigNode& n, const std::string& name, Context&&... context) {
-  if (!registry.find(name)) {
-    throw ConfigError(n.key_path("name") + ": unknown " + registry.kind() + " '" + name +
-                      "'; registered: " + registry.names());
-  }
-  const auto hparams = hparams_of(n);
-  try {
-    return registry.make(name, hparams, n.path(), std::forward<Context>(context)...);
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    throw ConfigError(what.rfind(n.path(), 0) == 0 ? what : n.path() + ": " + what);
-  }
-}
-
 // The model's shape defaults follow the data (models::ModelInputs); explicit keys that contradict it are errors here.
 std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& data) {
   const std::string name = n.require_string("name");
@@ -98,23 +57,23 @@ std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& 
   }
   inputs.num_classes = data.num_classes;
   inputs.vocab_size = data.vocab_size;
-  return build_from(models::model_registry(), n, name, inputs);
+  return build_from(models::model_registry(), n, name, "name", inputs);
 }
 
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const ConfigNode& n, ComposerModel& model) {
-  return build_from(optim::optimizer_registry(), n, n.get_string("name", "decoupled_sgdw"), model.parameters());
+  return build_from(optim::optimizer_registry(), n, n.get_string("name", "decoupled_sgdw"), "name", model.parameters());
 }
 
 std::shared_ptr<ComposerScheduler> build_scheduler(const ConfigNode& n) {
-  return build_from(optim::scheduler_registry(), n, n.require_string("name"));
+  return build_from(optim::scheduler_registry(), n, n.require_string("name"), "name");
 }
 
 std::shared_ptr<Algorithm> build_algorithm(const ConfigNode& n) {
-  return build_from(algorithms::algorithm_registry(), n, n.require_string("name"));
+  return build_from(algorithms::algorithm_registry(), n, n.require_string("name"), "name");
 }
 
 std::shared_ptr<Callback> build_callback(const ConfigNode& n) {
-  return build_from(callbacks::callback_registry(), n, n.require_string("name"));
+  return build_from(callbacks::callback_registry(), n, n.require_string("name"), "name");
 }
 
 // The CLI keeps its runs in runs/: a file logger without a filename writes runs/{run_name}/logs-rank{rank}.jsonl.
@@ -123,7 +82,7 @@ std::shared_ptr<LoggerDestination> build_logger(const ConfigNode& n, RunSpec& sp
   YAML::Node node = YAML::Clone(n.yaml());
   if (name == "file" && !node["filename"]) node["filename"] = "runs/{run_name}/logs-rank{rank}.jsonl";
   if (name == "file") spec.log_file_patterns.push_back(node["filename"].as<std::string>());
-  return build_from(loggers::logger_registry(), ConfigNode(node, n.path()), name);
+  return build_from(loggers::logger_registry(), ConfigNode(node, n.path()), name, "name");
 }
 
 // The keys that hold objects; every other top-level key is a field of TrainerOptions.
@@ -143,7 +102,7 @@ std::map<std::string, std::string> trainer_hparams(const ConfigNode& root) {
     const std::string key = kv.first.as<std::string>();
     if (std::find(kObjectKeys.begin(), kObjectKeys.end(), key) == kObjectKeys.end()) scalars[key] = kv.second;
   }
-  return hparams_of(ConfigNode(scalars, ""));
+  return hparams_of(ConfigNode(scalars, ""), "");
 }
 
 }  // namespace
