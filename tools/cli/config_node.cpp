@@ -78,19 +78,6 @@ int64_t ConfigNode::get_int(const std::string& key, int64_t fallback) const {
   return has(key) ? convert<int64_t>(scalar(key), key_path(key), "an integer") : fallback;
 }
 
-int64_t ConfigNode::require_int(const std::string& key) const {
-  if (!has(key)) throw ConfigError(key_path(key) + ": required (an integer)");
-  return get_int(key, 0);
-}
-
-double ConfigNode::get_double(const std::string& key, double fallback) const {
-  return has(key) ? convert<double>(scalar(key), key_path(key), "a number") : fallback;
-}
-
-bool ConfigNode::get_bool(const std::string& key, bool fallback) const {
-  return has(key) ? convert<bool>(scalar(key), key_path(key), "true or false") : fallback;
-}
-
 std::string ConfigNode::get_string(const std::string& key, const std::string& fallback) const {
   return has(key) ? convert<std::string>(scalar(key), key_path(key), "a string") : fallback;
 }
@@ -98,53 +85,6 @@ std::string ConfigNode::get_string(const std::string& key, const std::string& fa
 std::string ConfigNode::require_string(const std::string& key) const {
   if (!has(key)) throw ConfigError(key_path(key) + ": required (a string)");
   return get_string(key, "");
-}
-
-std::vector<double> ConfigNode::get_doubles(const std::string& key, const std::vector<double>& fallback) const {
-  if (!has(key)) return fallback;
-  const YAML::Node n = node_[key];
-  if (n.IsScalar()) return {convert<double>(n, key_path(key), "a number or a list of numbers")};
-  if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list of numbers, got " + describe(n));
-  std::vector<double> out;
-  for (size_t i = 0; i < n.size(); ++i)
-    out.push_back(convert<double>(n[i], key_path(key) + "." + std::to_string(i), "a number"));
-  return out;
-}
-
-std::vector<int64_t> ConfigNode::get_ints(const std::string& key, const std::vector<int64_t>& fallback) const {
-  if (!has(key)) return fallback;
-  const YAML::Node n = node_[key];
-  if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list of integers, got " + describe(n));
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < n.size(); ++i)
-    out.push_back(convert<int64_t>(n[i], key_path(key) + "." + std::to_string(i), "an integer"));
-  return out;
-}
-
-std::optional<Time> ConfigNode::get_time(const std::string& key, TimeUnit default_unit) const {
-  if (!has(key)) return std::nullopt;
-  const std::string text = convert<std::string>(scalar(key), key_path(key), "a time such as '2ep' or '500ba'");
-  try {
-    return Time::from_input(text, default_unit);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(key_path(key) + ": " + e.what());
-  }
-}
-
-std::vector<Time> ConfigNode::get_times(const std::string& key, TimeUnit default_unit) const {
-  std::vector<Time> out;
-  if (!has(key)) return out;
-  const YAML::Node n = node_[key];
-  if (!n.IsSequence()) throw ConfigError(key_path(key) + ": expected a list of times, got " + describe(n));
-  for (size_t i = 0; i < n.size(); ++i) {
-    const std::string p = key_path(key) + "." + std::to_string(i);
-    try {
-      out.push_back(Time::from_input(convert<std::string>(n[i], p, "a time"), default_unit));
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(p + ": " + e.what());
-    }
-  }
-  return out;
 }
 
 ConfigNode ConfigNode::child(const std::string& key) const {

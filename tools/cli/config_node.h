@@ -2,11 +2,8 @@
 // the key path ("train_data.batch_size") and what is allowed.
 #pragma once
 
-#include "composer/core/time.h"
-
 #include <yaml-cpp/yaml.h>
 
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,16 +30,8 @@ class ConfigNode {
   std::string key_path(const std::string& key) const;
 
   int64_t get_int(const std::string& key, int64_t fallback) const;
-  int64_t require_int(const std::string& key) const;
-  double get_double(const std::string& key, double fallback) const;
-  bool get_bool(const std::string& key, bool fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
   std::string require_string(const std::string& key) const;
-  std::vector<double> get_doubles(const std::string& key, const std::vector<double>& fallback) const;
-  std::vector<int64_t> get_ints(const std::string& key, const std::vector<int64_t>& fallback) const;
-  /// A Time string ("2ep", "100ba"); a bare integer takes `default_unit`.
-  std::optional<Time> get_time(const std::string& key, TimeUnit default_unit) const;
-  std::vector<Time> get_times(const std::string& key, TimeUnit default_unit) const;
   /// A nested mapping; an absent key gives an empty mapping.
   ConfigNode child(const std::string& key) const;
   /// A sequence of mappings; an absent key gives none.
