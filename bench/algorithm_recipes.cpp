@@ -33,7 +33,7 @@ std::vector<std::string> split(const std::string& s) {
 
 std::shared_ptr<nn::Sequential> small_resnet() {
   auto net = std::make_shared<nn::Sequential>();
-  net->push_back(std::make_shared<nn::Conv2d>(1, 24, 3, 1, 1, false));
+  net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 24, 3).padding(1).bias(false)));
   net->push_back(std::make_shared<nn::BatchNorm2d>(24));
   net->push_back(std::make_shared<nn::ReLU>());
   net->push_back(std::make_shared<models::BasicBlock>(24, 32, 2));

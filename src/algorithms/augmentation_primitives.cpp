@@ -159,7 +159,7 @@ std::string to_string(Augmentation op) {
 
 std::vector<Augmentation> augmentation_set(const std::string& name) {
   std::vector<Augmentation> all;
-  for (int i = 0; i <= static_cast<int>(Augmentation::Sharpness); ++i) all.push_back(static_cast<Augmentation>(i));
+  for (int i = 0; i <= static_cast<int>(Augmentation::SHARPNESS); ++i) all.push_back(static_cast<Augmentation>(i));
   if (name == "all") return all;
   if (name == "safe") return {all.begin(), all.begin() + 9};
   throw std::invalid_argument("augmentation_set must be 'all' or 'safe', got '" + name + "'");
@@ -171,31 +171,31 @@ at::Tensor augment(const at::Tensor& image, Augmentation op, double severity, at
   const auto sign = [&](double v) { return algorithms::detail::uniform(0.0, 1.0, gen) > 0.5 ? -v : v; };
   const double enhance = level_float(level, 1.8) + 0.1;
   switch (op) {
-    case Augmentation::AutoContrast:
+    case Augmentation::AUTO_CONTRAST:
       return autocontrast(image);
-    case Augmentation::Equalize:
+    case Augmentation::EQUALIZE:
       return equalize(image);
-    case Augmentation::Posterize:
+    case Augmentation::POSTERIZE:
       return posterize(image, 4 - static_cast<int64_t>(level_int(level, 4)));
-    case Augmentation::Rotate:
+    case Augmentation::ROTATE:
       return rotate(image, sign(level_int(level, 30)));
-    case Augmentation::Solarize:
+    case Augmentation::SOLARIZE:
       return solarize(image, 256 - static_cast<int64_t>(level_int(level, 256)));
-    case Augmentation::ShearX:
+    case Augmentation::SHEAR_X:
       return shear_x(image, sign(level_float(level, 0.3)));
-    case Augmentation::ShearY:
+    case Augmentation::SHEAR_Y:
       return shear_y(image, sign(level_float(level, 0.3)));
-    case Augmentation::TranslateX:
+    case Augmentation::TRANSLATE_X:
       return translate_x(image, sign(level_int(level, static_cast<double>(image.size(-1)) / 3.0)));
-    case Augmentation::TranslateY:
+    case Augmentation::TRANSLATE_Y:
       return translate_y(image, sign(level_int(level, static_cast<double>(image.size(-2)) / 3.0)));
-    case Augmentation::Color:
+    case Augmentation::COLOR:
       return color(image, enhance);
-    case Augmentation::Contrast:
+    case Augmentation::CONTRAST:
       return contrast(image, enhance);
-    case Augmentation::Brightness:
+    case Augmentation::BRIGHTNESS:
       return brightness(image, enhance);
-    case Augmentation::Sharpness:
+    case Augmentation::SHARPNESS:
       return sharpness(image, enhance);
   }
   return image;

@@ -31,8 +31,8 @@ std::pair<at::Tensor, at::Tensor> colout_batch(const at::Tensor& input, const at
   const at::Tensor rows = kept_indices(h, p_row, gen, input.device());
   const at::Tensor cols = kept_indices(w, p_col, gen, input.device());
   const at::Tensor out = input.index_select(-2, rows).index_select(-1, cols);
-  bool crop_target = resize_target == ResizeTarget::Yes;
-  if (resize_target == ResizeTarget::Auto && target.defined()) {
+  bool crop_target = resize_target == ResizeTarget::YES;
+  if (resize_target == ResizeTarget::AUTO && target.defined()) {
     crop_target = target.dim() >= 2 && target.size(-2) == h && target.size(-1) == w;
   }
   if (crop_target && !target.defined())
@@ -47,18 +47,18 @@ BatchTransform colout_transform(double p_row, double p_col) {
   algorithms::detail::require_range("colout_transform", "p_row", p_row, 0.0, 1.0, false, true);
   algorithms::detail::require_range("colout_transform", "p_col", p_col, 0.0, 1.0, false, true);
   return algorithms::detail::per_image_transform([p_row, p_col](const at::Tensor& image, at::Generator& gen) {
-    return colout_batch(image, {}, p_row, p_col, ResizeTarget::No, gen).first;
+    return colout_batch(image, {}, p_row, p_col, ResizeTarget::NO, gen).first;
   });
 }
 
 namespace {
 const std::vector<std::pair<std::string, ResizeTarget>> kResizeTargets{
-    {"auto", ResizeTarget::Auto}, {"true", ResizeTarget::Yes}, {"false", ResizeTarget::No}};
+    {"auto", ResizeTarget::AUTO}, {"true", ResizeTarget::YES}, {"false", ResizeTarget::NO}};
 }  // namespace
 
 // Composer's repr shows the Python value: 'auto', True or False (kept quoted as this library always wrote it).
 std::string field_text(ResizeTarget value) {
-  return value == ResizeTarget::Auto ? "'auto'" : value == ResizeTarget::Yes ? "'True'" : "'False'";
+  return value == ResizeTarget::AUTO ? "'auto'" : value == ResizeTarget::YES ? "'True'" : "'False'";
 }
 void read_field(Hparams& hparams, const std::string& key, ResizeTarget& value) {
   read_choice(hparams, key, value, kResizeTargets);
@@ -87,7 +87,7 @@ std::optional<int> ColOut::apply(Event, State& state, Logger&) {
   }
   const at::Tensor& input = detail::batch_field(state.batch, options_.input_key(), "ColOut");
   at::Tensor target;
-  if (state.batch.size() > 1 || options_.resize_target() == functional::ResizeTarget::Yes) {
+  if (state.batch.size() > 1 || options_.resize_target() == functional::ResizeTarget::YES) {
     target = detail::batch_field(state.batch, options_.target_key(), "ColOut");
   }
   auto [x, y] = functional::colout_batch(input, target, options_.p_row(), options_.p_col(), options_.resize_target());

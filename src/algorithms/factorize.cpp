@@ -17,15 +17,16 @@ FactorizedConv2d::FactorizedConv2d(const Conv2d& c, int64_t r) : latent_channels
   if (c.groups != 1)
     throw std::invalid_argument("FactorizedConv2d: grouped convolutions (groups=" + std::to_string(c.groups) +
                                 ") cannot be factorized");
-  add("conv0", std::make_shared<Conv2d>(c.in_channels, r, c.kernel_size, c.stride, c.padding, false));
-  add("conv1", std::make_shared<Conv2d>(r, c.out_channels, 1, 1, 0, c.bias.defined()));
+  add("conv0", std::make_shared<Conv2d>(
+                   Conv2dOptions(c.in_channels, r, c.kernel_size).stride(c.stride).padding(c.padding).bias(false)));
+  add("conv1", std::make_shared<Conv2d>(Conv2dOptions(r, c.out_channels, 1).bias(c.bias.defined())));
 }
 
 at::Tensor FactorizedConv2d::forward(const at::Tensor& x) { return child("conv1").forward(child("conv0").forward(x)); }
 
 FactorizedLinear::FactorizedLinear(const Linear& l, int64_t r) : latent_features(r) {
-  add("module0", std::make_shared<Linear>(l.in_features, r, false));
-  add("module1", std::make_shared<Linear>(r, l.out_features, l.bias.defined()));
+  add("module0", std::make_shared<Linear>(LinearOptions(l.in_features, r).bias(false)));
+  add("module1", std::make_shared<Linear>(LinearOptions(r, l.out_features).bias(l.bias.defined())));
 }
 
 at::Tensor FactorizedLinear::forward(const at::Tensor& x) {
@@ -73,8 +74,9 @@ void FactorizedConv2d::set_rank(const at::Tensor& input, int64_t rank, torch::op
           .reshape({-1, c0.in_channels * k * k});
   const at::Tensor w = c1.weight.detach().flatten(1).matmul(c0.weight.detach().flatten(1));  // [out, in*k*k]
   const auto [w0, w1] = best_factors(patches, w, rank);
-  auto n0 = std::make_shared<Conv2d>(c0.in_channels, rank, k, c0.stride, c0.padding, false);
-  auto n1 = std::make_shared<Conv2d>(rank, c1.out_channels, 1, 1, 0, c1.bias.defined());
+  auto n0 = std::make_shared<Conv2d>(
+      Conv2dOptions(c0.in_channels, rank, k).stride(c0.stride).padding(c0.padding).bias(false));
+  auto n1 = std::make_shared<Conv2d>(Conv2dOptions(rank, c1.out_channels, 1).bias(c1.bias.defined()));
   n0->to(c0.weight.device(), c0.weight.scalar_type());
   n1->to(c1.weight.device(), c1.weight.scalar_type());
   {
@@ -95,8 +97,8 @@ void FactorizedLinear::set_rank(const at::Tensor& input, int64_t rank, torch::op
   auto& m1 = dynamic_cast<Linear&>(child("module1"));
   const at::Tensor w = m1.weight.detach().matmul(m0.weight.detach());  // [out, in]
   const auto [w0, w1] = best_factors(input.detach().reshape({-1, m0.in_features}), w, rank);
-  auto n0 = std::make_shared<Linear>(m0.in_features, rank, false);
-  auto n1 = std::make_shared<Linear>(rank, m1.out_features, m1.bias.defined());
+  auto n0 = std::make_shared<Linear>(LinearOptions(m0.in_features, rank).bias(false));
+  auto n1 = std::make_shared<Linear>(LinearOptions(rank, m1.out_features).bias(m1.bias.defined()));
   n0->to(m0.weight.device(), m0.weight.scalar_type());
   n1->to(m1.weight.device(), m1.weight.scalar_type());
   {

@@ -35,7 +35,7 @@ std::pair<at::Tensor, at::Tensor> resize_batch(const at::Tensor& input, const at
   if (resize_targets && (!target.defined() || target.dim() < 3)) {
     throw std::invalid_argument("resize_batch: resize_targets needs image-like targets [N, (C,) H, W]");
   }
-  if (mode == ResizeMode::Resize)
+  if (mode == ResizeMode::RESIZE)
     return {nearest(input, scale_factor), resize_targets ? nearest(target, scale_factor) : target};
   const int64_t h = input.size(2), w = input.size(3);
   const int64_t ch = static_cast<int64_t>(scale_factor * static_cast<double>(h));
@@ -64,8 +64,8 @@ int64_t pinned_width(int64_t width, double scale, int64_t size_increment) {
 }
 
 namespace {
-const std::vector<std::pair<std::string, ResizeMode>> kModes{{"resize", ResizeMode::Resize},
-                                                             {"crop", ResizeMode::Crop}};
+const std::vector<std::pair<std::string, ResizeMode>> kModes{{"resize", ResizeMode::RESIZE},
+                                                             {"crop", ResizeMode::CROP}};
 }  // namespace
 
 std::string field_text(ResizeMode value) { return choice_text(value, kModes); }

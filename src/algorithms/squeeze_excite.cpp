@@ -18,10 +18,11 @@ SqueezeExcite2d::SqueezeExcite2d(int64_t c, double latent)
     throw std::invalid_argument("SqueezeExcite2d: latent_channels " + std::to_string(latent) + " of " +
                                 std::to_string(c) + " channels leaves no hidden unit");
   }
-  add("pool_and_mlp", std::make_shared<Sequential>(std::vector<std::shared_ptr<Layer>>{
-                          std::make_shared<GlobalAvgPool>(), std::make_shared<Flatten>(),
-                          std::make_shared<Linear>(c, latent_channels, false), std::make_shared<ReLU>(),
-                          std::make_shared<Linear>(latent_channels, c, false), std::make_shared<Sigmoid>()}));
+  add("pool_and_mlp",
+      std::make_shared<Sequential>(std::vector<std::shared_ptr<Layer>>{
+          std::make_shared<GlobalAvgPool>(), std::make_shared<Flatten>(),
+          std::make_shared<Linear>(LinearOptions(c, latent_channels).bias(false)), std::make_shared<ReLU>(),
+          std::make_shared<Linear>(LinearOptions(latent_channels, c).bias(false)), std::make_shared<Sigmoid>()}));
 }
 
 at::Tensor SqueezeExcite2d::forward(const at::Tensor& x) {

@@ -15,7 +15,7 @@ namespace composer {
 namespace functional {
 
 double stochastic_depth_rate(int64_t index, int64_t count, double drop_rate, DropDistribution distribution) {
-  if (distribution == DropDistribution::Uniform || count <= 0) return drop_rate;
+  if (distribution == DropDistribution::UNIFORM || count <= 0) return drop_rate;
   return static_cast<double>(index + 1) / static_cast<double>(count) * drop_rate;
 }
 
@@ -35,12 +35,12 @@ std::vector<Replacement> apply_stochastic_depth(torch::nn::Module& model, const 
   ReplacementPolicy policy;
   nn::StochasticBlock::Kind kind;
   if (target == "ResNetBottleneck") {
-    kind = nn::StochasticBlock::Kind::Bottleneck;
+    kind = nn::StochasticBlock::Kind::BOTTLENECK;
     policy.matches = [](const torch::nn::Module& m) {
       return dynamic_cast<const models::ResNetBottleneck*>(&m) != nullptr;
     };
   } else if (target == "BasicBlock") {
-    kind = nn::StochasticBlock::Kind::Basic;
+    kind = nn::StochasticBlock::Kind::BASIC;
     policy.matches = [](const torch::nn::Module& m) { return dynamic_cast<const models::BasicBlock*>(&m) != nullptr; };
   } else {
     throw std::invalid_argument("StochasticDepth.target_layer_name must be 'ResNetBottleneck' or 'BasicBlock', got '" +
@@ -58,10 +58,10 @@ std::vector<Replacement> apply_stochastic_depth(torch::nn::Module& model, const 
 }
 
 namespace {
-const std::vector<std::pair<std::string, StochasticMethod>> kMethods{{"block", StochasticMethod::Block},
-                                                                     {"sample", StochasticMethod::Sample}};
-const std::vector<std::pair<std::string, DropDistribution>> kDistributions{{"linear", DropDistribution::Linear},
-                                                                           {"uniform", DropDistribution::Uniform}};
+const std::vector<std::pair<std::string, StochasticMethod>> kMethods{{"block", StochasticMethod::BLOCK},
+                                                                     {"sample", StochasticMethod::SAMPLE}};
+const std::vector<std::pair<std::string, DropDistribution>> kDistributions{{"linear", DropDistribution::LINEAR},
+                                                                           {"uniform", DropDistribution::UNIFORM}};
 }  // namespace
 
 std::string field_text(StochasticMethod value) { return choice_text(value, kMethods); }
@@ -84,9 +84,9 @@ StochasticBlock::StochasticBlock(Composite& original, Kind k, functional::Stocha
 
 at::Tensor StochasticBlock::forward(const at::Tensor& x) {
   const auto residual = [&] {
-    return kind == Kind::Basic ? models::basic_residual(*this, x) : models::bottleneck_residual(*this, x);
+    return kind == Kind::BASIC ? models::basic_residual(*this, x) : models::bottleneck_residual(*this, x);
   };
-  if (method == functional::StochasticMethod::Sample) {
+  if (method == functional::StochasticMethod::SAMPLE) {
     return at::relu(functional::sample_drop(residual(), drop_rate, is_training()) + models::block_shortcut(*this, x));
   }
   if (!is_training()) return at::relu(residual() * (1.0 - drop_rate) + models::block_shortcut(*this, x));
@@ -106,7 +106,7 @@ void StochasticDepthOptions::validate() const {
     throw std::invalid_argument("StochasticDepth.target_layer_name must be 'ResNetBottleneck' or 'BasicBlock', got '" +
                                 target_layer_name_ + "'");
   }
-  if (drop_warmup_ > 0 && stochastic_method_ == functional::StochasticMethod::Sample) {
+  if (drop_warmup_ > 0 && stochastic_method_ == functional::StochasticMethod::SAMPLE) {
     throw std::invalid_argument("StochasticDepth.drop_warmup applies to stochastic_method 'block' only");
   }
 }

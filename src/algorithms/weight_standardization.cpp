@@ -12,8 +12,7 @@
 namespace composer {
 namespace nn {
 
-StandardizedConv2d::StandardizedConv2d(const Conv2d& c)
-    : Conv2d(c.in_channels, c.out_channels, c.kernel_size, c.stride, c.padding, c.bias.defined(), c.groups) {
+StandardizedConv2d::StandardizedConv2d(const Conv2d& c) : Conv2d(c.options()) {
   torch::NoGradGuard no_grad;
   weight.copy_(c.weight);
   if (c.bias.defined()) bias.copy_(c.bias);

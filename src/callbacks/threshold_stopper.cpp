@@ -6,17 +6,6 @@
 
 namespace composer {
 
-namespace {
-
-template <class T>
-const T& required(const Required<T>& value, const char* field, const char* expected) {
-  if (!value)
-    throw std::invalid_argument(std::string("ThresholdStopper: ") + field + " is required (" + expected + ")");
-  return *value;
-}
-
-}  // namespace
-
 ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_label, double threshold, Compare comp)
     : ThresholdStopper(ThresholdStopperOptions()
                            .monitor(std::move(monitor))
@@ -25,9 +14,11 @@ ThresholdStopper::ThresholdStopper(std::string monitor, std::string dataloader_l
                            .comp(std::move(comp))) {}
 
 ThresholdStopper::ThresholdStopper(ThresholdStopperOptions options)
-    : monitor_(canonical_metric_name(required(options.monitor(), "monitor", "a metric name such as 'Accuracy'"))),
-      label_(required(options.dataloader_label(), "dataloader_label", "an evaluator label or 'train'")),
-      threshold_(required(options.threshold(), "threshold", "a number")),
+    : monitor_(canonical_metric_name(
+          required_value(options.monitor(), "ThresholdStopper", "monitor", "a metric name such as 'Accuracy'"))),
+      label_(required_value(options.dataloader_label(), "ThresholdStopper", "dataloader_label",
+                            "an evaluator label or 'train'")),
+      threshold_(required_value(options.threshold(), "ThresholdStopper", "threshold", "a number")),
       comp_(options.comp()),
       stop_on_batch_(options.stop_on_batch()) {
   if (monitor_.empty()) throw std::invalid_argument("ThresholdStopper.monitor must name a metric");

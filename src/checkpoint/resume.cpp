@@ -3,8 +3,8 @@
 #include "composer/algorithms/registry.h"
 #include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/core/algorithm.h"
+#include "composer/core/engine.h"
 #include "composer/core/format_name.h"
-#include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
@@ -23,17 +23,22 @@ void report(const std::string& what) {
 }
 
 // Composer's required_on_load: a checkpoint made after model surgery fits only a model with the same surgery.
-// Algorithms the checkpoint lists that this run lacks are re-created from their repr through the registry and
-// applied at INIT; names the registry does not know (user algorithms) are left to the model-key check.
-void restore_required_algorithms(State& s, Logger& logger, const c10::IValue& payload, const std::string& path) {
+// Algorithms the checkpoint lists that this run lacks (and does not exclude) are re-created from their repr through
+// the registry and join at INIT through the engine; names the registry does not know (user algorithms) are left to
+// the model-key check.
+void restore_required_algorithms(State& s, Engine& engine, const c10::IValue& payload, const std::string& path,
+                                 const std::vector<std::string>& excluded) {
   const auto state = payload.toGenericDict().at("state").toGenericDict();
   if (!state.contains("algorithms")) return;
+  std::vector<std::shared_ptr<Algorithm>> joining;
+  std::vector<std::string> reprs;
   for (const auto& entry : state.at("algorithms").toList()) {
     const auto tuple = entry.get().toTuple();
     const std::string name = tuple->elements().at(0).toStringRef();
     const c10::IValue& saved = tuple->elements().at(1);
     const auto& present = s.algorithms;
     if (std::any_of(present.begin(), present.end(), [&](const auto& a) { return a->name() == name; })) continue;
+    if (std::find(excluded.begin(), excluded.end(), name) != excluded.end()) continue;
     if (!algorithms::find_algorithm(name) || !saved.isGenericDict() || !saved.toGenericDict().contains("repr"))
       continue;
     const std::string repr = saved.toGenericDict().at("repr").toStringRef();
@@ -45,23 +50,29 @@ void restore_required_algorithms(State& s, Logger& logger, const c10::IValue& pa
                             ", which cannot be re-created: " + e.what());
     }
     if (!algorithm->required_on_load()) continue;
-    algorithm->apply(Event::INIT, s, logger);  // INIT has passed: this algorithm joins late, so it is applied here
-    s.algorithms.push_back(algorithm);
-    report("re-created " + repr + " from '" + path + "' (required on load: it changes the model)");
+    joining.push_back(algorithm);
+    reprs.push_back(repr);
   }
+  try {
+    engine.add_late_algorithms(joining);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError("checkpoint '" + path + "': " + e.what());
+  }
+  for (const auto& repr : reprs)
+    report("re-created " + repr + " from '" + path + "' (required on load: it changes the model)");
 }
 
 // Rank 0's newest readable checkpoint of this run in save_folder and its payload, or "" when there is none.
 // Unreadable candidates are set aside as <name>.corrupt.
 std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, const ResumeOptions& o) {
-  const std::string folder = format_name(o.save_folder(), s);
+  const std::string folder = format_name(o.save().folder(), s);
   // Newest first by batch (find_checkpoints' order): a kill between a checkpoint's rename and the link update leaves
   // the link one behind. A link target outside the naming pattern is tried last.
   std::vector<std::string> candidates;
-  for (const auto& [count, path] : find_checkpoints(folder, o.save_filename(), s))
+  for (const auto& [count, path] : find_checkpoints(folder, o.save().filename(), s))
     candidates.push_back(fs::canonical(path).string());
-  const fs::path latest = fs::path(folder) / format_name(o.save_latest_filename(), s);
-  if (!o.save_latest_filename().empty() && fs::is_symlink(latest) && fs::exists(latest)) {
+  const fs::path latest = fs::path(folder) / format_name(o.save().latest_filename(), s);
+  if (!o.save().latest_filename().empty() && fs::is_symlink(latest) && fs::exists(latest)) {
     const std::string target = fs::canonical(latest).string();
     if (std::find(candidates.begin(), candidates.end(), target) == candidates.end()) candidates.push_back(target);
   }
@@ -80,7 +91,7 @@ std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, c
 
 // Autoresume. Only rank 0 writes checkpoints, so rank 0 picks one (its names carry rank 0) and every rank loads
 // that file; the ranks then check that they resumed at the same batch.
-ResumePoint try_autoresume(State& s, Logger& logger, const ResumeOptions& o) {
+ResumePoint try_autoresume(State& s, Engine& engine, const ResumeOptions& o) {
   const int64_t rank = dist::get_global_rank();
   auto [path, payload] = rank == 0 ? newest_readable_checkpoint(s, o) : std::pair<std::string, c10::IValue>{};
   if (dist::get_world_size() > 1) {
@@ -89,7 +100,7 @@ ResumePoint try_autoresume(State& s, Logger& logger, const ResumeOptions& o) {
   }
   if (path.empty()) return {};
   CheckpointLoadOptions lo;  // Composer: autoresume ignores load_weights_only / load_ignore_keys
-  restore_required_algorithms(s, logger, payload, path);
+  restore_required_algorithms(s, engine, payload, path, o.load().exclude_algorithms());
   ResumePoint point{path, apply_checkpoint(s, payload, lo, path)};
   if (dist::get_world_size() > 1) {
     at::Tensor lo_batch = at::full({1}, s.timestamp.batch, at::kLong), hi_batch = lo_batch.clone();
@@ -108,24 +119,33 @@ ResumePoint try_autoresume(State& s, Logger& logger, const ResumeOptions& o) {
 
 }  // namespace
 
+CheckpointLoadOptions LoadOptions::apply_options() const {
+  CheckpointLoadOptions options;
+  options.weights_only = weights_only_;
+  options.strict_model = strict_model_weights_;
+  options.ignore_keys = ignore_keys_;
+  return options;
+}
+
 void ResumePoint::restore(int64_t rank) const {
   if (rng) restore_rng(*rng, rank);
 }
 
-ResumePoint load_for_run(State& state, Logger& logger, const ResumeOptions& o) {
-  if (o.autoresume()) {
+ResumePoint load_for_run(State& state, Engine& engine, const ResumeOptions& o) {
+  const LoadOptions& load = o.load();
+  if (load.autoresume()) {
     if (o.requested_run_name().empty() && !std::getenv("COMPOSER_RUN_NAME") && !std::getenv("RUN_NAME")) {
       throw std::invalid_argument(
           "autoresume needs an explicit run_name (or $COMPOSER_RUN_NAME) to find its checkpoints");
     }
-    ResumePoint point = try_autoresume(state, logger, o);
+    ResumePoint point = try_autoresume(state, engine, o);
     if (!point.path.empty()) return point;
   }
-  if (o.load_path().empty()) return {};
-  const std::string path = format_name(o.load_path(), state);
+  if (load.path().empty()) return {};
+  const std::string path = format_name(load.path(), state);
   const c10::IValue payload = read_checkpoint(path);
-  restore_required_algorithms(state, logger, payload, path);
-  ResumePoint point{path, apply_checkpoint(state, payload, o.load(), path)};
+  restore_required_algorithms(state, engine, payload, path, load.exclude_algorithms());
+  ResumePoint point{path, apply_checkpoint(state, payload, load.apply_options(), path)};
   report("loaded '" + path + "' (batch " + std::to_string(state.timestamp.batch) + ")");
   return point;
 }

@@ -9,6 +9,7 @@
 #include "composer/models/composer_model.h"
 #include "composer/optim/grad_scaler.h"
 #include "composer/optim/optimizer.h"
+#include "composer/optim/scheduler.h"
 #include "composer/utils/compat.h"
 #include "composer/utils/type_name.h"
 #include "composer/version.h"
@@ -229,6 +230,10 @@ c10::IValue state_dict(const State& state) {
   meta.insert("world_size", dist::get_world_size());
   meta.insert("train_batch_size", state.train_dataloader ? state.train_dataloader->batch_size() : int64_t{0});
   meta.insert("device_train_microbatch_size", state.device_train_microbatch_size);
+  // The schedules as reprs from their field lists (the run re-creates them from its config; this records them).
+  c10::impl::GenericList schedulers(c10::StringType::get());
+  for (const auto& sch : state.schedulers) schedulers.push_back(sch->repr());
+  meta.insert("schedulers", schedulers);
   d.insert("metadata", meta);
   return d;
 }

@@ -71,21 +71,50 @@ void Engine::run_event(Event event) {
   }
 }
 
-void Engine::run_algorithms(Event event) {
+std::vector<std::shared_ptr<Algorithm>> Engine::ordered(Event event,
+                                                        const std::vector<std::shared_ptr<Algorithm>>& algorithms) {
   std::vector<std::shared_ptr<Algorithm>> matched;
-  for (auto& a : state_.algorithms)
+  for (const auto& a : algorithms)
     if (a->match(event, state_)) matched.push_back(a);
-  if (matched.empty()) return;
+  if (matched.empty()) return matched;
   sort_selective_backprop_first(matched, event);
   sort_low_precision_layernorm_last(matched, event);
   set_filo_order(matched, event);
   for (auto& pass : passes_) pass(matched, event);
+  return matched;
+}
+
+void Engine::apply(Event event, const std::vector<std::shared_ptr<Algorithm>>& matched) {
   std::map<std::string, double> traces;
-  for (auto& a : matched) {
+  for (const auto& a : matched) {
     a->apply(event, state_, logger_);
     traces["algorithm_traces/" + a->name() + "/Event." + event_name(event)] = 1.0;  // Composer's key
   }
-  if (log_traces_) logger_.log_traces(traces);
+  if (log_traces_ && !traces.empty()) logger_.log_traces(traces);
+}
+
+void Engine::run_algorithms(Event event) { apply(event, ordered(event, state_.algorithms)); }
+
+// Composer's autoload: the late algorithms must come after every algorithm that already ran at INIT.
+void Engine::add_late_algorithms(const std::vector<std::shared_ptr<Algorithm>>& algorithms) {
+  if (algorithms.empty()) return;
+  std::vector<std::shared_ptr<Algorithm>> all = state_.algorithms;
+  all.insert(all.end(), algorithms.begin(), algorithms.end());
+  const auto is_late = [&](const std::shared_ptr<Algorithm>& a) {
+    return std::find(algorithms.begin(), algorithms.end(), a) != algorithms.end();
+  };
+  std::shared_ptr<Algorithm> first_late;
+  for (const auto& a : ordered(Event::INIT, all)) {
+    if (is_late(a)) {
+      if (!first_late) first_late = a;
+    } else if (first_late) {
+      throw std::invalid_argument("the checkpoint's required algorithm " + first_late->name() +
+                                  " would run at INIT before " + a->name() +
+                                  ", which already ran; leave it out with load_exclude_algorithms");
+    }
+  }
+  state_.algorithms = all;
+  apply(Event::INIT, ordered(Event::INIT, algorithms));
 }
 
 void Engine::run_callbacks(Event event, bool loggers_first) {

@@ -20,21 +20,44 @@ std::string field_text(const BatchKey& value) {
                                                 : field_text(std::get<std::string>(value));
 }
 
+std::vector<std::string> split_top_level(const std::string& text) {
+  std::vector<std::string> items;
+  std::string item;
+  int depth = 0;
+  char quote = 0;
+  for (char c : text) {
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '[' || c == '(') {
+      ++depth;
+    } else if ((c == ']' || c == ')') && depth > 0) {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      items.push_back(item);
+      item.clear();
+      continue;
+    }
+    item += c;
+  }
+  items.push_back(item);
+  return items;
+}
+
+std::string unquote(const std::string& text) {
+  std::string v = detail::trim(text);
+  if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+  return v;
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::string body = detail::trim(text);
   if (body.size() >= 2 && ((body.front() == '[' && body.back() == ']') || (body.front() == '(' && body.back() == ')')))
     body = body.substr(1, body.size() - 2);
   std::vector<std::string> items;
   if (detail::trim(body).empty()) return items;
-  size_t start = 0;
-  for (size_t i = 0; i <= body.size(); ++i) {
-    if (i < body.size() && body[i] != ',') continue;
-    std::string item = detail::trim(body.substr(start, i - start));
-    if (item.size() >= 2 && (item.front() == '\'' || item.front() == '"') && item.back() == item.front())
-      item = item.substr(1, item.size() - 2);
-    items.push_back(item);
-    start = i + 1;
-  }
+  for (const std::string& item : split_top_level(body)) items.push_back(unquote(item));
   return items;
 }
 

@@ -101,17 +101,9 @@ struct TransformerFields {
 
 template <class Fields>
 ModelRegistry::Entry model(std::string name, std::string class_name, std::string summary) {
-  ModelRegistry::Entry e;
-  e.name = std::move(name);
-  e.class_name = std::move(class_name);
-  e.summary = std::move(summary);
-  e.fields = describe_fields<Fields>();
-  e.make = [](Hparams& h, const ModelInputs& in) {
-    Fields f;
-    f.follow(in);
-    return read_options<Fields>(h, f).build();
-  };
-  return e;
+  return registry_entry<ComposerModel, const ModelInputs&>(
+      std::move(name), std::move(class_name), std::move(summary), Fields(),
+      [](Hparams&, const Fields& fields, const ModelInputs&) { return fields.build(); });
 }
 
 }  // namespace

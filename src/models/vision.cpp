@@ -9,7 +9,8 @@ namespace {
 
 std::shared_ptr<nn::Sequential> projection(int64_t in, int64_t out, int64_t stride) {
   return std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Layer>>{
-      std::make_shared<nn::Conv2d>(in, out, 1, stride, 0, false), std::make_shared<nn::BatchNorm2d>(out)});
+      std::make_shared<nn::Conv2d>(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+      std::make_shared<nn::BatchNorm2d>(out)});
 }
 
 template <class Block>
@@ -48,11 +49,11 @@ std::shared_ptr<nn::Sequential> mlp(int64_t in, const std::vector<int64_t>& hidd
 
 std::shared_ptr<nn::Sequential> mnist_cnn(int64_t in_channels, int64_t num_classes, int64_t width) {
   auto seq = std::make_shared<nn::Sequential>();
-  seq->push_back(std::make_shared<nn::Conv2d>(in_channels, width, 3, 1, 1, false));
+  seq->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(in_channels, width, 3).padding(1).bias(false)));
   seq->push_back(std::make_shared<nn::BatchNorm2d>(width));
   seq->push_back(std::make_shared<nn::ReLU>());
   seq->push_back(std::make_shared<nn::MaxPool2d>(2, 2));
-  seq->push_back(std::make_shared<nn::Conv2d>(width, 2 * width, 3, 1, 1, false));
+  seq->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(width, 2 * width, 3).padding(1).bias(false)));
   seq->push_back(std::make_shared<nn::BatchNorm2d>(2 * width));
   seq->push_back(std::make_shared<nn::ReLU>());
   seq->push_back(std::make_shared<nn::MaxPool2d>(2, 2));
@@ -62,19 +63,20 @@ std::shared_ptr<nn::Sequential> mnist_cnn(int64_t in_channels, int64_t num_class
 }
 
 BasicBlock::BasicBlock(int64_t in, int64_t channels, int64_t stride) {
-  add("conv1", std::make_shared<nn::Conv2d>(in, channels, 3, stride, 1, false));
+  add("conv1", std::make_shared<nn::Conv2d>(nn::Conv2dOptions(in, channels, 3).stride(stride).padding(1).bias(false)));
   add("bn1", std::make_shared<nn::BatchNorm2d>(channels));
-  add("conv2", std::make_shared<nn::Conv2d>(channels, channels, 3, 1, 1, false));
+  add("conv2", std::make_shared<nn::Conv2d>(nn::Conv2dOptions(channels, channels, 3).padding(1).bias(false)));
   add("bn2", std::make_shared<nn::BatchNorm2d>(channels));
   if (stride != 1 || in != channels) add("downsample", projection(in, channels, stride));
 }
 
 ResNetBottleneck::ResNetBottleneck(int64_t in, int64_t channels, int64_t stride) {
-  add("conv1", std::make_shared<nn::Conv2d>(in, channels, 1, 1, 0, false));
+  add("conv1", std::make_shared<nn::Conv2d>(nn::Conv2dOptions(in, channels, 1).bias(false)));
   add("bn1", std::make_shared<nn::BatchNorm2d>(channels));
-  add("conv2", std::make_shared<nn::Conv2d>(channels, channels, 3, stride, 1, false));
+  add("conv2",
+      std::make_shared<nn::Conv2d>(nn::Conv2dOptions(channels, channels, 3).stride(stride).padding(1).bias(false)));
   add("bn2", std::make_shared<nn::BatchNorm2d>(channels));
-  add("conv3", std::make_shared<nn::Conv2d>(channels, channels * kExpansion, 1, 1, 0, false));
+  add("conv3", std::make_shared<nn::Conv2d>(nn::Conv2dOptions(channels, channels * kExpansion, 1).bias(false)));
   add("bn3", std::make_shared<nn::BatchNorm2d>(channels * kExpansion));
   if (stride != 1 || in != channels * kExpansion) add("downsample", projection(in, channels * kExpansion, stride));
 }
@@ -116,7 +118,7 @@ std::shared_ptr<ResNet> cifar_resnet(int64_t depth, int64_t num_classes, int64_t
   }
   const int64_t n = (depth - 2) / 6;
   auto net = std::make_shared<ResNet>();
-  net->add("conv1", std::make_shared<nn::Conv2d>(in_channels, 16, 3, 1, 1, false));
+  net->add("conv1", std::make_shared<nn::Conv2d>(nn::Conv2dOptions(in_channels, 16, 3).padding(1).bias(false)));
   net->add("bn1", std::make_shared<nn::BatchNorm2d>(16));
   int64_t in = 16;
   const int64_t widths[3] = {16, 32, 64};
@@ -154,7 +156,8 @@ std::shared_ptr<ResNet> resnet(int64_t depth, int64_t num_classes, int64_t in_ch
   }
   auto net = std::make_shared<ResNet>();
   net->imagenet_stem_ = true;
-  net->add("conv1", std::make_shared<nn::Conv2d>(in_channels, 64, 7, 2, 3, false));
+  net->add("conv1",
+           std::make_shared<nn::Conv2d>(nn::Conv2dOptions(in_channels, 64, 7).stride(2).padding(3).bias(false)));
   net->add("bn1", std::make_shared<nn::BatchNorm2d>(64));
   net->add("maxpool", std::make_shared<nn::MaxPool2d>(3, 2, 1));
   int64_t in = 64;

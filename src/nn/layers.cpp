@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace composer::nn {
 namespace {
@@ -19,19 +21,37 @@ void default_init(at::Tensor& weight, at::Tensor& bias, int64_t fan_in) {
 
 }  // namespace
 
-Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
-  weight = register_parameter("weight", torch::empty({out, in}));
-  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
-  default_init(weight, bias, in);
+Linear::Linear(const LinearOptions& o) : in_features(o.in_features()), out_features(o.out_features()) {
+  weight = register_parameter("weight", torch::empty({out_features, in_features}));
+  if (o.bias()) bias = register_parameter("bias", torch::empty({out_features}));
+  default_init(weight, bias, in_features);
 }
 
 at::Tensor Linear::forward(const at::Tensor& x) { return at::linear(x, weight, bias); }
 
-Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, bool with_bias, int64_t g)
-    : in_channels(in), out_channels(out), kernel_size(k), stride(s), padding(p), groups(g) {
-  weight = register_parameter("weight", torch::empty({out, in / g, k, k}));
-  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
-  default_init(weight, bias, in / g * k * k);
+Conv2d::Conv2d(const Conv2dOptions& o)
+    : in_channels(o.in_channels()),
+      out_channels(o.out_channels()),
+      kernel_size(o.kernel_size()),
+      stride(o.stride()),
+      padding(o.padding()),
+      groups(o.groups()) {
+  if (groups < 1 || in_channels % groups != 0 || out_channels % groups != 0) {
+    throw std::invalid_argument("Conv2d: groups " + std::to_string(groups) + " must divide in_channels " +
+                                std::to_string(in_channels) + " and out_channels " + std::to_string(out_channels));
+  }
+  const int64_t k = kernel_size;
+  weight = register_parameter("weight", torch::empty({out_channels, in_channels / groups, k, k}));
+  if (o.bias()) bias = register_parameter("bias", torch::empty({out_channels}));
+  default_init(weight, bias, in_channels / groups * k * k);
+}
+
+Conv2dOptions Conv2d::options() const {
+  return Conv2dOptions(in_channels, out_channels, kernel_size)
+      .stride(stride)
+      .padding(padding)
+      .bias(bias.defined())
+      .groups(groups);
 }
 
 at::Tensor Conv2d::forward(const at::Tensor& x) {

@@ -71,18 +71,13 @@ struct AdamFields {
   }
 };
 
-// `Fields` is read from the hyperparameters; `build` makes the optimizer from it.
+// An optimizer entry: `Fields` read from the hyperparameters, then `build(parameters, fields)`.
 template <class Fields, class Build>
 OptimizerRegistry::Entry optimizer(std::string name, std::string class_name, std::string summary, Build build) {
-  OptimizerRegistry::Entry e;
-  e.name = std::move(name);
-  e.class_name = std::move(class_name);
-  e.summary = std::move(summary);
-  e.fields = describe_fields<Fields>();
-  e.make = [build](Hparams& h, std::vector<at::Tensor> params) -> std::shared_ptr<torch::optim::Optimizer> {
-    return build(std::move(params), read_options<Fields>(h));
-  };
-  return e;
+  return registry_entry<torch::optim::Optimizer, std::vector<at::Tensor>>(
+      std::move(name), std::move(class_name), std::move(summary), Fields(),
+      [build](Hparams&, const Fields& fields, std::vector<at::Tensor> params)
+          -> std::shared_ptr<torch::optim::Optimizer> { return build(std::move(params), fields); });
 }
 
 std::vector<OptimizerRegistry::Entry> optimizers() {

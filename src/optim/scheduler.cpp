@@ -101,14 +101,8 @@ double linear_with_warmup(const State& state, const Time& t_warmup, double alpha
   return alpha_i + post_warmup_fraction(state, span) * (alpha_f - alpha_i);
 }
 
-// A required argument: unset is an error naming the scheduler, the field and what it takes.
-template <class T>
-void require_field(const Required<T>& value, const char* who, const char* field, const char* expected) {
-  if (!value) throw std::invalid_argument(std::string(who) + ": " + field + " is required (" + expected + ")");
-}
-
 void require_warmup(const Required<Time>& t_warmup, const char* who) {
-  require_field(t_warmup, who, "t_warmup", "a time such as '100ba'");
+  required_value(t_warmup, who, "t_warmup", "a time such as '100ba'");
 }
 
 }  // namespace
@@ -142,7 +136,7 @@ Time convert_time(const Time& time, const State& state, double ssr) {
 }
 
 StepScheduler::StepScheduler(StepSchedulerOptions options) : options_(std::move(options)) {
-  require_field(options_.step_size(), "StepScheduler", "step_size", "a time such as '10ep'");
+  required_value(options_.step_size(), "StepScheduler", "step_size", "a time such as '10ep'");
 }
 StepScheduler::StepScheduler(Time step_size) : StepScheduler(StepSchedulerOptions().step_size(step_size)) {}
 double StepScheduler::operator()(const State& state, double ssr) const {
@@ -152,7 +146,7 @@ double StepScheduler::operator()(const State& state, double ssr) const {
 std::string StepScheduler::repr() const { return options_repr("StepScheduler", options_); }
 
 MultiStepScheduler::MultiStepScheduler(MultiStepSchedulerOptions options) : options_(std::move(options)) {
-  require_field(options_.milestones(), "MultiStepScheduler", "milestones", "a list of times such as ['10ep', '20ep']");
+  required_value(options_.milestones(), "MultiStepScheduler", "milestones", "a list of times such as ['10ep', '20ep']");
 }
 MultiStepScheduler::MultiStepScheduler(std::vector<Time> milestones)
     : MultiStepScheduler(MultiStepSchedulerOptions().milestones(std::move(milestones))) {}
@@ -174,7 +168,7 @@ double LinearScheduler::operator()(const State& state, double ssr) const {
 std::string LinearScheduler::repr() const { return options_repr("LinearScheduler", options_); }
 
 ExponentialScheduler::ExponentialScheduler(ExponentialSchedulerOptions options) : options_(std::move(options)) {
-  require_field(options_.gamma(), "ExponentialScheduler", "gamma", "a number");
+  required_value(options_.gamma(), "ExponentialScheduler", "gamma", "a number");
 }
 ExponentialScheduler::ExponentialScheduler(double gamma)
     : ExponentialScheduler(ExponentialSchedulerOptions().gamma(gamma)) {}
@@ -193,7 +187,7 @@ std::string CosineAnnealingScheduler::repr() const { return options_repr("Cosine
 CosineAnnealingWarmRestartsScheduler::CosineAnnealingWarmRestartsScheduler(
     CosineAnnealingWarmRestartsSchedulerOptions options)
     : options_(std::move(options)) {
-  require_field(options_.t_0(), "CosineAnnealingWarmRestartsScheduler", "t_0", "a time such as '10ep'");
+  required_value(options_.t_0(), "CosineAnnealingWarmRestartsScheduler", "t_0", "a time such as '10ep'");
 }
 CosineAnnealingWarmRestartsScheduler::CosineAnnealingWarmRestartsScheduler(Time t_0)
     : CosineAnnealingWarmRestartsScheduler(CosineAnnealingWarmRestartsSchedulerOptions().t_0(t_0)) {}
@@ -216,7 +210,7 @@ std::string CosineAnnealingWarmRestartsScheduler::repr() const {
 }
 
 PolynomialScheduler::PolynomialScheduler(PolynomialSchedulerOptions options) : options_(std::move(options)) {
-  require_field(options_.power(), "PolynomialScheduler", "power", "a number");
+  required_value(options_.power(), "PolynomialScheduler", "power", "a number");
 }
 PolynomialScheduler::PolynomialScheduler(double power)
     : PolynomialScheduler(PolynomialSchedulerOptions().power(power)) {}
@@ -287,8 +281,8 @@ std::string PolynomialWithWarmupScheduler::repr() const {
 MultiStepWithWarmupScheduler::MultiStepWithWarmupScheduler(MultiStepWithWarmupSchedulerOptions options)
     : options_(std::move(options)) {
   require_warmup(options_.t_warmup(), "MultiStepWithWarmupScheduler");
-  require_field(options_.milestones(), "MultiStepWithWarmupScheduler", "milestones",
-                "a list of times such as ['10ep', '20ep']");
+  required_value(options_.milestones(), "MultiStepWithWarmupScheduler", "milestones",
+                 "a list of times such as ['10ep', '20ep']");
 }
 double MultiStepWithWarmupScheduler::operator()(const State& state, double ssr) const {
   const Time& t_warmup = *options_.t_warmup();

@@ -81,17 +81,7 @@ void install_callbacks(TrainerImpl& t) {
     t.logger.add_destination(d);
   }
   for (auto& c : o.callbacks()) t.state.callbacks.push_back(c);
-  if (!o.save_folder().empty()) {
-    t.state.callbacks.push_back(
-        std::make_shared<CheckpointSaver>(CheckpointSaverOptions()
-                                              .folder(o.save_folder())
-                                              .filename(o.save_filename())
-                                              .latest_filename(o.save_latest_filename())
-                                              .save_interval(o.save_interval())
-                                              .overwrite(o.save_overwrite())
-                                              .weights_only(o.save_weights_only())
-                                              .num_checkpoints_to_keep(o.save_num_checkpoints_to_keep())));
-  }
+  if (!o.save().folder().empty()) t.state.callbacks.push_back(std::make_shared<CheckpointSaver>(o.save()));
 }
 
 void setup_evaluation(TrainerImpl& t) {
@@ -126,35 +116,17 @@ void setup_strategy(TrainerImpl& t) {
 }
 
 ResumeOptions resume_options(const TrainerOptions& o) {
-  CheckpointLoadOptions load;
-  load.weights_only = o.load_weights_only();
-  load.strict_model = o.load_strict_model_weights();
-  load.ignore_keys = o.load_ignore_keys();
-  return ResumeOptions()
-      .autoresume(o.autoresume())
-      .requested_run_name(o.run_name())
-      .save_folder(o.save_folder())
-      .save_filename(o.save_filename())
-      .save_latest_filename(o.save_latest_filename())
-      .load_path(o.load_path())
-      .load(load);
+  return ResumeOptions().load(o.load()).requested_run_name(o.run_name()).save(o.save());
 }
 
 // The loop units over the finished State, each with its part of the options.
 void build_loops(TrainerImpl& t) {
   const TrainerOptions& o = t.options;
   t.train_step = std::make_unique<TrainStep>(t.state, t.engine, t.logger);
-  t.eval_loop = std::make_unique<EvalLoop>(
-      t.state, t.engine, t.logger,
-      EvalLoopOptions().subset_num_batches(o.eval_subset_num_batches()).eval_interval(o.eval_interval()));
-  t.epoch_loop = std::make_unique<TrainEpochLoop>(t.state, t.engine, t.logger, *t.train_step, *t.eval_loop,
-                                                  TrainEpochLoopOptions()
-                                                      .step_schedulers_every_batch(o.step_schedulers_every_batch())
-                                                      .scale_schedule_ratio(o.scale_schedule_ratio()));
-  t.fit_loop = std::make_unique<FitLoop>(t.state, t.engine, t.logger, *t.epoch_loop, *t.eval_loop,
-                                         FitLoopOptions()
-                                             .train_dataloader_label(o.train_dataloader_label())
-                                             .train_subset_num_batches(o.train_subset_num_batches()));
+  t.eval_loop = std::make_unique<EvalLoop>(t.state, t.engine, t.logger, o.eval());
+  t.epoch_loop =
+      std::make_unique<TrainEpochLoop>(t.state, t.engine, t.logger, *t.train_step, *t.eval_loop, o.train_epoch());
+  t.fit_loop = std::make_unique<FitLoop>(t.state, t.engine, t.logger, *t.epoch_loop, *t.eval_loop, o.fit());
   t.predict_loop = std::make_unique<PredictLoop>(t.state, t.engine, t.logger);
 }
 
@@ -251,7 +223,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   detail::setup_optimization(t);
   detail::log_run_hparams(t);
   t.engine.run_event(Event::BEFORE_LOAD);
-  const ResumePoint resumed = load_for_run(s, t.logger, detail::resume_options(o));
+  const ResumePoint resumed = load_for_run(s, t.engine, detail::resume_options(o));
   t.engine.run_event(Event::AFTER_LOAD);
   seed_all(s.seed);
   detail::setup_strategy(t);

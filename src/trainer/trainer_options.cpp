@@ -37,13 +37,11 @@ TrainerOptions& TrainerOptions::max_duration(const std::string& text) {
 }
 
 TrainerOptions& TrainerOptions::eval_interval(const std::string& text) {
-  eval_interval_ = Time::from_input(text, TimeUnit::EPOCH);
-  return *this;
+  return eval_interval(Time::from_input(text, TimeUnit::EPOCH));
 }
 
 TrainerOptions& TrainerOptions::save_interval(const std::string& text) {
-  save_interval_ = Time::from_input(text, TimeUnit::EPOCH);
-  return *this;
+  return save_interval(Time::from_input(text, TimeUnit::EPOCH));
 }
 
 TrainerOptions& TrainerOptions::eval_dataloader(std::shared_ptr<DataLoader> loader) {
@@ -79,9 +77,9 @@ void TrainerOptions::validate() const {
         "TrainerOptions.max_duration '" + max_duration_->to_string() +
         "' is in iterations, which never end without iteration_length (epochs or tokens per iteration)");
   }
-  if (scale_schedule_ratio_ <= 0) {
+  if (scale_schedule_ratio() <= 0) {
     throw std::invalid_argument("TrainerOptions.scale_schedule_ratio must be > 0, got " +
-                                std::to_string(scale_schedule_ratio_));
+                                std::to_string(scale_schedule_ratio()));
   }
   if (device_train_microbatch_size_.value < 0) {
     throw std::invalid_argument("TrainerOptions.device_train_microbatch_size must be positive, got " +
@@ -91,7 +89,7 @@ void TrainerOptions::validate() const {
     if (!e.dataloader) throw std::invalid_argument("Evaluator '" + e.label + "' has no dataloader");
     if (e.label.empty()) throw std::invalid_argument("every Evaluator needs a non-empty label");
   }
-  if (autoresume_ && save_folder_.empty()) {
+  if (autoresume() && save_folder().empty()) {
     throw std::invalid_argument("TrainerOptions.autoresume needs save_folder (where to look for checkpoints)");
   }
   if (console_log_interval_.unit() != TimeUnit::BATCH && console_log_interval_.unit() != TimeUnit::EPOCH) {

@@ -10,10 +10,10 @@ namespace composer::testing {
 inline std::shared_ptr<nn::Sequential> tiny_convnet(uint64_t seed = 0, int64_t classes = 10) {
   torch::manual_seed(seed);
   auto seq = std::make_shared<nn::Sequential>();
-  seq->push_back(std::make_shared<nn::Conv2d>(3, 16, 3, 1, 1, false));
+  seq->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, 16, 3).padding(1).bias(false)));
   seq->push_back(std::make_shared<nn::BatchNorm2d>(16));
   seq->push_back(std::make_shared<nn::ReLU>());
-  seq->push_back(std::make_shared<nn::Conv2d>(16, 16, 3, 2, 1, false));
+  seq->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(16, 16, 3).stride(2).padding(1).bias(false)));
   seq->push_back(std::make_shared<nn::BatchNorm2d>(16));
   seq->push_back(std::make_shared<nn::ReLU>());
   seq->push_back(std::make_shared<models::ResNetBottleneck>(16, 4, 1));

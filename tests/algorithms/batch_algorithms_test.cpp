@@ -167,7 +167,7 @@ TEST(ProgressiveResizingTest, SizeScheduleFollowsComposer) {
   auto [r, t] = functional::resize_batch(x, torch::tensor({0, 1}), 0.75);
   EXPECT_EQ(r.sizes(), (std::vector<int64_t>{2, 3, 24, 24}));
   EXPECT_TRUE(torch::equal(r[0][0][0][0], x[0][0][0][0]));  // nearest neighbour
-  auto [c, t2] = functional::resize_batch(x, {}, 0.5, functional::ResizeMode::Crop);
+  auto [c, t2] = functional::resize_batch(x, {}, 0.5, functional::ResizeMode::CROP);
   EXPECT_EQ(c.sizes(), (std::vector<int64_t>{2, 3, 16, 16}));
   auto [same, t3] = functional::resize_batch(x, {}, 1.0);
   EXPECT_TRUE(same.is_same(x));

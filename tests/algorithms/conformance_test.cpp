@@ -202,6 +202,47 @@ TEST(RequiredOnLoadTest, SurgeryFromTheCheckpointIsRedoneBeforeItsWeightsLoad) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(RequiredOnLoadTest, ExcludedAlgorithmsAreNotRecreated) {
+  const auto dir = std::filesystem::temp_directory_path() / "required_on_load_excluded";
+  std::filesystem::remove_all(dir);
+  Trainer trainer(composer::testing::quiet_options(tiny_model())
+                      .train_dataloader(tiny_image_loader())
+                      .max_duration(Time::from_batch(1))
+                      .algorithms({algorithms::make_algorithm("blurpool"),
+                                   algorithms::make_algorithm("squeeze_excite",
+                                                              {{"min_channels", "16"}, {"latent_channels", "4"}})})
+                      .save_folder(dir.string())
+                      .save_interval(Time::from_batch(1)));
+  trainer.fit();
+  const std::string path = (dir / "ep0-ba1-rank0.pt").string();
+
+  auto plain = tiny_model(1);
+  Trainer loaded(composer::testing::quiet_options(plain)
+                     .train_dataloader(tiny_image_loader())
+                     .load_path(path)
+                     .load_exclude_algorithms({"SqueezeExcite"})
+                     .load_weights_only(true)
+                     .load_strict_model_weights(false));
+  EXPECT_EQ(count_module_instances<nn::BlurConv2d>(*plain), 1);
+  EXPECT_EQ(count_module_instances<nn::SqueezeExciteConv2d>(*plain), 0);
+  ASSERT_EQ(loaded.state().algorithms.size(), 1u);
+  EXPECT_EQ(loaded.state().algorithms[0]->name(), "BlurPool");
+
+  // Without it, strict loading names the keys the model lacks instead of loading part of the checkpoint.
+  auto strict = tiny_model(1);
+  try {
+    Trainer refused(composer::testing::quiet_options(strict)
+                        .train_dataloader(tiny_image_loader())
+                        .load_path(path)
+                        .load_exclude_algorithms({"SqueezeExcite"})
+                        .load_weights_only(true));
+    FAIL() << "a checkpoint with squeeze-excite weights loaded into a model without them";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RequiredOnLoadTest, ReprsParseAndBadOnesAreNamed) {
   auto a = algorithms::make_algorithm_from_repr(
       "BlurPool(replace_convs=True, replace_maxpools=False, blur_first=True, min_channels=8)");

@@ -73,7 +73,7 @@ TEST(FactorizeTest, RanksAndShapes) {
   EXPECT_EQ(functional::max_rank_with_speedup(256, 256), 127);     // 256*256/512 = 128 -> 127
   EXPECT_EQ(functional::max_rank_with_speedup(512, 512, 9), 460);  // ceil(4608 * 512 / 5120 - 1)
   auto seq = std::make_shared<nn::Sequential>();
-  seq->push_back(std::make_shared<nn::Conv2d>(512, 512, 3, 1, 1));
+  seq->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(512, 512, 3).padding(1)));
   seq->push_back(std::make_shared<nn::Flatten>());
   seq->push_back(std::make_shared<nn::Linear>(512 * 4, 512));
   seq->push_back(std::make_shared<nn::Linear>(512, 256));  // max rank ceil(512 * 256 / 768 - 1) = 170 >= 128
@@ -136,9 +136,9 @@ TEST(SqueezeExciteTest, AddsABlockAfterWideConvsWithComposerNames) {
 }
 
 TEST(StochasticDepthTest, LinearRatesAndSampleDropRate) {
-  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(0, 4, 0.2, functional::DropDistribution::Linear), 0.05);
-  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(3, 4, 0.2, functional::DropDistribution::Linear), 0.2);
-  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(0, 4, 0.2, functional::DropDistribution::Uniform), 0.2);
+  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(0, 4, 0.2, functional::DropDistribution::LINEAR), 0.05);
+  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(3, 4, 0.2, functional::DropDistribution::LINEAR), 0.2);
+  EXPECT_DOUBLE_EQ(functional::stochastic_depth_rate(0, 4, 0.2, functional::DropDistribution::UNIFORM), 0.2);
   torch::manual_seed(5);
   const at::Tensor kept = functional::sample_drop(torch::ones({20000, 2}), 0.3, true);
   EXPECT_NEAR((kept.select(1, 0) == 0).to(at::kFloat).mean().item<double>(), 0.3, 0.02);
@@ -148,8 +148,8 @@ TEST(StochasticDepthTest, LinearRatesAndSampleDropRate) {
 
 TEST(StochasticDepthTest, BlocksKeepTheirLayersAndDropTheBranch) {
   auto net = models::resnet(50, 10);
-  const auto done = functional::apply_stochastic_depth(*net, "ResNetBottleneck", functional::StochasticMethod::Block,
-                                                       1.0, functional::DropDistribution::Uniform);
+  const auto done = functional::apply_stochastic_depth(*net, "ResNetBottleneck", functional::StochasticMethod::BLOCK,
+                                                       1.0, functional::DropDistribution::UNIFORM);
   ASSERT_EQ(done.size(), 16u);
   EXPECT_EQ(count_module_instances<models::ResNetBottleneck>(*net), 0);
   const auto names = net->named_parameters().keys();
@@ -182,10 +182,10 @@ TEST(WeightStandardizationTest, WeightsHaveZeroMeanUnitVarianceAndLastConvsAreSk
 TEST(StochasticDepthTest, SampleMethodDropsWholeSamplesOfTheBranch) {
   torch::manual_seed(8);
   models::ResNetBottleneck original(16, 4, 1);
-  nn::StochasticBlock block(original, nn::StochasticBlock::Kind::Bottleneck, functional::StochasticMethod::Sample, 1.0);
+  nn::StochasticBlock block(original, nn::StochasticBlock::Kind::BOTTLENECK, functional::StochasticMethod::SAMPLE, 1.0);
   const at::Tensor x = torch::randn({4, 16, 5, 5});
   EXPECT_TRUE(torch::allclose(block.forward(x), at::relu(x)));  // every branch dropped: relu(0 + x)
-  nn::StochasticBlock keep(original, nn::StochasticBlock::Kind::Bottleneck, functional::StochasticMethod::Sample, 0.0);
+  nn::StochasticBlock keep(original, nn::StochasticBlock::Kind::BOTTLENECK, functional::StochasticMethod::SAMPLE, 0.0);
   EXPECT_TRUE(torch::allclose(keep.forward(x), original.forward(x)));
 }
 
@@ -207,12 +207,12 @@ TEST(FactorizeTest, SetRankKeepsOutputsWhenTheMapAlreadyHasThatRank) {
   EXPECT_THROW(fl.set_rank(x, 4), std::invalid_argument);  // above the current rank
   EXPECT_THROW(fl.set_rank(x, 0), std::invalid_argument);
 
-  nn::FactorizedConv2d fc(nn::Conv2d(8, 16, 3, 2, 1), 8);
+  nn::FactorizedConv2d fc(nn::Conv2d(nn::Conv2dOptions(8, 16, 3).stride(2).padding(1)), 8);
   const at::Tensor img = torch::randn({4, 8, 10, 10});
   const at::Tensor full = fc.forward(img);
   double previous = 0;
   for (int64_t r : {6, 4, 2}) {  // lower ranks reproduce the outputs less well
-    nn::FactorizedConv2d copy(nn::Conv2d(8, 16, 3, 2, 1), 8);
+    nn::FactorizedConv2d copy(nn::Conv2d(nn::Conv2dOptions(8, 16, 3).stride(2).padding(1)), 8);
     {
       torch::NoGradGuard no_grad;
       auto source = fc.named_parameters();

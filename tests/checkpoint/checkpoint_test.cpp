@@ -38,12 +38,14 @@ struct CheckpointTest : ::testing::Test {
     auto model = testing::make_classifier(8, 16, 4, seed);
     auto opt =
         std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1).momentum(0.9));
-    TrainerOptions o = testing::quiet_options(model)
-                           .run_name("ckpt")
-                           .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
-                           .optimizer(opt)
-                           .max_duration(duration)
-                           .callbacks({std::make_shared<SpeedMonitor>(2)});
+    TrainerOptions o =
+        testing::quiet_options(model)
+            .run_name("ckpt")
+            .train_dataloader(testing::make_loader(testing::make_blobs(64), 8))
+            .optimizer(opt)
+            .max_duration(duration)
+            .schedulers({std::make_shared<CosineAnnealingScheduler>(CosineAnnealingSchedulerOptions().alpha_f(0.5))})
+            .callbacks({std::make_shared<SpeedMonitor>(2)});
     return std::make_unique<Trainer>(o);
   }
   // An autoresuming run `name` of `batches` batches saving every 2 batches to dir/name.
@@ -104,6 +106,9 @@ TEST_F(CheckpointTest, EveryStatePartRoundTrips) {
   const auto meta = read_checkpoint(path).toGenericDict().at("state").toGenericDict().at("metadata").toGenericDict();
   EXPECT_EQ(meta.at("precision").toStringRef(), "fp32");
   EXPECT_EQ(meta.at("train_batch_size").toInt(), 8);
+  ASSERT_EQ(meta.at("schedulers").toList().size(), 1u);  // the schedule, as its field list writes it
+  EXPECT_EQ(meta.at("schedulers").toList().get(0).toStringRef(), sa.schedulers.at(0)->repr());
+  EXPECT_EQ(sa.schedulers.at(0)->repr().rfind("CosineAnnealingScheduler(t_max=", 0), 0u);
 }
 
 TEST_F(CheckpointTest, WeightsOnlyAndIgnoreKeys) {

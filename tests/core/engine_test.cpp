@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace composer {
 namespace {
 
@@ -149,6 +151,35 @@ TEST_F(EngineFixture, TracesAreLoggedWhenEnabled) {
   engine.run_event(Event::BATCH_START);
   EXPECT_EQ(sink->traces.count("algorithm_traces/A/Event.BATCH_START"), 1u);
   EXPECT_EQ(sink->traces.count("algorithm_traces/B/Event.BATCH_START"), 1u);
+}
+
+TEST_F(EngineFixture, LateAlgorithmsJoinAndRunInitAlone) {
+  engine.run_event(Event::INIT);
+  log.clear();
+  auto late = std::make_shared<NamedAlgorithm>("Late", log, std::set<Event>{Event::INIT, Event::BATCH_START});
+  auto other_event = std::make_shared<NamedAlgorithm>("OnlyBatches", log, std::set<Event>{Event::BATCH_START});
+  engine.add_late_algorithms({late, other_event});
+  EXPECT_EQ(log, Log{"algo:Late"});  // INIT for the new ones only, and only where they match
+  ASSERT_EQ(state.algorithms.size(), 4u);
+  EXPECT_EQ(state.algorithms.back()->name(), "OnlyBatches");
+  log.clear();
+  engine.run_event(Event::BATCH_START);
+  EXPECT_EQ(log, (Log{"algo:A", "algo:B", "algo:Late", "algo:OnlyBatches", "cb:C1", "cb:C2", "logger:L"}));
+}
+
+TEST_F(EngineFixture, ALateAlgorithmOrderedBeforeOneThatRanIsRefused) {
+  engine.register_pass([](std::vector<std::shared_ptr<Algorithm>>& algorithms, Event) {
+    std::stable_partition(algorithms.begin(), algorithms.end(), [](const auto& a) { return a->name() == "Late"; });
+  });
+  auto late = std::make_shared<NamedAlgorithm>("Late", log);
+  try {
+    engine.add_late_algorithms({late});
+    FAIL() << "a late algorithm was put before A";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Late would run at INIT before A"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("load_exclude_algorithms"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(state.algorithms.size(), 2u);  // nothing joined
 }
 
 }  // namespace

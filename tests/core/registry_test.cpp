@@ -4,6 +4,7 @@
 #include "composer/callbacks/registry.h"
 #include "composer/callbacks/speed_monitor.h"
 #include "composer/callbacks/threshold_stopper.h"
+#include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/core/state.h"
 #include "composer/datasets/registry.h"
 #include "composer/loggers/registry.h"
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +43,87 @@ TEST(RegistryTest, ParseReprKeepsListsAndQuotedCommasWhole) {
   EXPECT_NE(error_of([] { parse_repr("NoParens"); }).find("is not of the form Name(key=value, ...)"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_repr("X(1)"); }).find("argument '1' has no '='"), std::string::npos);
+}
+
+TEST(RegistryTest, ListsAndReprsShareOneBracketAndQuoteAwareSplitter) {
+  EXPECT_EQ(split_top_level("a=1, b=[1, 2], c='x, y', d=(3, 4)"),
+            (std::vector<std::string>{"a=1", " b=[1, 2]", " c='x, y'", " d=(3, 4)"}));
+  EXPECT_EQ(split_list("['a, b', c, \"d\"]"), (std::vector<std::string>{"a, b", "c", "d"}));
+  EXPECT_EQ(split_list("[[1, 2], [3]]"), (std::vector<std::string>{"[1, 2]", "[3]"}));
+  EXPECT_TRUE(split_list("[]").empty());
+  EXPECT_EQ(unquote("  'x'  "), "x");
+  EXPECT_EQ(unquote("'x\""), "'x\"");  // quotes that do not match stay
+}
+
+struct SubFields {
+  TORCH_ARG(int64_t, folder) = 1;
+  TORCH_ARG(int64_t, keep) = 2;
+
+ public:
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("folder", self.folder_, "sub folder");
+    visit("keep", self.keep_, "kept");
+  }
+};
+
+struct OuterFields {
+  TORCH_ARG(int64_t, own) = 0;
+  TORCH_ARG(SubFields, sub);
+
+ public:
+  static constexpr std::array<std::pair<const char*, const char*>, 1> kSubKeys{{{"folder", "save_folder"}}};
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("own", self.own_, "own");
+    SubFields::for_each_field(self.sub_, renamed(visit, kSubKeys));
+  }
+};
+
+TEST(RegistryTest, RenamedNestsOneFieldListInAnother) {
+  std::vector<std::string> keys;
+  for (const auto& f : describe_fields<OuterFields>()) keys.push_back(f.name);
+  EXPECT_EQ(keys, (std::vector<std::string>{"own", "save_folder", "keep"}));
+  Hparams h({{"save_folder", "7"}, {"keep", "3"}}, "outer");
+  const auto read = read_options<OuterFields>(h);
+  EXPECT_EQ(read.sub().folder(), 7);
+  EXPECT_EQ(read.sub().keep(), 3);
+  Hparams bad({{"folder", "7"}}, "outer");  // the inner name is not a key of the outer list
+  EXPECT_NE(error_of([&] { read_options<OuterFields>(bad); }).find("outer.folder: unknown"), std::string::npos);
+}
+
+// An entry whose defaults follow the context and whose build returns the product by value.
+struct Shape {
+  int64_t width = 0;
+};
+struct FollowingFields {
+  TORCH_ARG(int64_t, width) = 4;
+
+ public:
+  void follow(const int64_t& context_width) { width_ = context_width; }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("width", self.width_, "width (default: the context's)");
+  }
+};
+
+TEST(RegistryTest, EntriesFollowTheirContextAndMayReturnAValue) {
+  const Registry<Shape, const int64_t&> shapes(
+      "shape", {registry_entry<Shape, const int64_t&>(
+                   "shape", "Shape", "a width", FollowingFields(),
+                   [](Hparams&, const FollowingFields& f, const int64_t&) { return Shape{f.width()}; })});
+  EXPECT_EQ(shapes.entries().at(0).fields.at(0).value, "4");  // the docs show the static default
+  EXPECT_EQ(shapes.make("shape", {}, "", 9)->width, 9);
+  EXPECT_EQ(shapes.make("shape", {{"width", "2"}}, "", 9)->width, 2);
+}
+
+TEST(RegistryTest, RequiredValuesSetInCodeAreNamed) {
+  Required<double> unset;
+  EXPECT_EQ(error_of([&] { required_value(unset, "Thing", "alpha", "a number"); }),
+            "Thing: alpha is required (a number)");
+  EXPECT_EQ(required_value(Required<double>(2.0), "Thing", "alpha", "a number"), 2.0);
+  EXPECT_EQ(error_of([] { ThresholdStopper(ThresholdStopperOptions().dataloader_label("eval").threshold(1.0)); }),
+            "ThresholdStopper: monitor is required (a metric name such as 'Accuracy')");
 }
 
 TEST(RegistryTest, ErrorsNameTheEntryTheKeyAndWhatWasExpected) {
@@ -121,6 +204,16 @@ TEST(RegistryTest, CallbacksAndLoggersAreBuiltFromTheirFieldLists) {
             }),
             "SpeedMonitor.time_unit 'fortnights' must be one of seconds, minutes, hours, days");
   EXPECT_NE(callbacks::callback_registry().find("LRMonitor"), nullptr);
+  auto saver = std::dynamic_pointer_cast<CheckpointSaver>(callbacks::callback_registry().make(
+      "checkpoint_saver", {{"folder", "ckpt/{run_name}"}, {"save_interval", "3"}, {"num_checkpoints_to_keep", "2"}},
+      "callbacks.0"));
+  ASSERT_NE(saver, nullptr);
+  EXPECT_EQ(saver->options().folder(), "ckpt/{run_name}");
+  EXPECT_EQ(saver->options().save_interval().to_string(), "3ep");  // a bare integer is epochs, as in Composer
+  EXPECT_EQ(error_of([] {
+              callbacks::callback_registry().make("checkpoint_saver", {{"num_checkpoints_to_keep", "0"}}, "");
+            }).rfind("CheckpointSaver.num_checkpoints_to_keep must be -1 (all) or >= 1", 0),
+            0u);
   EXPECT_NE(loggers::logger_registry().make("console", {{"log_interval", "1ep"}}, ""), nullptr);
   EXPECT_EQ(error_of([] {
               loggers::logger_registry().make("file", {{"flush_interval", "often"}}, "loggers.0");

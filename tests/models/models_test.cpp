@@ -95,6 +95,29 @@ class Zero : public nn::Layer {
 };
 
 // Replacing a child changes what forward() runs (LibTorch's replace_module alone would not).
+TEST(LayersTest, OptionsNameTheArgumentsAndShapeTheParameters) {
+  nn::Conv2d conv(nn::Conv2dOptions(4, 8, 3).stride(2).padding(1).bias(false).groups(2));
+  EXPECT_EQ(conv.weight.sizes(), (std::vector<int64_t>{8, 2, 3, 3}));
+  EXPECT_FALSE(conv.bias.defined());
+  EXPECT_EQ(conv.forward(torch::zeros({1, 4, 8, 8})).sizes(), (std::vector<int64_t>{1, 8, 4, 4}));
+  const auto o = conv.options();  // what surgery copies
+  EXPECT_EQ(o.stride(), 2);
+  EXPECT_EQ(o.padding(), 1);
+  EXPECT_FALSE(o.bias());
+  EXPECT_EQ(o.groups(), 2);
+  EXPECT_TRUE(nn::Conv2d(4, 8, 3).bias.defined());  // PyTorch's defaults: stride 1, no padding, a bias
+  try {
+    nn::Conv2d bad(nn::Conv2dOptions(3, 8, 3).groups(2));
+    FAIL() << "groups 2 accepted for 3 input channels";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "Conv2d: groups 2 must divide in_channels 3 and out_channels 8");
+  }
+  nn::Linear linear(nn::LinearOptions(5, 3).bias(false));
+  EXPECT_EQ(linear.weight.sizes(), (std::vector<int64_t>{3, 5}));
+  EXPECT_FALSE(linear.bias.defined());
+  EXPECT_TRUE(nn::Linear(5, 3).bias.defined());
+}
+
 TEST(SurgeryTest, ReplacedChildRunsInForward) {
   auto cnn = models::mnist_cnn(1, 10, 4);
   const at::Tensor x = at::randn({2, 1, 28, 28});
@@ -106,7 +129,7 @@ TEST(SurgeryTest, ReplacedChildRunsInForward) {
   EXPECT_TRUE(dynamic_cast<Zero*>(cnn->named_children()["2"].get()) != nullptr);  // registry agrees
   EXPECT_FALSE(cnn->replace("no_such_child", std::make_shared<Zero>()));
   auto block = std::make_shared<models::BasicBlock>(4, 4, 1);
-  EXPECT_TRUE(block->replace("conv1", std::make_shared<nn::Conv2d>(4, 4, 3, 1, 1, false)));
+  EXPECT_TRUE(block->replace("conv1", std::make_shared<nn::Conv2d>(nn::Conv2dOptions(4, 4, 3).padding(1).bias(false))));
   EXPECT_EQ(block->forward(at::randn({1, 4, 8, 8})).sizes(), (std::vector<int64_t>{1, 4, 8, 8}));
 }
 

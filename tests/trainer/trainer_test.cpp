@@ -229,6 +229,87 @@ TEST(TrainerTest, BadOptionsAreClearErrors) {
   EXPECT_TRUE(MicrobatchSize::parse("auto").is_auto);
 }
 
+// The settings live in the sub-structs the units and the checkpoint module take; Composer's flat names reach them.
+TEST(TrainerOptionsTest, SettingsLiveInTheUnitsSubStructsUnderComposersNames) {
+  TrainerOptions o(nullptr);
+  EXPECT_EQ(o.save().folder(), "");  // no saving unless asked, while CheckpointSaver's own default is a folder
+  EXPECT_EQ(CheckpointSaverOptions().folder(), "{run_name}/checkpoints");
+  o.save_folder("ckpt")
+      .save_interval("2ba")
+      .save_num_checkpoints_to_keep(3)
+      .eval_interval("3")
+      .eval_subset_num_batches(4)
+      .train_dataloader_label("tr")
+      .train_subset_num_batches(5)
+      .scale_schedule_ratio(0.5)
+      .load_path("a.pt")
+      .load_ignore_keys({"rng"})
+      .autoresume(true);
+  EXPECT_EQ(o.save().folder(), "ckpt");
+  EXPECT_EQ(o.save().save_interval(), Time::from_batch(2));
+  EXPECT_EQ(o.save().num_checkpoints_to_keep(), 3);
+  EXPECT_EQ(o.eval().eval_interval(), Time::from_epoch(3));
+  EXPECT_EQ(o.eval().subset_num_batches(), 4);
+  EXPECT_EQ(o.fit().train_dataloader_label(), "tr");
+  EXPECT_EQ(o.fit().train_subset_num_batches(), 5);
+  EXPECT_EQ(o.train_epoch().scale_schedule_ratio(), 0.5);
+  EXPECT_EQ(o.load().path(), "a.pt");
+  EXPECT_EQ(o.load().ignore_keys(), std::vector<std::string>{"rng"});
+  EXPECT_TRUE(o.load().autoresume());
+  EXPECT_EQ(o.save_folder(), "ckpt");  // the flat getters read the same fields
+
+  std::vector<std::string> keys;
+  for (const auto& f : describe_fields(TrainerOptions(nullptr))) keys.push_back(f.name);
+  EXPECT_EQ(keys, (std::vector<std::string>{"run_name",
+                                            "seed",
+                                            "max_duration",
+                                            "iteration_length",
+                                            "train_dataloader_label",
+                                            "train_subset_num_batches",
+                                            "scale_schedule_ratio",
+                                            "step_schedulers_every_batch",
+                                            "eval_interval",
+                                            "eval_subset_num_batches",
+                                            "progress_bar",
+                                            "log_to_console",
+                                            "console_log_interval",
+                                            "log_traces",
+                                            "device",
+                                            "precision",
+                                            "device_train_microbatch_size",
+                                            "deterministic_mode",
+                                            "num_threads",
+                                            "tune_allocator",
+                                            "save_folder",
+                                            "save_filename",
+                                            "save_latest_filename",
+                                            "save_interval",
+                                            "save_overwrite",
+                                            "save_weights_only",
+                                            "save_num_checkpoints_to_keep",
+                                            "load_path",
+                                            "load_weights_only",
+                                            "load_strict_model_weights",
+                                            "load_ignore_keys",
+                                            "load_exclude_algorithms",
+                                            "autoresume",
+                                            "dist_timeout",
+                                            "auto_log_hparams"}));
+
+  Hparams h({{"save_folder", "runs/{run_name}"},
+             {"save_interval", "2"},
+             {"eval_subset_num_batches", "1"},
+             {"load_exclude_algorithms", "[BlurPool]"}},
+            "config");
+  const TrainerOptions read = read_options(h, TrainerOptions(nullptr));
+  EXPECT_EQ(read.save().folder(), "runs/{run_name}");
+  EXPECT_EQ(read.save().save_interval(), Time::from_epoch(2));
+  EXPECT_EQ(read.eval().subset_num_batches(), 1);
+  EXPECT_EQ(read.load().exclude_algorithms(), std::vector<std::string>{"BlurPool"});
+  Hparams inner({{"folder", "x"}}, "config");  // the sub-struct's own name is not a Trainer key
+  EXPECT_THROW(read_options(inner, TrainerOptions(nullptr)), std::invalid_argument);
+}
+
 TEST(TrainerTest, ClosedTrainerRejectsWork) {
   Trainer trainer(testing::quiet_options(testing::make_classifier())
                       .train_dataloader(testing::make_loader(testing::make_blobs(16), 8))

@@ -40,6 +40,31 @@ int run_guarded(std::ostream& err, F&& f) {
   }
 }
 
+// A metadata value as Python prints it: strings bare at the top, numbers, lists and dicts (Composer's
+// composer_env_info is a dict).
+std::string value_text(const c10::IValue& v, bool nested = false) {
+  if (v.isString()) return nested ? "'" + v.toStringRef() + "'" : v.toStringRef();
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) {
+    std::ostringstream s;
+    s << v.toDouble();
+    return s.str();
+  }
+  if (v.isNone()) return "None";
+  std::string out;
+  if (v.isList()) {
+    for (const auto& item : v.toList()) out += (out.empty() ? "" : ", ") + value_text(item.get(), true);
+    return "[" + out + "]";
+  }
+  if (v.isGenericDict()) {
+    for (const auto& e : v.toGenericDict())
+      out += (out.empty() ? "" : ", ") + value_text(e.key(), true) + ": " + value_text(e.value(), true);
+    return "{" + out + "}";
+  }
+  return "<" + v.tagKind() + ">";
+}
+
 }  // namespace
 
 int train_command(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out_stream,
@@ -111,8 +136,7 @@ int inspect_command(const std::string& checkpoint, std::ostream& out, std::ostre
     if (state.contains("metadata")) {
       out << "metadata:\n";
       for (const auto& e : state.at("metadata").toGenericDict()) {
-        out << "  " << e.key().toStringRef() << ": "
-            << (e.value().isString() ? e.value().toStringRef() : std::to_string(e.value().toInt())) << "\n";
+        out << "  " << e.key().toStringRef() << ": " << value_text(e.value()) << "\n";
       }
     }
     if (state.contains("algorithms")) {

@@ -43,19 +43,19 @@ at::Tensor sharpness(const at::Tensor& image, double factor);
 
 /// The operations AugMix and RandAugment draw from.
 enum class Augmentation {
-  AutoContrast,
-  Equalize,
-  Posterize,
-  Rotate,
-  Solarize,
-  ShearX,
-  ShearY,
-  TranslateX,
-  TranslateY,
-  Color,
-  Contrast,
-  Brightness,
-  Sharpness
+  AUTO_CONTRAST,
+  EQUALIZE,
+  POSTERIZE,
+  ROTATE,
+  SOLARIZE,
+  SHEAR_X,
+  SHEAR_Y,
+  TRANSLATE_X,
+  TRANSLATE_Y,
+  COLOR,
+  CONTRAST,
+  BRIGHTNESS,
+  SHARPNESS
 };
 std::string to_string(Augmentation op);
 /// "all" (all thirteen) or "safe" (the first nine: no color, contrast, brightness or sharpness, which overlap

@@ -14,7 +14,7 @@ class Hparams;
 namespace functional {
 
 /// Whether to crop the targets too: always, never, or when they are images with the input's height and width.
-enum class ResizeTarget { Auto, Yes, No };
+enum class ResizeTarget { AUTO, YES, NO };
 /// Field-list conversions (core/fields.h): 'auto', 'True', 'False'; reads auto/true/false.
 std::string field_text(ResizeTarget value);
 void read_field(Hparams& hparams, const std::string& key, ResizeTarget& value);
@@ -24,7 +24,7 @@ void read_field(Hparams& hparams, const std::string& key, ResizeTarget& value);
 /// returned undefined). Randomness from `gen` when given, else the default generator.
 std::pair<at::Tensor, at::Tensor> colout_batch(const at::Tensor& input, const at::Tensor& target = {},
                                                double p_row = 0.15, double p_col = 0.15,
-                                               ResizeTarget resize_target = ResizeTarget::Auto,
+                                               ResizeTarget resize_target = ResizeTarget::AUTO,
                                                std::optional<at::Generator> gen = std::nullopt);
 
 /// ColOut per image (a different crop for each sample), as a data-loader transform on the batch's "input" field.
@@ -39,7 +39,7 @@ struct ColOutOptions {
   TORCH_ARG(double, p_col) = 0.15;
   /// true: one crop per batch on the device at AFTER_DATALOADER; false: per-sample crops in the data loader.
   TORCH_ARG(bool, batch) = true;
-  TORCH_ARG(functional::ResizeTarget, resize_target) = functional::ResizeTarget::Auto;
+  TORCH_ARG(functional::ResizeTarget, resize_target) = functional::ResizeTarget::AUTO;
   TORCH_ARG(BatchKey, input_key) = BatchKey{int64_t{0}};
   TORCH_ARG(BatchKey, target_key) = BatchKey{int64_t{1}};
 

@@ -13,7 +13,7 @@ namespace composer {
 class Hparams;
 namespace functional {
 
-enum class ResizeMode { Resize, Crop };
+enum class ResizeMode { RESIZE, CROP };
 /// Field-list conversions (core/fields.h): 'resize', 'crop'.
 std::string field_text(ResizeMode value);
 void read_field(Hparams& hparams, const std::string& key, ResizeMode& value);
@@ -22,7 +22,7 @@ void read_field(Hparams& hparams, const std::string& key, ResizeMode& value);
 /// floor(H * s) x floor(W * s); Crop = one random int(s H) x int(s W) crop for the batch. `target` is changed the same
 /// way when resize_targets. scale_factor >= 1 returns the batch unchanged.
 std::pair<at::Tensor, at::Tensor> resize_batch(const at::Tensor& input, const at::Tensor& target, double scale_factor,
-                                               ResizeMode mode = ResizeMode::Resize, bool resize_targets = false);
+                                               ResizeMode mode = ResizeMode::RESIZE, bool resize_targets = false);
 
 /// The scale at `elapsed` (fraction of training): f = 0 before delay_fraction, else
 /// min((elapsed - delay) / (1 - finetune - delay), 1); scale = initial + (1 - initial) f.
@@ -36,7 +36,7 @@ int64_t pinned_width(int64_t width, double scale, int64_t size_increment);
 namespace algorithms {
 
 struct ProgressiveResizingOptions {
-  TORCH_ARG(functional::ResizeMode, mode) = functional::ResizeMode::Resize;
+  TORCH_ARG(functional::ResizeMode, mode) = functional::ResizeMode::RESIZE;
   /// Scale at the start, in (0, 1].
   TORCH_ARG(double, initial_scale) = 0.5;
   /// Fraction of training at full size at the end.

@@ -14,8 +14,8 @@ namespace composer {
 class Hparams;
 namespace functional {
 
-enum class StochasticMethod { Block, Sample };
-enum class DropDistribution { Uniform, Linear };
+enum class StochasticMethod { BLOCK, SAMPLE };
+enum class DropDistribution { UNIFORM, LINEAR };
 /// Field-list conversions (core/fields.h): 'block', 'sample'; 'linear', 'uniform'.
 std::string field_text(StochasticMethod value);
 void read_field(Hparams& hparams, const std::string& key, StochasticMethod& value);
@@ -31,9 +31,9 @@ at::Tensor sample_drop(const at::Tensor& x, double drop_rate, bool training);
 /// StochasticBlock owning the same layers.
 std::vector<Replacement> apply_stochastic_depth(torch::nn::Module& model,
                                                 const std::string& target_layer_name = "ResNetBottleneck",
-                                                StochasticMethod method = StochasticMethod::Block,
+                                                StochasticMethod method = StochasticMethod::BLOCK,
                                                 double drop_rate = 0.2,
-                                                DropDistribution distribution = DropDistribution::Linear,
+                                                DropDistribution distribution = DropDistribution::LINEAR,
                                                 torch::optim::Optimizer* optimizer = nullptr);
 
 }  // namespace functional
@@ -46,7 +46,7 @@ namespace nn {
 /// sample's branch is kept with probability 1 - drop_rate (sample_drop).
 class StochasticBlock : public Composite {
  public:
-  enum class Kind { Basic, Bottleneck };
+  enum class Kind { BASIC, BOTTLENECK };
   StochasticBlock(Composite& original, Kind kind, functional::StochasticMethod method, double drop_rate);
   at::Tensor forward(const at::Tensor& x) override;
   Kind kind;
@@ -61,10 +61,10 @@ namespace algorithms {
 struct StochasticDepthOptions {
   /// Class name of the residual blocks to make stochastic.
   TORCH_ARG(std::string, target_layer_name) = "ResNetBottleneck";
-  TORCH_ARG(functional::StochasticMethod, stochastic_method) = functional::StochasticMethod::Block;
+  TORCH_ARG(functional::StochasticMethod, stochastic_method) = functional::StochasticMethod::BLOCK;
   /// Drop probability of the deepest block (linear) or of every block (uniform), in [0, 1].
   TORCH_ARG(double, drop_rate) = 0.2;
-  TORCH_ARG(functional::DropDistribution, drop_distribution) = functional::DropDistribution::Linear;
+  TORCH_ARG(functional::DropDistribution, drop_distribution) = functional::DropDistribution::LINEAR;
   /// Fraction of training over which the rates ramp up linearly from 0 (block method only).
   TORCH_ARG(double, drop_warmup) = 0.0;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "composer/core/callback.h"
+#include "composer/core/fields.h"
 #include "composer/core/interval.h"
 #include "composer/core/time.h"
 
@@ -34,6 +35,18 @@ struct CheckpointSaverOptions {
  public:
   /// Throws std::invalid_argument naming the bad field.
   void validate() const;
+  /// The field list (core/fields.h); save_interval_fn is not a field. The Trainer's keys put save_ in front.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("folder", self.folder_, "folder for checkpoints ({run_name} allowed); in the Trainer, empty: no saving");
+    visit("filename", self.filename_, "checkpoint file name pattern");
+    visit("latest_filename", self.latest_filename_, "link to the newest checkpoint; empty: none");
+    visit("save_interval", ensure_time(TimeUnit::EPOCH, self.save_interval_),
+          "how often to save; a bare integer is epochs");
+    visit("overwrite", self.overwrite_, "replace existing checkpoints");
+    visit("weights_only", self.weights_only_, "save only the model weights");
+    visit("num_checkpoints_to_keep", self.num_checkpoints_to_keep_, "newest checkpoints kept; -1: all");
+  }
 };
 
 /// Checkpoint files in `folder` whose names match `filename_pattern` (its {batch} or else {epoch} read back as a

@@ -31,6 +31,10 @@ class Engine {
   ~Engine();
 
   void run_event(Event event);
+  /// Algorithms that join after INIT (those a loaded checkpoint requires, Composer's autoload): appended to
+  /// state.algorithms, then INIT runs for them alone (matched, ordered by the passes, traced). Throws
+  /// std::invalid_argument when the passes order one of them before an algorithm that already ran at INIT.
+  void add_late_algorithms(const std::vector<std::shared_ptr<Algorithm>>& algorithms);
   /// Appends a user pass, or inserts it at `index` among the passes.
   void register_pass(AlgorithmPass pass, int index = -1);
   /// Log `algorithm_traces/<Cls>/Event.<NAME>: 1` (Composer's key) for every algorithm run.
@@ -41,6 +45,10 @@ class Engine {
 
  private:
   void run_algorithms(Event event);
+  /// `algorithms` matched at `event`, in the order of the built-in and user passes.
+  std::vector<std::shared_ptr<Algorithm>> ordered(Event event,
+                                                  const std::vector<std::shared_ptr<Algorithm>>& algorithms);
+  void apply(Event event, const std::vector<std::shared_ptr<Algorithm>>& matched);
   void run_callbacks(Event event, bool loggers_first);
   void check_state(Event event) const;
 

@@ -26,7 +26,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -78,6 +81,13 @@ struct Required : std::optional<T> {
   using std::optional<T>::operator=;
 };
 
+/// The value of a required argument set in code, or std::invalid_argument "<who>: <field> is required (<expected>)".
+template <class T>
+const T& required_value(const Required<T>& value, const char* who, const char* field, const char* expected) {
+  if (!value) throw std::invalid_argument(std::string(who) + ": " + field + " is required (" + expected + ")");
+  return *value;
+}
+
 /// A Time field where a bare integer is a count of `unit` (Composer's ensure_time: max_duration 2 is 2 epochs).
 /// The field list visits ensure_time(unit, self.field_) in place of the member.
 template <class T>
@@ -104,8 +114,13 @@ std::string field_text(const std::optional<T>& value) {
   return value ? field_text(*value) : "None";
 }
 
+/// The comma-separated items of `text` as written (blanks kept); commas inside brackets, parentheses or quotes do not
+/// split: "a=1, b=[1, 2], c='x, y'" has three items. The one splitter of lists and reprs.
+std::vector<std::string> split_top_level(const std::string& text);
+/// `text` without surrounding blanks and one pair of matching quotes.
+std::string unquote(const std::string& text);
 /// The items of a list value, "[a, 'b', c]", "(a, b)" or "a, b, c" (quotes and blanks around items dropped; "[]" is
-/// empty).
+/// empty; a quoted comma stays in its item).
 std::vector<std::string> split_list(const std::string& text);
 
 /// A list, "[a, b]" or "a, b"; each item is read as one T, errors naming the key.
@@ -183,6 +198,18 @@ std::string options_repr(const std::string& class_name, const Options& options) 
     first = false;
   });
   return out + ")";
+}
+
+/// A visitor that hands `visit` the fields of another struct's list under other keys: each pair is {its key, the key
+/// used here} (Composer's Trainer calls CheckpointSaver's `folder` save_folder); keys not listed keep theirs. Used to
+/// nest one field list inside another: Sub::for_each_field(self.sub_, renamed(visit, kSubKeys)).
+template <class Visit, size_t N>
+auto renamed(Visit& visit, const std::array<std::pair<const char*, const char*>, N>& keys) {
+  return [&visit, &keys](const char* key, auto&& value, const char* doc) {
+    for (const auto& [own, here] : keys)
+      if (std::strcmp(own, key) == 0) key = here;
+    visit(key, std::forward<decltype(value)>(value), doc);
+  };
 }
 
 /// Whether a field is a required one still unset.

@@ -109,22 +109,53 @@ struct NoOptions {
   static void for_each_field(Self&, Visit&&) {}
 };
 
-/// The entry for class T built from Options's field list: T(read_options<Options>(hparams)), or T() for NoOptions.
-template <class Product, class T, class Options, class... Context>
-RegistryEntry<Product, Context...> registry_entry(std::string name, std::string class_name, std::string summary) {
+namespace detail {
+/// Whether Fields has follow(context...): defaults that follow the context (a model's shapes follow the data).
+template <class Fields, class Void, class... Context>
+struct follows_context : std::false_type {};
+template <class Fields, class... Context>
+struct follows_context<Fields, std::void_t<decltype(std::declval<Fields&>().follow(std::declval<Context>()...))>,
+                       Context...> : std::true_type {};
+}  // namespace detail
+
+/// The one way an entry is made. Its fields are `defaults`' field list (after defaults.follow(context...), when
+/// Fields has it); `build(hparams, fields, context...)` makes the product from the fields read from the
+/// hyperparameters (the hyperparameters are there to name a key in an error) and returns a shared_ptr<Product> or a
+/// Product.
+template <class Product, class... Context, class Fields, class Build>
+RegistryEntry<Product, Context...> registry_entry(std::string name, std::string class_name, std::string summary,
+                                                  Fields defaults, Build build) {
   RegistryEntry<Product, Context...> e;
   e.name = std::move(name);
   e.class_name = std::move(class_name);
   e.summary = std::move(summary);
-  e.fields = describe_fields<Options>();
-  e.make = [](Hparams& h, Context...) -> std::shared_ptr<Product> {
-    if constexpr (std::is_same_v<Options, NoOptions>) {
-      return std::make_shared<T>();
+  e.fields = describe_fields(defaults);
+  e.make = [defaults = std::move(defaults), build = std::move(build)](Hparams& h,
+                                                                      Context... context) -> std::shared_ptr<Product> {
+    Fields fields = defaults;
+    if constexpr (detail::follows_context<Fields, void, Context...>::value) fields.follow(context...);
+    auto product = build(h, read_options(h, std::move(fields)), context...);
+    if constexpr (std::is_convertible_v<decltype(product), std::shared_ptr<Product>>) {
+      return product;
     } else {
-      return std::make_shared<T>(read_options<Options>(h));
+      return std::make_shared<Product>(std::move(product));
     }
   };
   return e;
+}
+
+/// The entry for class T constructed from its Options (T(options)), or T() for NoOptions.
+template <class Product, class T, class Options, class... Context>
+RegistryEntry<Product, Context...> registry_entry(std::string name, std::string class_name, std::string summary) {
+  return registry_entry<Product, Context...>(
+      std::move(name), std::move(class_name), std::move(summary), Options(),
+      [](Hparams&, const Options& options, Context...) -> std::shared_ptr<Product> {
+        if constexpr (std::is_same_v<Options, NoOptions>) {
+          return std::make_shared<T>();
+        } else {
+          return std::make_shared<T>(options);
+        }
+      });
 }
 
 }  // namespace composer

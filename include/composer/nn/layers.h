@@ -4,20 +4,51 @@
 
 #include "composer/nn/layer.h"
 
+#include <torch/arg.h>
+
 namespace composer::nn {
+
+/// PyTorch's nn.Linear arguments (and LibTorch's torch::nn::LinearOptions): LinearOptions(in, out).bias(false).
+struct LinearOptions {
+  LinearOptions(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
+  TORCH_ARG(int64_t, in_features);
+  TORCH_ARG(int64_t, out_features);
+  /// A learned bias.
+  TORCH_ARG(bool, bias) = true;
+};
 
 class Linear : public Layer {
  public:
-  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  explicit Linear(const LinearOptions& options);
+  /// With a bias.
+  Linear(int64_t in_features, int64_t out_features) : Linear(LinearOptions(in_features, out_features)) {}
   at::Tensor forward(const at::Tensor& x) override;
   int64_t in_features, out_features;
   at::Tensor weight, bias;
 };
 
+/// PyTorch's nn.Conv2d arguments for square kernels: Conv2dOptions(in, out, 3).padding(1).bias(false).
+struct Conv2dOptions {
+  Conv2dOptions(int64_t in_channels, int64_t out_channels, int64_t kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(int64_t, kernel_size);
+  TORCH_ARG(int64_t, stride) = 1;
+  TORCH_ARG(int64_t, padding) = 0;
+  /// A learned bias.
+  TORCH_ARG(bool, bias) = true;
+  TORCH_ARG(int64_t, groups) = 1;
+};
+
 class Conv2d : public Layer {
  public:
-  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1, int64_t padding = 0,
-         bool bias = true, int64_t groups = 1);
+  explicit Conv2d(const Conv2dOptions& options);
+  /// Stride 1, no padding, with a bias.
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size)
+      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  /// The options this layer has (for surgery that replaces it with a variant).
+  Conv2dOptions options() const;
   at::Tensor forward(const at::Tensor& x) override;
   int64_t in_channels, out_channels, kernel_size, stride, padding, groups;
   at::Tensor weight, bias;

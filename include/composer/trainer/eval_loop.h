@@ -2,6 +2,7 @@
 #pragma once
 
 #include "composer/core/event.h"
+#include "composer/core/fields.h"
 #include "composer/core/interval.h"
 #include "composer/core/time.h"
 #include "composer/trainer/precision_context.h"
@@ -22,6 +23,15 @@ struct EvalLoopOptions {
   TORCH_ARG(int64_t, subset_num_batches) = -1;
   /// When evaluators without their own interval run during fit (Composer's eval_interval).
   TORCH_ARG(Time, eval_interval) = Time::from_epoch(1);
+
+ public:
+  /// The field list; the Trainer's key for subset_num_batches is eval_subset_num_batches.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("eval_interval", ensure_time(TimeUnit::EPOCH, self.eval_interval_),
+          "how often to evaluate; a bare integer is epochs");
+    visit("subset_num_batches", self.subset_num_batches_, "batches per evaluation; -1: all");
+  }
 };
 
 class EvalLoop {

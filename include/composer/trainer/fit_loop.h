@@ -2,6 +2,7 @@
 #pragma once
 
 #include "composer/checkpoint/resume.h"
+#include "composer/core/fields.h"
 
 #include <torch/arg.h>
 
@@ -20,6 +21,13 @@ struct FitLoopOptions {
   TORCH_ARG(std::string, train_dataloader_label) = "train";
   /// Batches per training epoch; -1 = the whole loader.
   TORCH_ARG(int64_t, train_subset_num_batches) = -1;
+
+ public:
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("train_dataloader_label", self.train_dataloader_label_, "label of the training data in metric keys");
+    visit("train_subset_num_batches", self.train_subset_num_batches_, "batches per training epoch; -1: all");
+  }
 };
 
 class FitLoop {

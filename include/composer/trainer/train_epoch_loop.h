@@ -1,6 +1,8 @@
 // TrainEpochLoop: one pass over the training data (or the rest of one, after a mid-epoch resume), batch by batch.
 #pragma once
 
+#include "composer/core/fields.h"
+
 #include <torch/arg.h>
 
 #include <chrono>
@@ -19,6 +21,14 @@ struct TrainEpochLoopOptions {
   TORCH_ARG(bool, step_schedulers_every_batch) = true;
   /// Scales the schedules (Composer's scale_schedule_ratio; max_duration is scaled by the Trainer).
   TORCH_ARG(double, scale_schedule_ratio) = 1.0;
+
+ public:
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("scale_schedule_ratio", self.scale_schedule_ratio_, "scales max_duration and the schedules");
+    visit("step_schedulers_every_batch", self.step_schedulers_every_batch_,
+          "step schedulers every batch, else every epoch");
+  }
 };
 
 class TrainEpochLoop {

@@ -1,15 +1,21 @@
 // TrainerOptions: everything the Trainer is built from. Defaults are Composer's.
 #pragma once
 
+#include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/checkpoint/resume.h"
 #include "composer/core/engine.h"
 #include "composer/core/evaluator.h"
 #include "composer/core/fields.h"
 #include "composer/core/precision.h"
 #include "composer/core/time.h"
 #include "composer/data/data_loader.h"
+#include "composer/trainer/eval_loop.h"
+#include "composer/trainer/fit_loop.h"
+#include "composer/trainer/train_epoch_loop.h"
 
 #include <torch/arg.h>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,42 +53,60 @@ class Hparams;
 std::string field_text(const MicrobatchSize& m);
 void read_field(Hparams& h, const std::string& key, MicrobatchSize& m);
 
+// A setter and getter under Composer's Trainer argument name for a field of one of TrainerOptions' sub-structs, so
+// that TrainerOptions(model).save_folder("ckpt") reads as Composer's Trainer(save_folder="ckpt").
+#define COMPOSER_TRAINER_FORWARD(T, name, group, field) \
+ public:                                                \
+  TrainerOptions& name(const T& value) {                \
+    group##_.field(value);                              \
+    return *this;                                       \
+  }                                                     \
+  const T& name() const noexcept { return group##_.field(); }
+
+/// The Trainer's options: the objects it trains with, its own settings, and one sub-struct per unit it composes
+/// (fit(), train_epoch(), eval(): the loops' options; save(), load(): the checkpoint module's). Every setting also has
+/// a setter under Composer's Trainer argument name (eval_interval, save_folder, load_path, ...).
 struct TrainerOptions {
   explicit TrainerOptions(std::shared_ptr<ComposerModel> model) : model_(std::move(model)) {}
 
+  // The objects.
   /// The model to train (required).
   TORCH_ARG(std::shared_ptr<ComposerModel>, model);
   /// Training data (Trainer::fit() takes no loader: set it here).
   TORCH_ARG(std::shared_ptr<DataLoader>, train_dataloader);
-  TORCH_ARG(std::string, train_dataloader_label) = "train";
-  /// Batches per training epoch; -1 = the whole loader.
-  TORCH_ARG(int64_t, train_subset_num_batches) = -1;
-  /// How long to train (ep, ba, sp, tok, iter; not dur or sec). In iter it needs iteration_length.
-  TORCH_ARG(std::optional<Time>, max_duration);
-  /// The length of one iteration, in ep or tok (Composer's State._iteration_length): ITERATION_END and
-  /// ITERATION_CHECKPOINT fire after that many epochs (after EPOCH_CHECKPOINT) or tokens (after BATCH_CHECKPOINT).
-  /// Unset: iterations never end, so max_duration cannot be in iter.
-  TORCH_ARG(std::optional<Time>, iteration_length);
   TORCH_ARG(std::vector<std::shared_ptr<Algorithm>>, algorithms);
   /// Extra passes that reorder the algorithms matched at an event (run after the built-in ones).
   TORCH_ARG(std::vector<AlgorithmPass>, algorithm_passes);
   /// Defaults to DecoupledSGDW(lr=0.1) over the model's parameters, built after INIT.
   TORCH_ARG(std::shared_ptr<torch::optim::Optimizer>, optimizer);
   TORCH_ARG(std::vector<std::shared_ptr<ComposerScheduler>>, schedulers);
-  /// Scales max_duration and the schedules (Composer's scale_schedule_ratio).
-  TORCH_ARG(double, scale_schedule_ratio) = 1.0;
-  /// Step schedulers after every batch (true) or every epoch (false).
-  TORCH_ARG(bool, step_schedulers_every_batch) = true;
   /// Evaluation sets. A plain loader given with eval_dataloader() becomes Evaluator{label "eval"}.
   TORCH_ARG(std::vector<Evaluator>, evaluators);
-  /// When evaluators without their own interval run during fit (an int is epochs).
-  TORCH_ARG(Time, eval_interval) = Time::from_epoch(1);
-  /// Batches per evaluation; -1 = the whole loader.
-  TORCH_ARG(int64_t, eval_subset_num_batches) = -1;
   /// Callbacks, run after algorithms and before logger destinations.
   TORCH_ARG(std::vector<std::shared_ptr<Callback>>, callbacks);
   /// Logger destinations (they are callbacks too).
   TORCH_ARG(std::vector<std::shared_ptr<LoggerDestination>>, loggers);
+
+  // The units' options.
+  /// The fit loop's: the training loader's label and batches per epoch.
+  TORCH_ARG(FitLoopOptions, fit);
+  /// The train-epoch loop's: scheduler stepping and scale_schedule_ratio (which also scales max_duration).
+  TORCH_ARG(TrainEpochLoopOptions, train_epoch);
+  /// The eval loop's: eval_interval and batches per evaluation.
+  TORCH_ARG(EvalLoopOptions, eval);
+  /// The CheckpointSaver's, added after the other callbacks when its folder is set (format variables allowed,
+  /// "runs/{run_name}/checkpoints"). Empty folder = no saving.
+  TORCH_ARG(CheckpointSaverOptions, save) = CheckpointSaverOptions().folder("");
+  /// What to load at the start: load_path, weights-only or strict loading, ignored keys, autoresume.
+  TORCH_ARG(LoadOptions, load);
+
+  // The Trainer's own settings.
+  /// How long to train (ep, ba, sp, tok, iter; not dur or sec). In iter it needs iteration_length.
+  TORCH_ARG(std::optional<Time>, max_duration);
+  /// The length of one iteration, in ep or tok (Composer's State._iteration_length): ITERATION_END and
+  /// ITERATION_CHECKPOINT fire after that many epochs (after EPOCH_CHECKPOINT) or tokens (after BATCH_CHECKPOINT).
+  /// Unset: iterations never end, so max_duration cannot be in iter.
+  TORCH_ARG(std::optional<Time>, iteration_length);
   /// Unset: $COMPOSER_RUN_NAME, $RUN_NAME, else "<unix time>-<adjective>-<noun>".
   TORCH_ARG(std::string, run_name);
   /// A progress bar on a TTY; plain periodic lines otherwise.
@@ -105,30 +129,32 @@ struct TrainerOptions {
   TORCH_ARG(int, num_threads) = 0;
   /// Keep freed tensor memory in the process (glibc malloc thresholds; see utils/allocator.h). Off: glibc defaults.
   TORCH_ARG(bool, tune_allocator) = true;
-
-  // Checkpoints (a CheckpointSaver is added after the other callbacks when save_folder is set).
-  /// Folder for checkpoints; format variables allowed ("runs/{run_name}/checkpoints"). Empty = no saving.
-  TORCH_ARG(std::string, save_folder);
-  TORCH_ARG(std::string, save_filename) = "ep{epoch}-ba{batch}-rank{rank}.pt";
-  TORCH_ARG(std::string, save_latest_filename) = "latest-rank{rank}.pt";
-  TORCH_ARG(Time, save_interval) = Time::from_epoch(1);
-  TORCH_ARG(bool, save_overwrite) = false;
-  TORCH_ARG(bool, save_weights_only) = false;
-  TORCH_ARG(int64_t, save_num_checkpoints_to_keep) = -1;
-  /// A checkpoint to start from (another run's, to fine-tune); {run_name} allowed.
-  TORCH_ARG(std::string, load_path);
-  TORCH_ARG(bool, load_weights_only) = false;
-  TORCH_ARG(bool, load_strict_model_weights) = true;
-  /// Globs over "/"-joined checkpoint paths to skip when loading ("state/optimizers", "state/model/fc.*").
-  TORCH_ARG(std::vector<std::string>, load_ignore_keys);
   /// Seconds a rank waits for its peers (rendezvous and collectives) before failing with a message.
   TORCH_ARG(double, dist_timeout) = 300.0;
   /// Log the options as hyperparameters (Composer's auto_log_hparams): every field below plus the reprs of the
   /// algorithms and schedulers and the class names of the other objects.
   TORCH_ARG(bool, auto_log_hparams) = false;
-  /// Resume from the newest complete checkpoint in save_folder (needs save_folder and an explicit run_name);
-  /// unreadable ones are set aside as <name>.corrupt and the next older one is used.
-  TORCH_ARG(bool, autoresume) = false;
+
+  // Composer's names for the sub-structs' fields.
+  COMPOSER_TRAINER_FORWARD(std::string, train_dataloader_label, fit, train_dataloader_label)
+  COMPOSER_TRAINER_FORWARD(int64_t, train_subset_num_batches, fit, train_subset_num_batches)
+  COMPOSER_TRAINER_FORWARD(double, scale_schedule_ratio, train_epoch, scale_schedule_ratio)
+  COMPOSER_TRAINER_FORWARD(bool, step_schedulers_every_batch, train_epoch, step_schedulers_every_batch)
+  COMPOSER_TRAINER_FORWARD(Time, eval_interval, eval, eval_interval)
+  COMPOSER_TRAINER_FORWARD(int64_t, eval_subset_num_batches, eval, subset_num_batches)
+  COMPOSER_TRAINER_FORWARD(std::string, save_folder, save, folder)
+  COMPOSER_TRAINER_FORWARD(std::string, save_filename, save, filename)
+  COMPOSER_TRAINER_FORWARD(std::string, save_latest_filename, save, latest_filename)
+  COMPOSER_TRAINER_FORWARD(Time, save_interval, save, save_interval)
+  COMPOSER_TRAINER_FORWARD(bool, save_overwrite, save, overwrite)
+  COMPOSER_TRAINER_FORWARD(bool, save_weights_only, save, weights_only)
+  COMPOSER_TRAINER_FORWARD(int64_t, save_num_checkpoints_to_keep, save, num_checkpoints_to_keep)
+  COMPOSER_TRAINER_FORWARD(std::string, load_path, load, path)
+  COMPOSER_TRAINER_FORWARD(bool, load_weights_only, load, weights_only)
+  COMPOSER_TRAINER_FORWARD(bool, load_strict_model_weights, load, strict_model_weights)
+  COMPOSER_TRAINER_FORWARD(std::vector<std::string>, load_ignore_keys, load, ignore_keys)
+  COMPOSER_TRAINER_FORWARD(std::vector<std::string>, load_exclude_algorithms, load, exclude_algorithms)
+  COMPOSER_TRAINER_FORWARD(bool, autoresume, load, autoresume)
 
  public:
   TrainerOptions& max_duration(const std::string& text);
@@ -142,7 +168,28 @@ struct TrainerOptions {
   /// Throws std::invalid_argument naming the first bad field.
   void validate() const;
 
-  /// The field list of the settings a config can give (core/fields.h): the CLI's top-level keys, the
+  /// The sub-structs' keys as Composer's Trainer spells them.
+  static constexpr std::array<std::pair<const char*, const char*>, 1> kEvalKeys{{
+      {"subset_num_batches", "eval_subset_num_batches"},
+  }};
+  static constexpr std::array<std::pair<const char*, const char*>, 6> kSaveKeys{{
+      {"folder", "save_folder"},
+      {"filename", "save_filename"},
+      {"latest_filename", "save_latest_filename"},
+      {"overwrite", "save_overwrite"},
+      {"weights_only", "save_weights_only"},
+      {"num_checkpoints_to_keep", "save_num_checkpoints_to_keep"},
+  }};
+  static constexpr std::array<std::pair<const char*, const char*>, 5> kLoadKeys{{
+      {"path", "load_path"},
+      {"weights_only", "load_weights_only"},
+      {"strict_model_weights", "load_strict_model_weights"},
+      {"ignore_keys", "load_ignore_keys"},
+      {"exclude_algorithms", "load_exclude_algorithms"},
+  }};
+
+  /// The field list of the settings a config can give (core/fields.h), flat under Composer's Trainer names: the
+  /// Trainer's own and, through renamed(), the sub-structs' own lists. It gives the CLI's top-level keys, the
   /// hyperparameters the Trainer logs, and the table in docs/cli.md. The model, data, optimizer, schedulers,
   /// algorithms, callbacks, loggers and evaluators are objects, not fields.
   template <class Self, class Visit>
@@ -154,14 +201,9 @@ struct TrainerOptions {
           "how long to train; a bare integer is epochs");
     visit("iteration_length", ensure_time(TimeUnit::EPOCH, self.iteration_length_),
           "epochs or tokens per iteration; unset: one endless iteration");
-    visit("train_dataloader_label", self.train_dataloader_label_, "label of the training data in metric keys");
-    visit("train_subset_num_batches", self.train_subset_num_batches_, "batches per training epoch; -1: all");
-    visit("scale_schedule_ratio", self.scale_schedule_ratio_, "scales max_duration and the schedules");
-    visit("step_schedulers_every_batch", self.step_schedulers_every_batch_,
-          "step schedulers every batch, else every epoch");
-    visit("eval_interval", ensure_time(TimeUnit::EPOCH, self.eval_interval_),
-          "how often to evaluate; a bare integer is epochs");
-    visit("eval_subset_num_batches", self.eval_subset_num_batches_, "batches per evaluation; -1: all");
+    FitLoopOptions::for_each_field(self.fit_, visit);
+    TrainEpochLoopOptions::for_each_field(self.train_epoch_, visit);
+    EvalLoopOptions::for_each_field(self.eval_, renamed(visit, kEvalKeys));
     visit("progress_bar", self.progress_bar_, "a progress bar on a TTY, plain lines otherwise");
     visit("log_to_console", self.log_to_console_, "add a ConsoleLogger");
     visit("console_log_interval", ensure_time(TimeUnit::BATCH, self.console_log_interval_),
@@ -174,22 +216,13 @@ struct TrainerOptions {
     visit("deterministic_mode", self.deterministic_mode_, "torch deterministic algorithms");
     visit("num_threads", self.num_threads_, "intra-op threads; 0: $OMP_NUM_THREADS, else the cores");
     visit("tune_allocator", self.tune_allocator_, "keep freed tensor memory in the process");
-    visit("save_folder", self.save_folder_, "folder for checkpoints ({run_name} allowed); empty: no saving");
-    visit("save_filename", self.save_filename_, "checkpoint file name pattern");
-    visit("save_latest_filename", self.save_latest_filename_, "link to the newest checkpoint");
-    visit("save_interval", ensure_time(TimeUnit::EPOCH, self.save_interval_),
-          "how often to save; a bare integer is epochs");
-    visit("save_overwrite", self.save_overwrite_, "replace existing checkpoints");
-    visit("save_weights_only", self.save_weights_only_, "save only the model weights");
-    visit("save_num_checkpoints_to_keep", self.save_num_checkpoints_to_keep_, "newest checkpoints kept; -1: all");
-    visit("load_path", self.load_path_, "checkpoint to start from ({run_name} allowed)");
-    visit("load_weights_only", self.load_weights_only_, "load only the model weights");
-    visit("load_strict_model_weights", self.load_strict_model_weights_, "every model key must match");
-    visit("load_ignore_keys", self.load_ignore_keys_, "globs over checkpoint paths to skip ('state/optimizers')");
+    CheckpointSaverOptions::for_each_field(self.save_, renamed(visit, kSaveKeys));
+    LoadOptions::for_each_field(self.load_, renamed(visit, kLoadKeys));
     visit("dist_timeout", self.dist_timeout_, "seconds a rank waits for its peers");
-    visit("autoresume", self.autoresume_, "resume from the newest complete checkpoint in save_folder");
     visit("auto_log_hparams", self.auto_log_hparams_, "log these options as hyperparameters");
   }
 };
+
+#undef COMPOSER_TRAINER_FORWARD
 
 }  // namespace composer

@@ -12,19 +12,12 @@ DatasetRegistry::Entry synthetic_images_entry();
 DatasetRegistry::Entry text_entry(bool gpt2);
 DatasetRegistry::Entry synthetic_tokens_entry();
 
-/// Builds an entry whose Fields are read from the hyperparameters and handed to `build`.
+/// A data set entry: `Fields` read from the hyperparameters, then `build(hparams, fields, request)` -> DataSource.
 template <class Fields, class Build>
 DatasetRegistry::Entry dataset_entry(std::string name, std::string class_name, std::string summary, Fields defaults,
                                      Build build) {
-  DatasetRegistry::Entry e;
-  e.name = std::move(name);
-  e.class_name = std::move(class_name);
-  e.summary = std::move(summary);
-  e.fields = describe_fields(defaults);
-  e.make = [defaults, build](Hparams& h, const DataRequest& request) {
-    return std::make_shared<DataSource>(build(h, read_options(h, defaults), request));
-  };
-  return e;
+  return registry_entry<DataSource, const DataRequest&>(std::move(name), std::move(class_name), std::move(summary),
+                                                        std::move(defaults), std::move(build));
 }
 
 }  // namespace composer::datasets::detail
