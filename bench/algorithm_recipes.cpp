@@ -49,6 +49,7 @@ std::map<std::string, std::string> method_hparams(const std::string& name) {
   if (name == "squeeze_excite") return {{"min_channels", "32"}, {"latent_channels", "0.25"}};
   if (name == "factorize") return {{"min_channels", "32"}, {"latent_channels", "0.25"}, {"factorize_linears", "false"}};
   if (name == "stochastic_depth") return {{"target_layer_name", "BasicBlock"}};
+  if (name == "gradient_clipping") return {{"clipping_type", "norm"}, {"clipping_threshold", "1.0"}};
   return {};
 }
 

@@ -25,6 +25,8 @@ std::vector<AlgorithmEntry> entries() {
       entry<Factorize, FactorizeOptions>("factorize", "Factorize", "low-rank convs and linears"),
       entry<GhostBatchNorm, GhostBatchNormOptions>("ghost_batchnorm", "GhostBatchNorm",
                                                    "batch norm over ghost batches"),
+      entry<GradientClipping, GradientClippingOptions>("gradient_clipping", "GradientClipping",
+                                                       "clip gradients by norm, value or adaptively"),
       entry<LabelSmoothing, LabelSmoothingOptions>("label_smoothing", "LabelSmoothing", "soft targets"),
       entry<MixUp, MixUpOptions>("mixup", "MixUp", "convex combinations of samples and labels"),
       entry<ProgressiveResizing, ProgressiveResizingOptions>("progressive_resizing", "ProgressiveResizing",

@@ -48,4 +48,16 @@ inline std::vector<std::string> registered_algorithms() {
   return names;
 }
 
+/// Hyperparameters for the algorithms whose arguments are required (Composer has no defaults for them); the others
+/// are built with none, from their defaults.
+inline std::map<std::string, std::string> example_hparams(const std::string& name) {
+  if (name == "gradient_clipping") return {{"clipping_type", "norm"}, {"clipping_threshold", "0.5"}};
+  return {};
+}
+
+/// A registered algorithm built from example_hparams(name).
+inline std::shared_ptr<Algorithm> make_example(const std::string& name) {
+  return algorithms::make_algorithm(name, example_hparams(name));
+}
+
 }  // namespace composer::testing

@@ -26,6 +26,7 @@ const std::map<std::string, std::set<Event>>& expected_events() {
       {"cutout", {Event::AFTER_DATALOADER}},
       {"factorize", {Event::INIT}},
       {"ghost_batchnorm", {Event::INIT}},
+      {"gradient_clipping", {Event::INIT, Event::AFTER_TRAIN_BATCH}},
       {"label_smoothing", {Event::BEFORE_LOSS, Event::AFTER_LOSS}},
       {"mixup", {Event::BEFORE_FORWARD, Event::BEFORE_LOSS}},
       {"progressive_resizing", {Event::AFTER_DATALOADER}},
@@ -58,7 +59,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {};
 
 }  // namespace
 
-TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
+TEST(AlgorithmRegistryTest, ListsEveryMethod) {
   std::vector<std::string> expected;
   for (const auto& [name, events] : expected_events()) expected.push_back(name);
   EXPECT_EQ(composer::testing::registered_algorithms(), expected);
@@ -99,7 +100,7 @@ TEST(AlgorithmRegistryTest, ListsEveryComputerVisionMethod) {
 }
 
 TEST_P(Conformance, ConstructsWithDefaultsAndMatchesOnlyItsEvents) {
-  auto algorithm = algorithms::make_algorithm(GetParam());
+  auto algorithm = composer::testing::make_example(GetParam());
   const auto& entry = *std::find_if(algorithms::algorithm_registry().entries().begin(),
                                     algorithms::algorithm_registry().entries().end(),
                                     [&](const auto& e) { return e.name == GetParam(); });
@@ -123,6 +124,17 @@ TEST_P(Conformance, FieldListDrivesReprAndParsing) {
     expected += (i ? ", " : "") + entry.fields[i].name + "=" + entry.fields[i].value;
     EXPECT_FALSE(entry.fields[i].doc.empty()) << entry.fields[i].name;
   }
+  if (!composer::testing::example_hparams(GetParam()).empty()) {
+    // Required arguments (no default): building without them names the first one.
+    const std::string first = entry.fields.at(0).name;
+    try {
+      algorithms::make_algorithm(GetParam());
+      FAIL() << GetParam() << " built without its required " << first;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(GetParam() + "." + first + ": required", 0), 0u) << e.what();
+    }
+    return;
+  }
   EXPECT_EQ(algorithms::make_algorithm(GetParam())->repr(), expected + ")");
 }
 
@@ -145,7 +157,7 @@ TEST_P(Conformance, TrainsAStepAndKeepsItsStateThroughACheckpoint) {
   std::filesystem::remove_all(dir);
   auto model = tiny_model();
   const auto before = weights(*model);
-  Trainer trainer(tiny_run(model, algorithms::make_algorithm(GetParam())));
+  Trainer trainer(tiny_run(model, composer::testing::make_example(GetParam())));
   trainer.fit();
   EXPECT_TRUE(std::isfinite(trainer.state().total_loss_dict.at("loss/train/total")));
   const auto after = weights(*model);
@@ -157,7 +169,7 @@ TEST_P(Conformance, TrainsAStepAndKeepsItsStateThroughACheckpoint) {
   save_checkpoint(trainer.state(), path);
 
   auto fresh_model = tiny_model(1);  // different weights, same structure once the algorithm has run at INIT
-  auto algorithm = algorithms::make_algorithm(GetParam());
+  auto algorithm = composer::testing::make_example(GetParam());
   Trainer resumed(tiny_run(fresh_model, algorithm));
   apply_checkpoint(resumed.state(), read_checkpoint(path), CheckpointLoadOptions(), path);
   EXPECT_EQ(algorithm->state_dict().toGenericDict().at("repr").toStringRef(),

@@ -139,6 +139,22 @@ const std::map<std::string, std::function<void()>>& checks() {
          const auto [x, y, lam, box] = functional::cutmix_batch(run.state.batch.input(), run.state.batch.target());
          EXPECT_TRUE(torch::equal(class_batch("cutmix", Event::BEFORE_FORWARD, 0), x));
        }},
+      {"gradient_clipping",
+       [] {
+         // The same gradients clipped by the class at AFTER_TRAIN_BATCH and by the functional form.
+         std::vector<std::shared_ptr<nn::Sequential>> nets;
+         for (int i = 0; i < 2; ++i) {
+           nets.push_back(tiny_convnet(0));
+           torch::manual_seed(3);
+           nets.back()->forward(torch::randn({4, 3, 16, 16})).pow(2).sum().backward();
+         }
+         Run run;
+         run.state.model = ComposerClassifier::wrap(nets[0]);
+         composer::testing::make_example("gradient_clipping")->apply(Event::AFTER_TRAIN_BATCH, run.state, run.logger);
+         functional::apply_gradient_clipping(nets[1]->parameters(), functional::ClippingType::NORM, 0.5);
+         const auto a = nets[0]->parameters(), b = nets[1]->parameters();
+         for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i].grad(), b[i].grad())) << i;
+       }},
       {"label_smoothing",
        [] {
          Run run;

@@ -225,3 +225,73 @@ TEST(FactorizeTest, SetRankKeepsOutputsWhenTheMapAlreadyHasThatRank) {
     previous = err;
   }
 }
+
+namespace composer {
+namespace {
+
+std::vector<at::Tensor> params_with_grads(double scale) {
+  torch::manual_seed(4);
+  std::vector<at::Tensor> params{torch::randn({3, 4}, torch::requires_grad()),
+                                 torch::randn({3}, torch::requires_grad())};
+  for (auto& p : params) p.mutable_grad() = torch::randn(p.sizes()) * scale;
+  return params;
+}
+
+double total_norm(const std::vector<at::Tensor>& params) {
+  double sq = 0;
+  for (const auto& p : params) sq += p.grad().pow(2).sum().item<double>();
+  return std::sqrt(sq);
+}
+
+TEST(GradientClippingTest, NormValueAndAdaptiveBoundTheGradients) {
+  auto norm = params_with_grads(10);
+  functional::apply_gradient_clipping(norm, functional::ClippingType::NORM, 0.5);
+  EXPECT_NEAR(total_norm(norm), 0.5, 1e-5);  // threshold / (norm + 1e-6) * norm
+  auto small = params_with_grads(1e-3);
+  const auto before = small[0].grad().clone();
+  functional::apply_gradient_clipping(small, functional::ClippingType::NORM, 0.5);
+  EXPECT_TRUE(torch::equal(small[0].grad(), before));  // under the threshold: untouched
+  auto value = params_with_grads(10);
+  functional::apply_gradient_clipping(value, functional::ClippingType::VALUE, 0.25);
+  for (const auto& p : value) EXPECT_LE(p.grad().abs().max().item<double>(), 0.25);
+  auto adaptive = params_with_grads(10);
+  functional::apply_gradient_clipping(adaptive, functional::ClippingType::ADAPTIVE, 0.01);
+  // Each row of the weight: |g_row| <= 0.01 |w_row|.
+  const auto g_rows = adaptive[0].grad().norm(2, {1}), w_rows = adaptive[0].detach().norm(2, {1});
+  EXPECT_TRUE((g_rows <= w_rows * 0.01 * (1 + 1e-6)).all().item<bool>());
+}
+
+TEST(GradientClippingTest, BadArgumentsAreNamed) {
+  auto expect_error = [](const std::function<void()>& f, const std::string& expected) {
+    try {
+      f();
+      FAIL() << "expected: " << expected;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+  };
+  expect_error(
+      [] {
+        algorithms::make_algorithm("gradient_clipping", {{"clipping_type", "norm"}});
+      },
+      "gradient_clipping.clipping_threshold: required (the largest total norm (norm), magnitude (value) or "
+      "gradient/weight norm ratio (adaptive))");
+  expect_error(
+      [] {
+        algorithms::make_algorithm("gradient_clipping", {{"clipping_type", "l2"}, {"clipping_threshold", "1"}});
+      },
+      "gradient_clipping.clipping_type: expected one of adaptive, norm, value, got 'l2'");
+  expect_error(
+      [] {
+        algorithms::make_algorithm("gradient_clipping", {{"clipping_type", "norm"}, {"clipping_threshold", "-1"}});
+      },
+      "GradientClipping.clipping_threshold must be > 0, got -1.0");
+  expect_error([] { algorithms::GradientClipping(algorithms::GradientClippingOptions().clipping_threshold(1.0)); },
+               "GradientClipping: clipping_type is required ('adaptive', 'norm' or 'value')");
+  auto params = params_with_grads(1);
+  expect_error([&] { functional::apply_gradient_clipping(params, functional::ClippingType::VALUE, 0); },
+               "apply_gradient_clipping: clipping_threshold must be > 0, got 0.0");
+}
+
+}  // namespace
+}  // namespace composer

@@ -1,5 +1,6 @@
 // A rank for the distributed tests. Modes:
-//   ddp_worker train OUT MICROBATCH GLOBAL_BATCH   fp64 training; rank 0 writes the final weights to OUT
+//   ddp_worker train OUT MICROBATCH GLOBAL_BATCH [TYPE:THRESHOLD]   fp64 training (with GradientClipping when the
+//                                                  last argument is given); rank 0 writes the final weights to OUT
 //   ddp_worker reducer                             bucketed all-reduce vs a plain all-reduce of every gradient
 //   ddp_worker die TIMEOUT_S                       rank 1 exits with code 3; rank 0 keeps running for 60 s
 //   ddp_worker rendezvous TIMEOUT_S                only joins the process group
@@ -31,14 +32,22 @@ Batch data() {
   return Batch(x, y);
 }
 
-int train(const std::string& out, int64_t microbatch, int64_t global_batch) {
+int train(const std::string& out, int64_t microbatch, int64_t global_batch, const std::string& clipping) {
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
   auto model = model_for_rank(100 + static_cast<uint64_t>(rank));  // different on each rank: the broadcast fixes it
   auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   auto loader = std::make_shared<DatasetLoader>(
       std::make_shared<TensorDataset>(data()),
       DatasetLoaderOptions(global_batch / world).shuffle(true).seed(3).num_workers(0).num_replicas(world).rank(rank));
+  std::vector<std::shared_ptr<Algorithm>> algos;
+  if (!clipping.empty()) {
+    const auto colon = clipping.find(':');
+    algos.push_back(algorithms::make_algorithm(
+        "gradient_clipping",
+        {{"clipping_type", clipping.substr(0, colon)}, {"clipping_threshold", clipping.substr(colon + 1)}}));
+  }
   Trainer trainer(TrainerOptions(model)
+                      .algorithms(algos)
                       .train_dataloader(loader)
                       .optimizer(opt)
                       .max_duration("6ba")
@@ -91,7 +100,8 @@ int reducer() {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "train" && argc == 5) return train(argv[2], std::atoll(argv[3]), std::atoll(argv[4]));
+    if (mode == "train" && (argc == 5 || argc == 6))
+      return train(argv[2], std::atoll(argv[3]), std::atoll(argv[4]), argc == 6 ? argv[5] : "");
     if (mode == "reducer") return reducer();
     if (mode == "unsharded") {  // a multi-rank run whose loader does not shard: the Trainer must refuse it
       auto model = model_for_rank(1);

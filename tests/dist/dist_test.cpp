@@ -67,6 +67,29 @@ TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
   }
 }
 
+// GradientClipping at AFTER_TRAIN_BATCH sees the gradients averaged over the ranks, so a clipped 2-rank run (with
+// microbatches) equals a clipped 1-rank run with the global batch; the thresholds are small enough to clip.
+TEST_F(DistTest, TwoRanksClipTheAveragedGradients) {
+  const std::string plain = (dir / "plain.pt").string();
+  ASSERT_EQ(run_process({DDP_WORKER, "train", plain, "0", "32"}).status, 0);
+  for (const char* clipping : {"norm:0.05", "adaptive:0.01"}) {
+    const std::string single = (dir / (std::string("one-") + clipping + ".pt")).string();
+    const std::string out = (dir / (std::string("two-") + clipping + ".pt")).string();
+    const ProcessResult one = run_process({DDP_WORKER, "train", single, "0", "32", clipping});
+    ASSERT_EQ(one.status, 0) << one.output;
+    const ProcessResult two = run_process(launch(2, {DDP_WORKER, "train", out, "8", "32", clipping}));
+    ASSERT_EQ(two.status, 0) << two.output;
+    const auto a = testing::read_pickled_tensors(single), b = testing::read_pickled_tensors(out),
+               unclipped = testing::read_pickled_tensors(plain);
+    double clipped_moved = 0;
+    for (const auto& [name, t] : a) {
+      EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name << " " << clipping;
+      clipped_moved = std::max(clipped_moved, (t - unclipped.at(name)).abs().max().item<double>());
+    }
+    EXPECT_GT(clipped_moved, 1e-3) << clipping << " did not clip";
+  }
+}
+
 TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
   const ProcessResult r = run_process(launch(2, {DDP_WORKER, "reducer"}));
   ASSERT_EQ(r.status, 0) << r.output;

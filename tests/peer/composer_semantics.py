@@ -2,9 +2,12 @@
 
 Usage: composer_semantics.py REQUESTS.json ANSWERS.json
 REQUESTS: {"time_strings": [str], "schedulers": [{"class": str, "kwargs": {...}, "max_duration": str,
-           "dataloader_len": int, "ssr": float, "batches": [int]}]}
+           "dataloader_len": int, "ssr": float, "batches": [int]}],
+           "gradient_clipping": [{"clipping_type": str, "clipping_threshold": float,
+                                  "params": [{"shape": [int], "weight": [float], "grad": [float] | null}]}]}
 ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
-           "schedulers": [{"factors": [float]} | {"error": str}]}
+           "schedulers": [{"factors": [float]} | {"error": str}],
+           "gradient_clipping": [{"grads": [[float] | null]}]}  (float64, flattened)
 """
 import json
 import sys
@@ -41,12 +44,27 @@ def scheduler_factors(spec):
     return {'factors': factors}
 
 
+def clipped_gradients(spec):
+    import torch
+    from composer.algorithms.gradient_clipping import apply_gradient_clipping
+
+    params = torch.nn.ParameterList()
+    for p in spec['params']:
+        param = torch.nn.Parameter(torch.tensor(p['weight'], dtype=torch.float64).reshape(p['shape']))
+        if p['grad'] is not None:
+            param.grad = torch.tensor(p['grad'], dtype=torch.float64).reshape(p['shape'])
+        params.append(param)
+    apply_gradient_clipping(params, spec['clipping_type'], spec['clipping_threshold'], fsdp_enabled=False)
+    return {'grads': [None if p.grad is None else p.grad.flatten().tolist() for p in params]}
+
+
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
     answers = {
         'time_strings': [time_string(s) for s in requests.get('time_strings', [])],
         'schedulers': [scheduler_factors(s) for s in requests.get('schedulers', [])],
+        'gradient_clipping': [clipped_gradients(s) for s in requests.get('gradient_clipping', [])],
     }
     with open(sys.argv[2], 'w') as f:
         json.dump(answers, f)

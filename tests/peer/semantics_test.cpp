@@ -1,5 +1,6 @@
 // Composer as the peer for small semantics: the same time strings and the same schedulers (with warmup, scale
 // schedule ratio and scale_warmup) asked of MosaicML Composer (tests/peer/composer_semantics.py) and of us.
+#include "composer/algorithms/gradient_clipping.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
 #include "composer/optim/registry.h"
@@ -187,6 +188,66 @@ TEST(PeerSemanticsTest, SchedulersGiveComposersFactors) {
     }
   }
   EXPECT_GT(compared, 30 * 100);
+}
+
+// Composer's apply_gradient_clipping and ours on the same float64 weights and gradients: a conv weight, a linear
+// weight, a bias, a scalar, a parameter without a gradient and one whose gradient is zero (adaptive's 0 / 0).
+TEST(PeerSemanticsTest, GradientClippingMatchesComposer) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const std::vector<std::vector<int64_t>> shapes{{4, 3, 3, 3}, {5, 7}, {5}, {}, {6}, {2, 3}};
+  auto make_params = [&] {
+    auto gen = at::detail::createCPUGenerator(17);
+    const auto f64 = at::TensorOptions().dtype(at::kDouble);
+    std::vector<at::Tensor> params;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      at::Tensor p = at::randn(shapes[i], gen, f64).set_requires_grad(true);
+      at::Tensor g = at::randn(shapes[i], gen, f64) * (i % 2 ? 3.0 : 0.02);
+      if (i == 4) g = at::Tensor();  // no gradient
+      if (i == 5) g = at::zeros(shapes[i], f64);
+      if (g.defined()) p.mutable_grad() = g;
+      params.push_back(p);
+    }
+    return params;
+  };
+  auto flat = [](const at::Tensor& t) {
+    const at::Tensor c = t.contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  };
+  const std::vector<std::pair<std::string, double>> cases{{"norm", 0.5}, {"norm", 1e6},      {"value", 0.1},
+                                                          {"value", 10}, {"adaptive", 0.01}, {"adaptive", 0.5}};
+  json requests = json::array();
+  for (const auto& [type, threshold] : cases) {
+    json params = json::array();
+    for (const auto& p : make_params()) {
+      params.push_back({{"shape", p.sizes().vec()},
+                        {"weight", flat(p.detach())},
+                        {"grad", p.grad().defined() ? json(flat(p.grad())) : json(nullptr)}});
+    }
+    requests.push_back({{"clipping_type", type}, {"clipping_threshold", threshold}, {"params", params}});
+  }
+  const json answers = ask_composer({{"gradient_clipping", requests}});
+  ASSERT_EQ(answers.at("gradient_clipping").size(), cases.size());
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const auto& [type, threshold] = cases[c];
+    Hparams h({{"t", type}}, "case");
+    functional::ClippingType kind{};
+    functional::read_field(h, "t", kind);
+    auto params = make_params();
+    functional::apply_gradient_clipping(params, kind, threshold);
+    const json& grads = answers["gradient_clipping"][c]["grads"];
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (grads[i].is_null()) {
+        EXPECT_FALSE(params[i].grad().defined()) << type << " param " << i;
+        continue;
+      }
+      const auto ours = flat(params[i].grad());
+      const auto theirs = grads[i].get<std::vector<double>>();
+      ASSERT_EQ(ours.size(), theirs.size());
+      for (size_t k = 0; k < ours.size(); ++k)
+        EXPECT_NEAR(ours[k], theirs[k], 1e-14 * std::max(1.0, std::abs(theirs[k])))
+            << type << " " << threshold << " param " << i << "[" << k << "]";
+    }
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "composer/algorithms/cutout.h"
 #include "composer/algorithms/factorize.h"
 #include "composer/algorithms/ghost_batchnorm.h"
+#include "composer/algorithms/gradient_clipping.h"
 #include "composer/algorithms/label_smoothing.h"
 #include "composer/algorithms/mixup.h"
 #include "composer/algorithms/module_surgery.h"
