@@ -46,8 +46,8 @@ Batch set_batch_sequence_length(const Batch& batch, int64_t seq_len, bool trunca
     }
     for (const auto& [key, t] : batch.fields()) {
       if (!t.defined() || t.dim() < 2) {
-        throw std::invalid_argument("set_batch_sequence_length: truncating needs every field sequence-shaped; '" +
-                                    key + "' has shape " + (t.defined() ? shape_of(t) : std::string("(none)")));
+        throw std::invalid_argument("set_batch_sequence_length: truncating needs every field sequence-shaped; '" + key +
+                                    "' has shape " + (t.defined() ? shape_of(t) : std::string("(none)")));
       }
       at::Tensor cut = t.narrow(1, 0, seq_len).contiguous();
       if (preserve_end_of_sequence) cut.index_put_({rows, eos_truncated}, t.index({rows, eos}));
@@ -94,9 +94,7 @@ void SeqLengthWarmupOptions::validate() const {
   }
 }
 
-SeqLengthWarmup::SeqLengthWarmup(SeqLengthWarmupOptions options) : options_(std::move(options)) {
-  options_.validate();
-}
+SeqLengthWarmup::SeqLengthWarmup(SeqLengthWarmupOptions options) : options_(std::move(options)) { options_.validate(); }
 
 bool SeqLengthWarmup::match(Event event, const State&) {
   return (event == Event::INIT && !initialized_) || event == Event::AFTER_DATALOADER;
@@ -110,8 +108,8 @@ void SeqLengthWarmup::activate(State& state) {
   const int64_t microbatch = state.device_train_microbatch_size;
   for (const auto& [key, t] : state.batch.fields()) {
     if (!t.defined() || t.dim() < 2) {
-      throw std::invalid_argument("SeqLengthWarmup needs every batch field sequence-shaped; '" + key +
-                                  "' has shape " + (t.defined() ? c10::str(t.sizes()) : std::string("(none)")));
+      throw std::invalid_argument("SeqLengthWarmup needs every batch field sequence-shaped; '" + key + "' has shape " +
+                                  (t.defined() ? c10::str(t.sizes()) : std::string("(none)")));
     }
     at::Tensor cut = t.narrow(1, 0, std::min(t.size(1), options_.max_seq_length()));
     if (microbatch > 0) cut = cut.narrow(0, 0, std::min(microbatch, cut.size(0)));
@@ -137,13 +135,11 @@ std::optional<int> SeqLengthWarmup::apply(Event event, State& state, Logger& log
     return std::nullopt;
   }
   if (!state.batch.has("input_ids")) {
-    throw std::invalid_argument("SeqLengthWarmup needs token batches with an 'input_ids' field (fields: " +
-                                [&] {
-                                  std::string k;
-                                  for (const auto& key : state.batch.keys()) k += (k.empty() ? "" : ", ") + key;
-                                  return k;
-                                }() +
-                                ")");
+    throw std::invalid_argument("SeqLengthWarmup needs token batches with an 'input_ids' field (fields: " + [&] {
+      std::string k;
+      for (const auto& key : state.batch.keys()) k += (k.empty() ? "" : ", ") + key;
+      return k;
+    }() + ")");
   }
   if (!activated_) activate(state);
   int64_t total_batches = 0;
@@ -156,13 +152,14 @@ std::optional<int> SeqLengthWarmup::apply(Event event, State& state, Logger& log
     throw std::invalid_argument("SeqLengthWarmup needs max_duration in epochs or batches (as in Composer), got " +
                                 state.max_duration->to_string());
   }
-  const int64_t length = functional::warmup_sequence_length(
-      state.timestamp.batch, total_batches, options_.duration(), options_.min_seq_length(),
-      options_.max_seq_length(), options_.step_size());
-  state.batch =
-      functional::set_batch_sequence_length(state.batch, length, options_.truncate(), options_.preserve_end_of_sequence());
-  logger.log_metrics({{"seq_length_warmup/curr_seq_len", static_cast<double>(length)},
-                      {"seq_length_warmup/curr_bs", static_cast<double>(state.batch.at(std::string("input_ids")).size(0))}});
+  const int64_t length =
+      functional::warmup_sequence_length(state.timestamp.batch, total_batches, options_.duration(),
+                                         options_.min_seq_length(), options_.max_seq_length(), options_.step_size());
+  state.batch = functional::set_batch_sequence_length(state.batch, length, options_.truncate(),
+                                                      options_.preserve_end_of_sequence());
+  logger.log_metrics(
+      {{"seq_length_warmup/curr_seq_len", static_cast<double>(length)},
+       {"seq_length_warmup/curr_bs", static_cast<double>(state.batch.at(std::string("input_ids")).size(0))}});
   return std::nullopt;
 }
 
