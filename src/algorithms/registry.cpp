@@ -32,6 +32,8 @@ std::vector<AlgorithmEntry> entries() {
       entry<ProgressiveResizing, ProgressiveResizingOptions>("progressive_resizing", "ProgressiveResizing",
                                                              "small images first"),
       entry<RandAugment, RandAugmentOptions>("randaugment", "RandAugment", "random augmentation chains"),
+      entry<SeqLengthWarmup, SeqLengthWarmupOptions>("seq_length_warmup", "SeqLengthWarmup",
+                                                     "short sequences first, lengthened during warmup"),
       entry<SqueezeExcite, SqueezeExciteOptions>("squeeze_excite", "SqueezeExcite",
                                                  "channel attention after wide convs"),
       entry<StochasticDepth, StochasticDepthOptions>("stochastic_depth", "StochasticDepth", "drop residual branches"),

@@ -41,6 +41,24 @@ inline std::shared_ptr<DatasetLoader> tiny_image_loader(int64_t batch_size = 32,
           .transform(make_image_transform(ImageTransformOptions().mean({0.5, 0.5, 0.5}).std({0.25, 0.25, 0.25}))));
 }
 
+/// Whether a registered algorithm works on token batches (input_ids, labels) and a language model.
+inline bool is_language_algorithm(const std::string& name) { return name == "seq_length_warmup"; }
+
+/// A tiny GPT (vocab 17, 2 layers, d_model 16, sequences up to 32) as a ComposerLanguageModel.
+inline std::shared_ptr<ComposerModel> tiny_gpt(uint64_t seed = 0) {
+  torch::manual_seed(seed);
+  return std::make_shared<ComposerLanguageModel>(std::make_shared<models::GPT>(
+      models::TransformerConfig().vocab_size(17).max_seq_len(32).n_layer(2).n_head(2).d_model(16)));
+}
+
+/// Token batches: input_ids [n, 32] and labels (the next token), from a fixed generator.
+inline std::shared_ptr<TensorDataLoader> tiny_token_loader(int64_t batch_size = 8, int64_t n = 32) {
+  auto gen = at::detail::createCPUGenerator(9);
+  const at::Tensor tokens = at::randint(0, 17, {n, 33}, gen, at::TensorOptions().dtype(at::kLong));
+  Batch data({{"input_ids", tokens.narrow(1, 0, 32).contiguous()}, {"labels", tokens.narrow(1, 1, 32).contiguous()}});
+  return std::make_shared<TensorDataLoader>(std::move(data), TensorDataLoaderOptions(batch_size));
+}
+
 /// The config names of every registered algorithm, for parameterised suites.
 inline std::vector<std::string> registered_algorithms() {
   std::vector<std::string> names;

@@ -26,6 +26,7 @@ const std::map<std::string, std::set<Event>>& expected_events() {
       {"cutout", {Event::AFTER_DATALOADER}},
       {"factorize", {Event::INIT}},
       {"ghost_batchnorm", {Event::INIT}},
+      {"seq_length_warmup", {Event::INIT, Event::AFTER_DATALOADER}},
       {"gradient_clipping", {Event::INIT, Event::AFTER_TRAIN_BATCH}},
       {"label_smoothing", {Event::BEFORE_LOSS, Event::AFTER_LOSS}},
       {"mixup", {Event::BEFORE_FORWARD, Event::BEFORE_LOSS}},
@@ -42,9 +43,12 @@ std::shared_ptr<ComposerClassifier> tiny_model(uint64_t seed = 0) {
   return ComposerClassifier::wrap(tiny_convnet(seed));
 }
 
-TrainerOptions tiny_run(std::shared_ptr<ComposerModel> model, std::shared_ptr<Algorithm> algorithm) {
+TrainerOptions tiny_run(std::shared_ptr<ComposerModel> model, std::shared_ptr<Algorithm> algorithm,
+                        bool tokens = false) {
+  std::shared_ptr<DataLoader> loader = tokens ? std::shared_ptr<DataLoader>(composer::testing::tiny_token_loader())
+                                              : std::shared_ptr<DataLoader>(tiny_image_loader());
   return composer::testing::quiet_options(std::move(model))
-      .train_dataloader(tiny_image_loader())
+      .train_dataloader(loader)
       .max_duration(Time::from_batch(2))
       .algorithms({std::move(algorithm)});
 }
@@ -157,9 +161,10 @@ TEST_P(Conformance, DocsTableIsTheFieldList) {
 TEST_P(Conformance, TrainsAStepAndKeepsItsStateThroughACheckpoint) {
   const auto dir = std::filesystem::temp_directory_path() / ("conformance_" + GetParam());
   std::filesystem::remove_all(dir);
-  auto model = tiny_model();
+  const bool tokens = composer::testing::is_language_algorithm(GetParam());
+  std::shared_ptr<ComposerModel> model = tokens ? composer::testing::tiny_gpt() : tiny_model();
   const auto before = weights(*model);
-  Trainer trainer(tiny_run(model, composer::testing::make_example(GetParam())));
+  Trainer trainer(tiny_run(model, composer::testing::make_example(GetParam()), tokens));
   trainer.fit();
   EXPECT_TRUE(std::isfinite(trainer.state().total_loss_dict.at("loss/train/total")));
   const auto after = weights(*model);
@@ -170,9 +175,11 @@ TEST_P(Conformance, TrainsAStepAndKeepsItsStateThroughACheckpoint) {
   const std::string path = (dir / "ep0.pt").string();
   save_checkpoint(trainer.state(), path);
 
-  auto fresh_model = tiny_model(1);  // different weights, same structure once the algorithm has run at INIT
+  std::shared_ptr<ComposerModel> fresh_model =
+      tokens ? composer::testing::tiny_gpt(1)
+             : tiny_model(1);  // different weights, same structure once the algorithm has run at INIT
   auto algorithm = composer::testing::make_example(GetParam());
-  Trainer resumed(tiny_run(fresh_model, algorithm));
+  Trainer resumed(tiny_run(fresh_model, algorithm, tokens));
   apply_checkpoint(resumed.state(), read_checkpoint(path), CheckpointLoadOptions(), path);
   EXPECT_EQ(algorithm->state_dict().toGenericDict().at("repr").toStringRef(),
             trainer.state().algorithms.at(0)->state_dict().toGenericDict().at("repr").toStringRef());

@@ -155,6 +155,27 @@ const std::map<std::string, std::function<void()>>& checks() {
          const auto a = nets[0]->parameters(), b = nets[1]->parameters();
          for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i].grad(), b[i].grad())) << i;
        }},
+      {"seq_length_warmup",
+       [] {
+         Run run;
+         auto loader = composer::testing::tiny_token_loader(8, 8);
+         loader->reset();
+         run.state.batch = *loader->next();
+         const Batch original = run.state.batch;
+         auto algorithm = algorithms::make_algorithm(
+             "seq_length_warmup", {{"min_seq_length", "8"}, {"max_seq_length", "32"}, {"duration", "0.5"}});
+         algorithm->apply(Event::AFTER_DATALOADER, run.state, run.logger);  // batch 65 of 100: past the warmup
+         const int64_t length = functional::warmup_sequence_length(65, 100, 0.5, 8, 32, 8);
+         EXPECT_EQ(length, 32);
+         const Batch expected = functional::set_batch_sequence_length(original, length);
+         EXPECT_TRUE(torch::equal(run.state.batch.at(std::string("input_ids")), expected.at(std::string("input_ids"))));
+         run.state.timestamp.batch = 20;  // 3 increments every 50 / 3 = 16 batches: 8 + 8 * (20 / 16) = 16
+         run.state.batch = original;
+         algorithm->apply(Event::AFTER_DATALOADER, run.state, run.logger);
+         EXPECT_EQ(functional::warmup_sequence_length(20, 100, 0.5, 8, 32, 8), 16);
+         EXPECT_TRUE(torch::equal(run.state.batch.at(std::string("labels")),
+                                  functional::set_batch_sequence_length(original, 16).at(std::string("labels"))));
+       }},
       {"label_smoothing",
        [] {
          Run run;

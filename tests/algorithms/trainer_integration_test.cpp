@@ -93,3 +93,48 @@ TEST(AlgorithmTrainerTest, StochasticDepthWarmupRampsTheRates) {
   sd->apply(Event::BATCH_START, state, logger);
   EXPECT_NEAR(last->drop_rate, 0.4 * 0.49 / 0.5, 1e-12);
 }
+
+// The timestamp counts the tokens of the shortened batches: 4 batches of 8 rows at lengths 8, 16, 24, 32.
+TEST(SeqLengthWarmupTest, TheTimestampCountsTheShortenedBatchesTokens) {
+  auto model = composer::testing::tiny_gpt();
+  Trainer trainer(
+      composer::testing::quiet_options(model)
+          .train_dataloader(composer::testing::tiny_token_loader(8, 32))
+          .max_duration(Time::from_batch(4))
+          .algorithms({algorithms::make_algorithm(
+              "seq_length_warmup",
+              {{"min_seq_length", "8"}, {"max_seq_length", "32"}, {"step_size", "8"}, {"duration", "1"}})}));
+  trainer.fit();
+  EXPECT_EQ(trainer.state().timestamp.token, 8 * (8 + 16 + 24 + 32));
+  EXPECT_EQ(trainer.state().timestamp.sample, 32);
+  EXPECT_TRUE(std::isfinite(trainer.state().total_loss_dict.at("loss/train/total")));
+}
+
+TEST(SeqLengthWarmupTest, BadBatchesAndDurationsAreNamed) {
+  auto expect_error = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      FAIL() << "expected an error mentioning " << needle;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error(
+      [] {
+        algorithms::make_algorithm("seq_length_warmup", {{"max_seq_length", "4"}});
+      },
+      "max_seq_length 4 must be >= min_seq_length 8");
+  expect_error([] { algorithms::make_algorithm("seq_length_warmup", {{"duration", "1.5"}}); }, "duration");
+  expect_error(
+      [] {
+        Trainer t(composer::testing::quiet_options(ComposerClassifier::wrap(tiny_convnet()))
+                      .train_dataloader(tiny_image_loader())
+                      .max_duration(Time::from_batch(1))
+                      .algorithms({algorithms::make_algorithm("seq_length_warmup")}));
+        t.fit();
+      },
+      "needs token batches with an 'input_ids' field");
+  Batch images(torch::zeros({2, 3, 4, 4}), torch::zeros({2}, torch::kLong));
+  expect_error([&] { functional::set_batch_sequence_length(images, 2); }, "'target' has shape [2]");
+  expect_error([&] { functional::set_batch_sequence_length(images, 2, /*truncate=*/false); }, "needs an 'input_ids'");
+}

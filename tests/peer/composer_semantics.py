@@ -58,6 +58,27 @@ def clipped_gradients(spec):
     return {'grads': [None if p.grad is None else p.grad.flatten().tolist() for p in params]}
 
 
+def seq_length_warmup(spec):
+    """Composer's SeqLengthWarmup at AFTER_DATALOADER on a token batch, after its activation pass."""
+    import torch
+    from composer.algorithms import SeqLengthWarmup
+    from composer.core import Event
+
+    algo = SeqLengthWarmup(**spec['kwargs'])
+    algo._activated = True  # the activation pass only reserves memory
+    batch = {k: torch.tensor(v, dtype=torch.long) for k, v in spec['batch'].items()}
+    logged = {}
+    state = types.SimpleNamespace(batch=batch, dataloader=object(), dataloader_len=spec['dataloader_len'],
+                                  max_duration=Time.from_timestring(spec['max_duration']),
+                                  timestamp=Timestamp(batch=spec['batch_index']))
+    logger = types.SimpleNamespace(log_metrics=logged.update)
+    try:
+        algo.apply(Event.AFTER_DATALOADER, state, logger)
+    except Exception as e:  # noqa: BLE001
+        return {'error': f'{type(e).__name__}: {e}'}
+    return {'batch': {k: v.tolist() for k, v in state.batch.items()}, 'logged': logged}
+
+
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
@@ -65,6 +86,7 @@ def main():
         'time_strings': [time_string(s) for s in requests.get('time_strings', [])],
         'schedulers': [scheduler_factors(s) for s in requests.get('schedulers', [])],
         'gradient_clipping': [clipped_gradients(s) for s in requests.get('gradient_clipping', [])],
+        'seq_length_warmup': [seq_length_warmup(s) for s in requests.get('seq_length_warmup', [])],
     }
     with open(sys.argv[2], 'w') as f:
         json.dump(answers, f)

@@ -1,6 +1,9 @@
 // Composer as the peer for small semantics: the same time strings and the same schedulers (with warmup, scale
 // schedule ratio and scale_warmup) asked of MosaicML Composer (tests/peer/composer_semantics.py) and of us.
 #include "composer/algorithms/gradient_clipping.h"
+#include "composer/algorithms/registry.h"
+#include "composer/algorithms/seq_length_warmup.h"
+#include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
 #include "composer/optim/registry.h"
@@ -247,6 +250,73 @@ TEST(PeerSemanticsTest, GradientClippingMatchesComposer) {
         EXPECT_NEAR(ours[k], theirs[k], 1e-14 * std::max(1.0, std::abs(theirs[k])))
             << type << " " << threshold << " param " << i << "[" << k << "]";
     }
+  }
+}
+
+// Composer's SeqLengthWarmup and ours on the same token batch at several points of the schedule, in both modes, with
+// and without preserve_end_of_sequence: the same batch and the same logged length and batch size.
+TEST(PeerSemanticsTest, SeqLengthWarmupMatchesComposer) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  auto gen = at::detail::createCPUGenerator(5);
+  const at::Tensor ids = at::randint(0, 50, {4, 40}, gen, at::TensorOptions().dtype(at::kLong));
+  at::Tensor mask = at::ones({4, 40}, at::kLong);
+  mask.narrow(1, 30, 10).narrow(0, 0, 2).zero_();  // two rows end at 30
+  auto rows = [](const at::Tensor& t) {
+    std::vector<std::vector<int64_t>> out;
+    for (int64_t i = 0; i < t.size(0); ++i) {
+      const at::Tensor r = t[i].contiguous();
+      out.emplace_back(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
+    }
+    return out;
+  };
+  struct Case {
+    std::map<std::string, std::string> hparams;
+    json kwargs;
+    std::string max_duration;
+    int64_t batch;
+  };
+  std::vector<Case> cases;
+  for (int64_t b : {0, 5, 17, 30, 59, 60, 99}) {
+    cases.push_back({{{"min_seq_length", "8"}, {"max_seq_length", "40"}, {"step_size", "8"}, {"duration", "0.6"}},
+                     {{"min_seq_length", 8}, {"max_seq_length", 40}, {"step_size", 8}, {"duration", 0.6}},
+                     "100ba",
+                     b});
+  }
+  cases.push_back({{{"min_seq_length", "8"}, {"max_seq_length", "40"}, {"truncate", "false"}},
+                   {{"min_seq_length", 8}, {"max_seq_length", 40}, {"truncate", false}},
+                   "10ep",
+                   3});
+  cases.push_back({{{"min_seq_length", "8"}, {"max_seq_length", "40"}, {"preserve_end_of_sequence", "true"}},
+                   {{"min_seq_length", 8}, {"max_seq_length", 40}, {"preserve_end_of_sequence", true}},
+                   "10ep",
+                   7});
+  json requests = json::array();
+  for (const auto& c : cases) {
+    requests.push_back({{"kwargs", c.kwargs},
+                        {"batch", {{"input_ids", rows(ids)}, {"labels", rows(ids)}, {"attention_mask", rows(mask)}}},
+                        {"dataloader_len", 10},
+                        {"max_duration", c.max_duration},
+                        {"batch_index", c.batch}});
+  }
+  const json answers = ask_composer({{"seq_length_warmup", requests}});
+  ASSERT_EQ(answers.at("seq_length_warmup").size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json& a = answers["seq_length_warmup"][i];
+    ASSERT_FALSE(a.contains("error")) << a.dump();
+    State s;
+    s.batch = Batch({{"input_ids", ids.clone()}, {"labels", ids.clone()}, {"attention_mask", mask.clone()}});
+    s.max_duration = Time::from_string(cases[i].max_duration);
+    s.dataloader_len = 10;
+    s.timestamp.batch = cases[i].batch;
+    Logger logger(s);
+    algorithms::make_algorithm("seq_length_warmup", cases[i].hparams)->apply(Event::AFTER_DATALOADER, s, logger);
+    for (const auto& key : {"input_ids", "labels", "attention_mask"}) {
+      EXPECT_EQ(rows(s.batch.at(std::string(key))), a["batch"][key].get<std::vector<std::vector<int64_t>>>())
+          << "case " << i << " " << key;
+    }
+    EXPECT_EQ(s.batch.at(std::string("input_ids")).size(1),
+              a["logged"]["seq_length_warmup/curr_seq_len"].get<int64_t>())
+        << "case " << i;
   }
 }
 

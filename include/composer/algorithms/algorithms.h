@@ -18,6 +18,7 @@
 #include "composer/algorithms/progressive_resizing.h"
 #include "composer/algorithms/randaugment.h"
 #include "composer/algorithms/registry.h"
+#include "composer/algorithms/seq_length_warmup.h"
 #include "composer/algorithms/squeeze_excite.h"
 #include "composer/algorithms/stochastic_depth.h"
 #include "composer/algorithms/weight_standardization.h"
