@@ -155,17 +155,23 @@ void update_params_in_optimizer(const std::vector<at::Tensor>& old_params, const
     throw std::invalid_argument("update_params_in_optimizer: none of the replaced module's " +
                                 std::to_string(old_params.size()) + " parameters is in the optimizer");
   }
-  const size_t g = owner.value_or(0);
-  for (const auto& p : old_params) optim::erase_param_state(optimizer, p);
-  auto& params = groups[g].params();
-  params.erase(std::remove_if(params.begin(), params.end(),
+  remove_params_from_optimizer(old_params, optimizer);
+  auto& params = groups[owner.value_or(0)].params();
+  params.insert(params.end(), new_params.begin(), new_params.end());
+}
+
+void remove_params_from_optimizer(const std::vector<at::Tensor>& params, torch::optim::Optimizer& optimizer) {
+  for (auto& group : optimizer.param_groups()) {
+    auto& held = group.params();
+    held.erase(std::remove_if(held.begin(), held.end(),
                               [&](const at::Tensor& q) {
-                                for (const auto& p : old_params)
+                                for (const auto& p : params)
                                   if (q.is_same(p)) return true;
                                 return false;
                               }),
-               params.end());
-  params.insert(params.end(), new_params.begin(), new_params.end());
+               held.end());
+  }
+  for (const auto& p : params) optim::erase_param_state(optimizer, p);
 }
 
 }  // namespace composer

@@ -15,6 +15,7 @@ AlgorithmEntry entry(std::string name, std::string class_name, std::string summa
 
 std::vector<AlgorithmEntry> entries() {
   return {
+      entry<Alibi, AlibiOptions>("alibi", "Alibi", "attention biases instead of position embeddings; short sequences"),
       entry<AugMix, AugMixOptions>("augmix", "AugMix", "mix each image with augmented copies"),
       entry<BlurPool, BlurPoolOptions>("blurpool", "BlurPool", "anti-aliased strided convs and max-pools"),
       entry<ChannelsLast, ChannelsLastOptions>("channels_last", "ChannelsLast",
@@ -22,13 +23,20 @@ std::vector<AlgorithmEntry> entries() {
       entry<ColOut, ColOutOptions>("colout", "ColOut", "drop random rows and columns"),
       entry<CutMix, CutMixOptions>("cutmix", "CutMix", "paste boxes between samples, mix labels by area"),
       entry<CutOut, CutOutOptions>("cutout", "CutOut", "zero random squares"),
+      entry<EMA, EMAOptions>("ema", "EMA", "evaluate with an exponential moving average of the weights"),
       entry<Factorize, FactorizeOptions>("factorize", "Factorize", "low-rank convs and linears"),
       entry<GhostBatchNorm, GhostBatchNormOptions>("ghost_batchnorm", "GhostBatchNorm",
                                                    "batch norm over ghost batches"),
       entry<GradientClipping, GradientClippingOptions>("gradient_clipping", "GradientClipping",
                                                        "clip gradients by norm, value or adaptively"),
       entry<LabelSmoothing, LabelSmoothingOptions>("label_smoothing", "LabelSmoothing", "soft targets"),
+      entry<LayerFreezing, LayerFreezingOptions>("layer_freezing", "LayerFreezing",
+                                                 "freeze the earliest layers progressively"),
+      entry<LowPrecisionLayerNorm, LowPrecisionLayerNormOptions>("low_precision_layernorm", "LowPrecisionLayerNorm",
+                                                                 "LayerNorm in the autocast dtype"),
       entry<MixUp, MixUpOptions>("mixup", "MixUp", "convex combinations of samples and labels"),
+      entry<NoOpModel, NoOpModelOptions>("no_op_model", "NoOpModel",
+                                         "a one-parameter stand-in model, to time the Trainer alone"),
       entry<ProgressiveResizing, ProgressiveResizingOptions>("progressive_resizing", "ProgressiveResizing",
                                                              "small images first"),
       entry<RandAugment, RandAugmentOptions>("randaugment", "RandAugment", "random augmentation chains"),

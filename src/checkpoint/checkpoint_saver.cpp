@@ -100,10 +100,12 @@ void CheckpointSaver::iteration_checkpoint(State& state, Logger& logger) {
   maybe_save(state, logger, Event::ITERATION_CHECKPOINT);
 }
 
+bool CheckpointSaver::will_save_checkpoint(const State& state, Event event) const {
+  return state.timestamp.batch != last_saved_batch_ && due_(state, event);
+}
+
 void CheckpointSaver::maybe_save(State& state, Logger& logger, Event event) {
-  if (state.timestamp.batch == last_saved_batch_) return;
-  if (!due_(state, event)) return;
-  save(state, logger);
+  if (will_save_checkpoint(state, event)) save(state, logger);
 }
 
 void CheckpointSaver::save(State& state, Logger& logger) {

@@ -20,6 +20,8 @@ std::string field_text(const BatchKey& value) {
                                                 : field_text(std::get<std::string>(value));
 }
 
+std::string field_text(Event value) { return field_text(std::string(event_value(value))); }
+
 std::vector<std::string> split_top_level(const std::string& text) {
   std::vector<std::string> items;
   std::string item;
@@ -114,6 +116,16 @@ Time read_time(Hparams& h, const std::string& key, TimeUnit int_unit) {
 }
 void read_field(Hparams& h, const std::string& key, bool& value) { value = h.get_bool(key, value); }
 void read_field(Hparams& h, const std::string& key, std::string& value) { value = h.get_string(key, value); }
+
+void read_field(Hparams& h, const std::string& key, Event& value) {
+  std::string text = h.get_string(key, event_value(value));
+  if (text.rfind("Event.", 0) == 0) text = text.substr(6);
+  try {
+    value = parse_event(text);
+  } catch (const std::invalid_argument&) {
+    h.fail(key, "an event such as 'init' or 'after_load'");
+  }
+}
 
 void read_field(Hparams& h, const std::string& key, Time& value) {
   const std::string text = h.get_string(key, value.to_string());

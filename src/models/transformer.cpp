@@ -24,7 +24,9 @@ void init_transformer(torch::nn::Module& m, int64_t n_layer) {
   }
 }
 
-at::Tensor positions(const at::Tensor& ids, int64_t max_len) {
+// Positions 0..L-1 for the position embedding `table`, whose rows bound the sequence length.
+at::Tensor positions(const at::Tensor& ids, const nn::Layer& table) {
+  const int64_t max_len = static_cast<const nn::Embedding&>(table).weight.size(0);
   const int64_t l = ids.size(1);
   if (l > max_len) {
     throw std::invalid_argument("sequence length " + std::to_string(l) + " exceeds max_seq_len " +
@@ -96,7 +98,7 @@ GPT::GPT(TransformerConfig config) : config_(config) {
 }
 
 at::Tensor GPT::forward(const at::Tensor& ids) {
-  at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, config_.max_seq_len()));
+  at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, child("wpe")));
   x = at::dropout(x, config_.dropout(), is_training());
   x = child("ln_f").forward(child("h").forward(x));
   const auto& wte = static_cast<nn::Embedding&>(child("wte"));
@@ -139,7 +141,7 @@ BertMLM::BertMLM(TransformerConfig config) : config_(config) {
 
 at::Tensor BertMLM::forward(const at::Tensor& ids) {
   at::Tensor x = child("word_embeddings").forward(ids) +
-                 child("position_embeddings").forward(positions(ids, config_.max_seq_len()));
+                 child("position_embeddings").forward(positions(ids, child("position_embeddings")));
   x = at::dropout(child("embeddings_ln").forward(x), config_.dropout(), is_training());
   x = child("head").forward(child("layers").forward(x));
   const auto& emb = static_cast<nn::Embedding&>(child("word_embeddings"));

@@ -42,7 +42,7 @@ inline std::shared_ptr<DatasetLoader> tiny_image_loader(int64_t batch_size = 32,
 }
 
 /// Whether a registered algorithm works on token batches (input_ids, labels) and a language model.
-inline bool is_language_algorithm(const std::string& name) { return name == "seq_length_warmup"; }
+inline bool is_language_algorithm(const std::string& name) { return name == "seq_length_warmup" || name == "alibi"; }
 
 /// A tiny GPT (vocab 17, 2 layers, d_model 16, sequences up to 32) as a ComposerLanguageModel.
 inline std::shared_ptr<ComposerModel> tiny_gpt(uint64_t seed = 0) {
@@ -70,6 +70,7 @@ inline std::vector<std::string> registered_algorithms() {
 /// are built with none, from their defaults.
 inline std::map<std::string, std::string> example_hparams(const std::string& name) {
   if (name == "gradient_clipping") return {{"clipping_type", "norm"}, {"clipping_threshold", "0.5"}};
+  if (name == "alibi") return {{"max_sequence_length", "64"}};
   return {};
 }
 

@@ -176,6 +176,85 @@ const std::map<std::string, std::function<void()>>& checks() {
          EXPECT_TRUE(torch::equal(run.state.batch.at(std::string("labels")),
                                   functional::set_batch_sequence_length(original, 16).at(std::string("labels"))));
        }},
+      {"alibi",
+       [] {
+         // The class at INIT and apply_alibi on the same GPT: the same logits on a sequence longer than it was built
+         // for, and the same parameters.
+         Run run;
+         auto via_class = composer::testing::tiny_gpt(0);
+         run.state.model = via_class;
+         composer::testing::make_example("alibi")->apply(Event::INIT, run.state, run.logger);
+         auto via_fn = composer::testing::tiny_gpt(0);
+         EXPECT_EQ(functional::apply_alibi(*via_fn, 64), 2);
+         via_class->eval();
+         via_fn->eval();
+         const at::Tensor ids = torch::randint(0, 17, {2, 48}, at::TensorOptions().dtype(at::kLong));
+         const Batch batch({{"input_ids", ids}, {"labels", ids}});
+         EXPECT_TRUE(torch::equal(via_class->forward(batch), via_fn->forward(batch)));
+         EXPECT_EQ(via_class->named_parameters().keys(), via_fn->named_parameters().keys());
+       }},
+      {"ema",
+       [] {
+         // The class at INIT then BATCH_END after a change of the weights, and compute_ema on a copy of the start.
+         Run run;
+         auto net = tiny_convnet(0);
+         run.state.model = ComposerClassifier::wrap(net);
+         run.state.timestamp.batch = 1;
+         auto algorithm = std::dynamic_pointer_cast<algorithms::EMA>(
+             algorithms::make_algorithm("ema", {{"half_life", "4ba"}, {"ema_start", "0ba"}}));
+         algorithm->apply(Event::INIT, run.state, run.logger);
+         ASSERT_TRUE(algorithm->match(Event::BATCH_END, run.state));  // starts: the average is the weights now
+         {
+           torch::NoGradGuard no_grad;
+           for (auto& p : net->parameters()) p.add_(1.0);
+         }
+         algorithm->apply(Event::BATCH_END, run.state, run.logger);
+         auto start = tiny_convnet(0);
+         functional::compute_ema(*net, *start, algorithm->smoothing());
+         const auto averaged = start->named_parameters();
+         for (const auto& [name, t] : algorithm->ema_model()->named_parameters_dict) {
+           EXPECT_TRUE(torch::equal(t, averaged[name.substr(std::string("module.").size())])) << name;
+         }
+       }},
+      {"layer_freezing",
+       [] {
+         Run run;  // batch 65 of 100: 0.3 of the layers frozen with the defaults
+         auto net = tiny_convnet(0);
+         run.state.model = ComposerClassifier::wrap(net);
+         algorithms::make_algorithm("layer_freezing")->apply(Event::EPOCH_END, run.state, run.logger);
+         auto direct = tiny_convnet(0);
+         const auto [depth, fraction] = functional::freeze_layers(*direct, nullptr, 0.65);
+         EXPECT_GT(depth, 0);
+         const auto a = net->parameters(), b = direct->parameters();
+         ASSERT_EQ(a.size(), b.size());
+         for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].requires_grad(), b[i].requires_grad()) << i;
+       }},
+      {"low_precision_layernorm",
+       [] {
+         Run run;
+         run.state.precision = Precision::AMP_BF16;
+         auto via_class = composer::testing::tiny_gpt(0);
+         run.state.model = via_class;
+         algorithms::make_algorithm("low_precision_layernorm")->apply(Event::INIT, run.state, run.logger);
+         auto via_fn = composer::testing::tiny_gpt(0);
+         EXPECT_EQ(functional::apply_low_precision_layernorm(*via_fn, Precision::AMP_BF16).size(), 5u);
+         EXPECT_EQ(count_module_instances<nn::LPLayerNorm>(*via_class), 5);
+         EXPECT_EQ(count_module_instances<nn::LPLayerNorm>(*via_fn), 5);
+         const auto a = via_class->named_parameters(), b = via_fn->named_parameters();
+         EXPECT_EQ(a.keys(), b.keys());
+         for (const auto& item : a) EXPECT_TRUE(torch::equal(item.value(), b[item.key()])) << item.key();
+       }},
+      {"no_op_model",
+       [] {
+         // No functional form in Composer either: the class puts a NoOpModelClass of the old model in the state.
+         Run run;
+         run.state.model = ComposerClassifier::wrap(tiny_convnet(0));
+         algorithms::make_algorithm("no_op_model")->apply(Event::INIT, run.state, run.logger);
+         auto* stand_in = dynamic_cast<algorithms::NoOpModelClass*>(run.state.model.get());
+         ASSERT_NE(stand_in, nullptr);
+         algorithms::NoOpModelClass direct(*tiny_convnet(0));
+         EXPECT_TRUE(torch::equal(stand_in->forward(run.state.batch), direct.forward(run.state.batch)));
+       }},
       {"label_smoothing",
        [] {
          Run run;

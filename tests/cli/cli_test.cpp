@@ -113,7 +113,7 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_EQ(train(config("f5.yaml", synthetic()), {"model.hidden=[8, wide]"}), 2);
   EXPECT_NE(err.str().find("model.hidden: expected an integer, got 'wide'"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("g.yaml", synthetic("algorithms: [{name: BlurPol}]\n"))), 2);
-  EXPECT_NE(err.str().find("algorithms.0.name: unknown algorithm 'BlurPol'; registered: augmix, blurpool"),
+  EXPECT_NE(err.str().find("algorithms.0.name: unknown algorithm 'BlurPol'; registered: alibi, augmix, blurpool"),
             std::string::npos)
       << err.str();
   EXPECT_EQ(train(config("h.yaml", synthetic("algorithms: [{name: mixup, alpha: lots}]\n"))), 2);

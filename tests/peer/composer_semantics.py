@@ -4,10 +4,17 @@ Usage: composer_semantics.py REQUESTS.json ANSWERS.json
 REQUESTS: {"time_strings": [str], "schedulers": [{"class": str, "kwargs": {...}, "max_duration": str,
            "dataloader_len": int, "ssr": float, "batches": [int]}],
            "gradient_clipping": [{"clipping_type": str, "clipping_threshold": float,
-                                  "params": [{"shape": [int], "weight": [float], "grad": [float] | null}]}]}
+                                  "params": [{"shape": [int], "weight": [float], "grad": [float] | null}]}],
+           "seq_length_warmup": [...], "ema": [{"kwargs": {...}, "tensors": [{"name": str, "shape": [int],
+                    "dtype": "float64" | "int64", "buffer": bool, "model": [float], "ema": [float]}]}],
+           "freeze_layers": [{"current_duration": float, "freeze_start": float, "freeze_level": float}],
+           "alibi": [{"n_heads": int, "max_len": int, "causal": bool}]}
 ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
            "schedulers": [{"factors": [float]} | {"error": str}],
-           "gradient_clipping": [{"grads": [[float] | null]}]}  (float64, flattened)
+           "gradient_clipping": [{"grads": [[float] | null]}],  (float64, flattened)
+           "ema": [{"smoothing": float, "ema": {name: [float]}} | {"error": str}],
+           "freeze_layers": [{"depth": int, "percentage": float, "requires_grad": [bool], "in_optimizer": int}],
+           "alibi": [{"slopes": [float], "shape": [int], "bias": [float]}]}
 """
 import json
 import sys
@@ -79,6 +86,73 @@ def seq_length_warmup(spec):
     return {'batch': {k: v.tolist() for k, v in state.batch.items()}, 'logged': logged}
 
 
+def ema(spec):
+    """Composer's EMA smoothing from its arguments, then one compute_ema on EMAParameters of a second module."""
+    import torch
+    from composer.algorithms import EMA
+    from composer.algorithms.ema.ema import EMAParameters, compute_ema
+
+    try:
+        algo = EMA(**spec['kwargs'])
+    except Exception as e:  # noqa: BLE001
+        return {'error': f'{type(e).__name__}: {e}'}
+
+    def module(which):
+        m = torch.nn.Module()
+        for t in spec['tensors']:
+            dtype = torch.int64 if t['dtype'] == 'int64' else torch.float64
+            value = torch.tensor(t[which], dtype=dtype).reshape(t['shape'])
+            if t['buffer']:
+                m.register_buffer(t['name'], value)
+            else:
+                m.register_parameter(t['name'], torch.nn.Parameter(value))
+        return m
+
+    model, averaged = module('model'), EMAParameters(module('ema'))
+    compute_ema(model, averaged, smoothing=algo.smoothing)
+    out = {name: t.flatten().tolist() for name, t in averaged.named_parameters_dict.items()}
+    out.update({name: t.flatten().tolist() for name, t in averaged.named_buffers_dict.items()})
+    return {'smoothing': algo.smoothing, 'ema': out}
+
+
+def freeze_layers(spec):
+    """Composer's freeze_layers on Linear(3,3), Sequential(Linear(3,3), ReLU, Linear(3,3)), ReLU, Linear(3,2)."""
+    import torch
+    from composer.algorithms.layer_freezing import freeze_layers as composer_freeze_layers
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3),
+                                torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(), torch.nn.Linear(3, 3)),
+                                torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    depth, percentage = composer_freeze_layers(model, optimizer, spec['current_duration'], spec['freeze_start'],
+                                               spec['freeze_level'])
+    return {'depth': depth, 'percentage': percentage,
+            'requires_grad': [p.requires_grad for p in model.parameters()],
+            'in_optimizer': sum(len(g['params']) for g in optimizer.param_groups)}
+
+
+def alibi(spec):
+    """Composer's ALiBi slopes and the bias buffer register_alibi puts on a module.
+
+    The surgery package imports transformers on import; its utils module (torch only) is loaded from its file."""
+    import importlib.util
+    import os
+
+    import composer
+    import torch
+
+    path = os.path.join(os.path.dirname(composer.__file__), 'algorithms', 'alibi', 'attention_surgery_functions',
+                        'utils.py')
+    loader = importlib.util.spec_from_file_location('composer_alibi_utils', path)
+    utils = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(utils)
+    holder = torch.nn.Linear(1, 1)
+    utils.register_alibi(holder, spec['n_heads'], spec['max_len'], spec['causal'])
+    return {'slopes': [float(x) for x in utils._get_alibi_head_slopes(spec['n_heads'])],
+            'shape': list(holder.alibi.shape), 'bias': holder.alibi.flatten().tolist()}
+
+
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
@@ -87,6 +161,9 @@ def main():
         'schedulers': [scheduler_factors(s) for s in requests.get('schedulers', [])],
         'gradient_clipping': [clipped_gradients(s) for s in requests.get('gradient_clipping', [])],
         'seq_length_warmup': [seq_length_warmup(s) for s in requests.get('seq_length_warmup', [])],
+        'ema': [ema(s) for s in requests.get('ema', [])],
+        'freeze_layers': [freeze_layers(s) for s in requests.get('freeze_layers', [])],
+        'alibi': [alibi(s) for s in requests.get('alibi', [])],
     }
     with open(sys.argv[2], 'w') as f:
         json.dump(answers, f)

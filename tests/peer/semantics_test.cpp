@@ -1,18 +1,24 @@
 // Composer as the peer for small semantics: the same time strings and the same schedulers (with warmup, scale
 // schedule ratio and scale_warmup) asked of MosaicML Composer (tests/peer/composer_semantics.py) and of us.
+#include "composer/algorithms/alibi.h"
+#include "composer/algorithms/ema.h"
 #include "composer/algorithms/gradient_clipping.h"
+#include "composer/algorithms/layer_freezing.h"
 #include "composer/algorithms/registry.h"
 #include "composer/algorithms/seq_length_warmup.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
+#include "composer/nn/layers.h"
 #include "composer/optim/registry.h"
 #include "composer/optim/scheduler.h"
 #include "support/python.h"
 
 #include <gtest/gtest.h>
+#include <torch/optim/sgd.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <filesystem>
 #include <functional>
 
@@ -317,6 +323,152 @@ TEST(PeerSemanticsTest, SeqLengthWarmupMatchesComposer) {
     EXPECT_EQ(s.batch.at(std::string("input_ids")).size(1),
               a["logged"]["seq_length_warmup/curr_seq_len"].get<int64_t>())
         << "case " << i;
+  }
+}
+
+// Composer's EMA and ours: the smoothing each derives from half_life and update_interval (or takes as given), the
+// same refusals, and one compute_ema on float64 parameters and an int64 buffer (averaged, then truncated back).
+TEST(PeerSemanticsTest, EMAMatchesComposer) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  struct Case {
+    std::map<std::string, std::string> hparams;
+    json kwargs;
+  };
+  const std::vector<Case> cases{
+      {{}, json::object()},
+      {{{"half_life", "10ba"}, {"update_interval", "2ba"}}, {{"half_life", "10ba"}, {"update_interval", "2ba"}}},
+      {{{"half_life", "3ep"}}, {{"half_life", "3ep"}}},
+      {{{"half_life", "None"}, {"smoothing", "0.9"}, {"update_interval", "1ba"}},
+       {{"half_life", nullptr}, {"smoothing", 0.9}, {"update_interval", "1ba"}}},
+      {{{"half_life", "10ba"}, {"smoothing", "0.9"}}, {{"half_life", "10ba"}, {"smoothing", 0.9}}},
+      {{{"half_life", "10ba"}, {"update_interval", "1ep"}}, {{"half_life", "10ba"}, {"update_interval", "1ep"}}},
+      {{{"half_life", "None"}}, {{"half_life", nullptr}}},
+  };
+  auto gen = at::detail::createCPUGenerator(3);
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor w_model = at::randn({3, 2}, gen, f64), w_ema = at::randn({3, 2}, gen, f64);
+  const at::Tensor b_model = at::randn({2}, gen, f64), b_ema = at::randn({2}, gen, f64);
+  const at::Tensor n_model = at::full({}, 17, at::kLong), n_ema = at::full({}, 4, at::kLong);
+  auto flat = [](const at::Tensor& t) {
+    const at::Tensor c = t.to(at::kDouble).contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  };
+  auto module = [](const at::Tensor& w, const at::Tensor& b, const at::Tensor& n) {
+    auto m = std::make_shared<torch::nn::Module>();
+    m->register_parameter("weight", w.clone());
+    m->register_parameter("bias", b.clone());
+    m->register_buffer("num_batches_tracked", n.clone());
+    return m;
+  };
+  json tensors = json::array({
+      {{"name", "weight"},
+       {"shape", {3, 2}},
+       {"dtype", "float64"},
+       {"buffer", false},
+       {"model", flat(w_model)},
+       {"ema", flat(w_ema)}},
+      {{"name", "bias"},
+       {"shape", {2}},
+       {"dtype", "float64"},
+       {"buffer", false},
+       {"model", flat(b_model)},
+       {"ema", flat(b_ema)}},
+      {{"name", "num_batches_tracked"},
+       {"shape", json::array()},
+       {"dtype", "int64"},
+       {"buffer", true},
+       {"model", {17}},
+       {"ema", {4}}},
+  });
+  json requests = json::array();
+  for (const auto& c : cases) requests.push_back({{"kwargs", c.kwargs}, {"tensors", tensors}});
+  const json answers = ask_composer({{"ema", requests}});
+  ASSERT_EQ(answers.at("ema").size(), cases.size());
+  int compared = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json& a = answers["ema"][i];
+    if (a.contains("error")) {
+      EXPECT_THROW(algorithms::make_algorithm("ema", cases[i].hparams), std::invalid_argument)
+          << "case " << i << ": Composer says " << a["error"];
+      continue;
+    }
+    auto algorithm = std::dynamic_pointer_cast<algorithms::EMA>(algorithms::make_algorithm("ema", cases[i].hparams));
+    ASSERT_TRUE(algorithm);
+    EXPECT_NEAR(algorithm->smoothing(), a["smoothing"].get<double>(), 1e-15) << "case " << i;
+    auto model = module(w_model, b_model, n_model);
+    auto averaged = algorithms::EMAParameters::of(*module(w_ema, b_ema, n_ema));
+    functional::compute_ema(*model, averaged, algorithm->smoothing());
+    for (auto* dict : {&averaged.named_parameters_dict, &averaged.named_buffers_dict}) {
+      for (const auto& [name, t] : *dict) {
+        const auto theirs = a["ema"][name].get<std::vector<double>>();
+        const auto ours = flat(t);
+        ASSERT_EQ(ours.size(), theirs.size()) << name;
+        for (size_t k = 0; k < ours.size(); ++k) EXPECT_NEAR(ours[k], theirs[k], 1e-14) << "case " << i << " " << name;
+      }
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 4);
+}
+
+// Composer's freeze_layers and ours on the same nested model (leaves with parameters, depth first; the last layer
+// never frozen) at points before, during and at the end of the schedule: the same depth, fraction and frozen
+// parameters, and the frozen ones out of the optimizer.
+TEST(PeerSemanticsTest, LayerFreezingMatchesComposer) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const std::vector<std::array<double, 3>> cases{{0.3, 0.5, 1.0}, {0.5, 0.5, 1.0}, {0.8, 0.5, 1.0},
+                                                 {1.0, 0.5, 1.0}, {1.0, 0.0, 0.5}, {0.9, 0.2, 0.75}};
+  json requests = json::array();
+  for (const auto& c : cases) {
+    requests.push_back({{"current_duration", c[0]}, {"freeze_start", c[1]}, {"freeze_level", c[2]}});
+  }
+  const json answers = ask_composer({{"freeze_layers", requests}});
+  ASSERT_EQ(answers.at("freeze_layers").size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json& a = answers["freeze_layers"][i];
+    auto inner = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Layer>>{
+        std::make_shared<nn::Linear>(3, 3), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(3, 3)});
+    nn::Sequential model(
+        {std::make_shared<nn::Linear>(3, 3), inner, std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(3, 2)});
+    torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
+    const auto [depth, fraction] = functional::freeze_layers(model, &optimizer, cases[i][0], cases[i][1], cases[i][2]);
+    EXPECT_EQ(depth, a["depth"].get<int64_t>()) << "case " << i;
+    EXPECT_NEAR(fraction, a["percentage"].get<double>(), 1e-15) << "case " << i;
+    std::vector<bool> requires_grad;
+    for (const auto& p : model.parameters()) requires_grad.push_back(p.requires_grad());
+    EXPECT_EQ(requires_grad, a["requires_grad"].get<std::vector<bool>>()) << "case " << i;
+    size_t in_optimizer = 0;
+    for (const auto& g : optimizer.param_groups()) in_optimizer += g.params().size();
+    EXPECT_EQ(in_optimizer, a["in_optimizer"].get<size_t>()) << "case " << i;
+  }
+}
+
+// Composer's ALiBi slopes and bias buffers (causal for GPT, bidirectional for BERT) and ours, for head counts that
+// are and are not powers of two: the same float32 values.
+TEST(PeerSemanticsTest, AlibiBiasesMatchComposer) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  json requests = json::array();
+  std::vector<std::tuple<int64_t, int64_t, bool>> cases;
+  for (int64_t heads : {1, 2, 3, 6, 8, 12}) {
+    for (bool causal : {true, false}) {
+      cases.emplace_back(heads, 10, causal);
+      requests.push_back({{"n_heads", heads}, {"max_len", 10}, {"causal", causal}});
+    }
+  }
+  const json answers = ask_composer({{"alibi", requests}});
+  ASSERT_EQ(answers.at("alibi").size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto [heads, len, causal] = cases[i];
+    const json& a = answers["alibi"][i];
+    EXPECT_EQ(functional::alibi_head_slopes(heads), a["slopes"].get<std::vector<double>>()) << heads;
+    const at::Tensor bias = functional::alibi_bias(heads, len, causal);
+    EXPECT_EQ(bias.sizes().vec(), a["shape"].get<std::vector<int64_t>>()) << heads << " causal " << causal;
+    EXPECT_EQ(bias.scalar_type(), at::kFloat);
+    const at::Tensor flat = bias.contiguous().view(-1);
+    const auto theirs = a["bias"].get<std::vector<double>>();
+    ASSERT_EQ(static_cast<size_t>(flat.numel()), theirs.size());
+    for (size_t k = 0; k < theirs.size(); ++k)
+      EXPECT_EQ(static_cast<double>(flat[static_cast<int64_t>(k)].item<float>()), theirs[k]) << heads << " " << k;
   }
 }
 

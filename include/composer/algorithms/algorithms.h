@@ -2,6 +2,7 @@
 // (composer::functional), module surgery and the registry.
 #pragma once
 
+#include "composer/algorithms/alibi.h"
 #include "composer/algorithms/augmentation_primitives.h"
 #include "composer/algorithms/augmix.h"
 #include "composer/algorithms/blurpool.h"
@@ -9,12 +10,16 @@
 #include "composer/algorithms/colout.h"
 #include "composer/algorithms/cutmix.h"
 #include "composer/algorithms/cutout.h"
+#include "composer/algorithms/ema.h"
 #include "composer/algorithms/factorize.h"
 #include "composer/algorithms/ghost_batchnorm.h"
 #include "composer/algorithms/gradient_clipping.h"
 #include "composer/algorithms/label_smoothing.h"
+#include "composer/algorithms/layer_freezing.h"
+#include "composer/algorithms/low_precision_layernorm.h"
 #include "composer/algorithms/mixup.h"
 #include "composer/algorithms/module_surgery.h"
+#include "composer/algorithms/no_op_model.h"
 #include "composer/algorithms/progressive_resizing.h"
 #include "composer/algorithms/randaugment.h"
 #include "composer/algorithms/registry.h"

@@ -65,6 +65,8 @@ int64_t count_module_instances(const torch::nn::Module& root,
 /// Throws std::invalid_argument when the old parameters span several groups or none is in the optimizer.
 void update_params_in_optimizer(const std::vector<at::Tensor>& old_params, const std::vector<at::Tensor>& new_params,
                                 torch::optim::Optimizer& optimizer);
+/// Removes `params` and their state from every group of `optimizer` (those it does not hold are ignored).
+void remove_params_from_optimizer(const std::vector<at::Tensor>& params, torch::optim::Optimizer& optimizer);
 
 // ---- implementation of the templates ----
 template <class T>

@@ -65,6 +65,8 @@ class CheckpointSaver : public Callback {
   void batch_checkpoint(State& state, Logger& logger) override;
   void epoch_checkpoint(State& state, Logger& logger) override;
   void iteration_checkpoint(State& state, Logger& logger) override;
+  /// Whether save_interval is due at `event` and this batch is not saved yet.
+  bool will_save_checkpoint(const State& state, Event event) const override;
   c10::IValue state_dict() const override;
   void load_state_dict(const c10::IValue& state) override;
 

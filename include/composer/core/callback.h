@@ -34,6 +34,14 @@ class Callback {
   /// Called after every callback's close() that did not throw.
   virtual void post_close() {}
 
+  /// True when this callback will write a checkpoint at `event` (a *_CHECKPOINT event) in this state: EMA swaps its
+  /// averaged weights in first, as Composer's does for a CheckpointSaver whose save_interval is due.
+  virtual bool will_save_checkpoint(const State& state, Event event) const {
+    (void)state;
+    (void)event;
+    return false;
+  }
+
   /// The class name, used as the key of this callback's state.
   virtual std::string name() const;
   /// State to checkpoint (an empty dict by default).

@@ -20,6 +20,7 @@
 // read_choice helps).
 #pragma once
 
+#include "composer/core/event.h"
 #include "composer/core/hparams.h"
 #include "composer/core/time.h"
 #include "composer/data/batch.h"
@@ -47,6 +48,8 @@ std::string field_text(bool value);
 std::string field_text(const std::string& value);
 std::string field_text(const Time& value);
 std::string field_text(const BatchKey& value);
+/// The event's value in quotes, 'init' (Composer's str(Event.INIT)).
+std::string field_text(Event value);
 /// Python's tuple repr, (0.9, 0.999) (Adam's betas).
 std::string field_text(const std::tuple<double, double>& value);
 
@@ -71,6 +74,8 @@ void read_field(Hparams& h, const std::string& key, std::string& value);
 void read_field(Hparams& h, const std::string& key, Time& value);
 /// A number is a positional key, anything else a named one.
 void read_field(Hparams& h, const std::string& key, BatchKey& value);
+/// An event by value or name in any case: 'init', 'INIT', 'Event.INIT'.
+void read_field(Hparams& h, const std::string& key, Event& value);
 /// Two numbers, "[0.9, 0.999]" or "(0.9, 0.999)".
 void read_field(Hparams& h, const std::string& key, std::tuple<double, double>& value);
 
@@ -137,10 +142,14 @@ void read_field(Hparams& h, const std::string& key, std::vector<T>& values) {
   values = std::move(read);
 }
 
-/// An optional (or required) field: set when `key` is given.
+/// An optional (or required) field: set when `key` is given; "None" (Python's, as a repr writes it) unsets it.
 template <class T>
 void read_field(Hparams& h, const std::string& key, std::optional<T>& value) {
   if (!h.has(key)) return;
+  if (h.get_string(key, "") == "None") {
+    value.reset();
+    return;
+  }
   T v = value ? *value : placeholder<T>();
   read_field(h, key, v);
   value = std::move(v);

@@ -1,4 +1,4 @@
-// Classification metrics: Accuracy (top-k), CrossEntropy, LossMetric.
+// Classification metrics: Accuracy (top-k), BinaryAccuracy, CrossEntropy, LossMetric.
 #pragma once
 
 #include "composer/metrics/metric.h"
@@ -19,6 +19,21 @@ class Accuracy : public Metric {
 
  private:
   int64_t top_k_;
+};
+
+/// Fraction of 0/1 targets matched (torchmetrics' BinaryAccuracy): floating predictions outside [0, 1] go through
+/// a sigmoid, then count as 1 above `threshold`; integer predictions are labels. Key "BinaryAccuracy".
+class BinaryAccuracy : public Metric {
+ public:
+  explicit BinaryAccuracy(double threshold = 0.5);
+  std::string name() const override { return "BinaryAccuracy"; }
+  /// Throws std::invalid_argument when a target is not 0 or 1, or the shapes differ.
+  void update(const at::Tensor& preds, const at::Tensor& target) override;
+  double compute() const override;
+  std::shared_ptr<Metric> clone_empty() const override { return std::make_shared<BinaryAccuracy>(threshold_); }
+
+ private:
+  double threshold_;
 };
 
 /// Mean over batches of the cross-entropy of each batch (Composer's CrossEntropy).

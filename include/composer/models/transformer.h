@@ -30,6 +30,9 @@ class SelfAttention : public nn::Composite {
  public:
   SelfAttention(int64_t d_model, int64_t n_head, bool causal, double dropout);
   at::Tensor forward(const at::Tensor& x) override;
+  int64_t n_head() const { return n_head_; }
+  bool causal() const { return causal_; }
+  double dropout() const { return dropout_; }
 
  private:
   int64_t n_head_;
@@ -45,6 +48,7 @@ class GPTBlock : public nn::Composite {
 };
 
 /// GPT-2: wte + wpe, blocks h.0..h.N-1, ln_f, and a head tied to wte. input ids [B, L] -> logits [B, L, V].
+/// Sequences may be as long as wpe has rows (config().max_seq_len, or what Alibi enlarged it to).
 class GPT : public nn::Composite {
  public:
   explicit GPT(TransformerConfig config);
