@@ -78,43 +78,41 @@ EMAParameters EMAParameters::of(const torch::nn::Module& model) {
   return p;
 }
 
+namespace {
+
+// fn(name, the model's tensor, the held one) for each parameter and buffer of `model` that `held` has.
+template <class Held, class Fn>
+void for_each_held(const torch::nn::Module& model, Held& held, Fn&& fn) {
+  for (const auto& item : model.named_parameters()) {
+    auto it = held.named_parameters_dict.find(item.key());
+    if (it != held.named_parameters_dict.end()) fn(item.key(), item.value(), it->second);
+  }
+  for (const auto& item : model.named_buffers()) {
+    auto it = held.named_buffers_dict.find(item.key());
+    if (it != held.named_buffers_dict.end()) fn(item.key(), item.value(), it->second);
+  }
+}
+
+}  // namespace
+
 void EMAParameters::swap_params(torch::nn::Module& model) {
   at::NoGradGuard no_grad;
-  for (auto& item : model.named_parameters()) {
-    auto it = named_parameters_dict.find(item.key());
-    if (it != named_parameters_dict.end()) swap_into(item.key(), item.value(), it->second);
-  }
-  for (auto& item : model.named_buffers()) {
-    auto it = named_buffers_dict.find(item.key());
-    if (it != named_buffers_dict.end()) swap_into(item.key(), item.value(), it->second);
-  }
+  for_each_held(model, *this, [](const std::string& name, const at::Tensor& weight, at::Tensor& ema) {
+    swap_into(name, weight, ema);
+  });
 }
 
 void EMAParameters::transfer_ema_params(torch::nn::Module& model) const {
   at::NoGradGuard no_grad;
-  for (auto& item : model.named_parameters()) {
-    auto it = named_parameters_dict.find(item.key());
-    if (it == named_parameters_dict.end()) continue;
-    require_same_shape(item.key(), item.value(), it->second);
-    item.value().copy_(it->second);
-  }
-  for (auto& item : model.named_buffers()) {
-    auto it = named_buffers_dict.find(item.key());
-    if (it == named_buffers_dict.end()) continue;
-    require_same_shape(item.key(), item.value(), it->second);
-    item.value().copy_(it->second);
-  }
+  for_each_held(model, *this, [](const std::string& name, const at::Tensor& weight, const at::Tensor& ema) {
+    require_same_shape(name, weight, ema);
+    weight.copy_(ema);
+  });
 }
 
 void EMAParameters::move_params_to_device(const torch::nn::Module& model) {
-  for (const auto& item : model.named_parameters()) {
-    auto it = named_parameters_dict.find(item.key());
-    if (it != named_parameters_dict.end()) it->second = it->second.to(item.value().device());
-  }
-  for (const auto& item : model.named_buffers()) {
-    auto it = named_buffers_dict.find(item.key());
-    if (it != named_buffers_dict.end()) it->second = it->second.to(item.value().device());
-  }
+  for_each_held(model, *this,
+                [](const std::string&, const at::Tensor& weight, at::Tensor& ema) { ema = ema.to(weight.device()); });
 }
 
 }  // namespace algorithms

@@ -1,6 +1,7 @@
 // Algorithms inside the Trainer: surgery keeps a user optimizer in step, loader transforms need a DatasetLoader,
 // sample-wise ColOut, StochasticDepth's warmup.
 #include "algorithms/algo_support.h"
+#include "support/errors.h"
 
 #include <gtest/gtest.h>
 
@@ -111,14 +112,7 @@ TEST(SeqLengthWarmupTest, TheTimestampCountsTheShortenedBatchesTokens) {
 }
 
 TEST(SeqLengthWarmupTest, BadBatchesAndDurationsAreNamed) {
-  auto expect_error = [](const std::function<void()>& f, const std::string& needle) {
-    try {
-      f();
-      FAIL() << "expected an error mentioning " << needle;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  };
+  const auto& expect_error = composer::testing::expect_error_containing;
   expect_error(
       [] {
         algorithms::make_algorithm("seq_length_warmup", {{"max_seq_length", "4"}});

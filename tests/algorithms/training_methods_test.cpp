@@ -4,6 +4,7 @@
 #include "algorithms/algo_support.h"
 #include "composer/core/serialization.h"
 #include "composer/utils/compat.h"
+#include "support/errors.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -43,14 +44,7 @@ class WeightRecorder : public Callback {
   std::vector<std::vector<at::Tensor>> trained, evaluated, after_eval;
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using composer::testing::error_of;
 
 TrainerOptions blob_run(std::shared_ptr<ComposerModel> model) {
   const Batch data = composer::testing::make_blobs(64);

@@ -12,6 +12,7 @@
 #include "composer/optim/decoupled_adamw.h"
 #include "composer/optim/registry.h"
 #include "support/data_paths.h"
+#include "support/errors.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -24,14 +25,7 @@
 namespace composer {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(RegistryTest, ParseReprKeepsListsAndQuotedCommasWhole) {
   const auto [name, args] = parse_repr("MultiStepScheduler(milestones=['10ep', '20ep'], gamma=0.1, note='a, b')");

@@ -1,3 +1,4 @@
+#include "support/errors.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -204,14 +205,7 @@ TEST(TrainerTest, TrainSubsetLimitsBatchesPerEpoch) {
 
 TEST(TrainerTest, BadOptionsAreClearErrors) {
   auto model = testing::make_classifier();
-  auto expect_error = [](const std::function<void()>& f, const std::string& needle) {
-    try {
-      f();
-      FAIL() << "expected an error mentioning " << needle;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  };
+  const auto& expect_error = testing::expect_error_containing;
   expect_error([&] { Trainer t(testing::quiet_options(model).max_duration("0.5dur")); }, "max_duration");
   expect_error([&] { Trainer t(testing::quiet_options(model).device("tpu:9")); }, "device");
   expect_error(
