@@ -10,7 +10,9 @@
 // The model is a small ResNet for 28x28 inputs (stem conv 1->24, BasicBlock 24->32 stride 2, BasicBlock 32->64
 // stride 2, global average pool, linear), so every method applies (sizes may change; strided convs and residual
 // blocks exist). Hyperparameters are Composer's defaults except where a default cannot apply at this width
-// (see method_hparams()).
+// (see method_hparams()). Two variants give methods something to act on: a dropout layer (gyro_dropout,
+// dropout_baseline) and GroupNorm at amp_bf16 (low_precision_groupnorm, groupnorm_bf16_baseline); --max-batches N
+// caps every run (bfloat16 is slow on CPUs without native bfloat16 arithmetic).
 #include "composer/composer.h"
 
 #include <algorithm>
@@ -33,14 +35,38 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-std::shared_ptr<nn::Sequential> small_resnet() {
+// The model variants some methods need to have an effect at all: a Dropout(0.5) before the classifier
+// (GyroDropout replaces it; compare with "dropout_baseline") and GroupNorm(8 groups) in place of the stem's BatchNorm
+// at amp_bf16 (LowPrecisionGroupNorm; compare with "groupnorm_bf16_baseline").
+struct Variant {
+  bool dropout = false, group_norm = false;
+};
+
+Variant variant_of(const std::vector<std::string>& methods) {
+  Variant v;
+  for (const auto& m : methods) {
+    v.dropout |= m == "gyro_dropout" || m == "dropout_baseline";
+    v.group_norm |= m == "low_precision_groupnorm" || m == "groupnorm_bf16_baseline";
+  }
+  return v;
+}
+
+bool is_baseline(const std::string& m) {
+  return m == "baseline" || (m.size() > 9 && m.rfind("_baseline") == m.size() - 9);
+}
+
+std::shared_ptr<nn::Sequential> small_resnet(const Variant& v = {}) {
   auto net = std::make_shared<nn::Sequential>();
   net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 24, 3).padding(1).bias(false)));
-  net->push_back(std::make_shared<nn::BatchNorm2d>(24));
+  if (v.group_norm)
+    net->push_back(std::make_shared<nn::GroupNorm>(8, 24));
+  else
+    net->push_back(std::make_shared<nn::BatchNorm2d>(24));
   net->push_back(std::make_shared<nn::ReLU>());
   net->push_back(std::make_shared<models::BasicBlock>(24, 32, 2));
   net->push_back(std::make_shared<models::BasicBlock>(32, 64, 2));
   net->push_back(std::make_shared<nn::GlobalAvgPool>());
+  if (v.dropout) net->push_back(std::make_shared<nn::Dropout>(0.5));
   net->push_back(std::make_shared<nn::Linear>(64, 10));
   return net;
 }
@@ -56,6 +82,10 @@ std::map<std::string, std::string> method_hparams(const std::string& name) {
   // EPOCH_END would first act at the very end of a 2-epoch run.
   if (name == "ema") return {{"half_life", "100ba"}};
   if (name == "layer_freezing") return {{"freeze_start", "0.0"}};
+  // Averaging once per epoch would start and end at the last EPOCH_END of a 2-epoch run.
+  if (name == "swa") return {{"update_interval", "10ba"}};
+  // Groups of 16 of 64 preselected masks: 4 groups, each for a quarter of the run.
+  if (name == "gyro_dropout") return {{"sigma", "64"}, {"tau", "16"}};
   return {};
 }
 
@@ -67,6 +97,7 @@ struct Outcome {
 struct Setup {
   std::string data = "data/fashion-mnist";
   int64_t workers = 2;
+  int64_t max_batches = 0;  // > 0: stop there (slow precisions)
 };
 
 // max_duration is given in batches (epochs x loader length): algorithms that follow the elapsed fraction of
@@ -80,12 +111,15 @@ Outcome run(const Setup& setup, const std::vector<std::string>& methods, uint64_
   auto test = std::make_shared<DatasetLoader>(
       load_mnist(setup.data, false),
       DatasetLoaderOptions(1000).shuffle(false).num_workers(setup.workers).transform(normalize));
-  const Time duration = Time::from_batch(epochs * *train->length());
+  const int64_t batches =
+      setup.max_batches > 0 ? std::min(setup.max_batches, epochs * *train->length()) : epochs * *train->length();
+  const Time duration = Time::from_batch(batches);
+  const Variant variant = variant_of(methods);
   torch::manual_seed(seed);
-  auto model = ComposerClassifier::wrap(small_resnet());
+  auto model = ComposerClassifier::wrap(small_resnet(variant));
   std::vector<std::shared_ptr<Algorithm>> algos;
   for (const auto& m : methods)
-    if (m != "baseline") algos.push_back(algorithms::make_algorithm(m, method_hparams(m)));
+    if (!is_baseline(m)) algos.push_back(algorithms::make_algorithm(m, method_hparams(m)));
   auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(),
                                                     optim::DecoupledSGDWOptions(0.1).momentum(0.9).weight_decay(5e-4));
   // NoOpModel times the Trainer alone; its stand-in model evaluates BinaryAccuracy, which ten classes are not.
@@ -103,7 +137,7 @@ Outcome run(const Setup& setup, const std::vector<std::string>& methods, uint64_
                       .eval_interval(eval_every > 0 ? Time::from_batch(eval_every) : duration)
                       .progress_bar(false)
                       .device("cpu")
-                      .precision(Precision::FP32)
+                      .precision(variant.group_norm ? Precision::AMP_BF16 : Precision::FP32)
                       .seed(seed)
                       .callbacks(callbacks));
   trainer.fit();
@@ -155,6 +189,8 @@ int main(int argc, char** argv) {
       eval_every = std::stoll(v);
     else if (a == "--target")
       target = std::stod(v);
+    else if (a == "--max-batches")
+      setup.max_batches = std::stoll(v);
     else if (a == "--workers")
       setup.workers = std::stoll(v);
     else if (a == "--baseline")

@@ -37,33 +37,6 @@ void average_into(at::Tensor& ema, const at::Tensor& weight, double smoothing) {
   ema.copy_(ema * smoothing + weight.detach() * (1.0 - smoothing));
 }
 
-std::map<std::string, at::Tensor> tensor_map(const c10::IValue& value, const std::string& key) {
-  if (!value.isGenericDict()) {
-    throw std::invalid_argument("EMA checkpoint state: ema_model." + key + " must be a dict of tensors");
-  }
-  std::map<std::string, at::Tensor> out;
-  for (const auto& item : value.toGenericDict()) {
-    if (!item.key().isString() || !item.value().isTensor()) {
-      throw std::invalid_argument("EMA checkpoint state: ema_model." + key + " must map names to tensors");
-    }
-    out[item.key().toStringRef()] = item.value().toTensor();
-  }
-  return out;
-}
-
-c10::IValue tensor_dict(const std::map<std::string, at::Tensor>& tensors) {
-  Dict d = new_dict();
-  for (const auto& [name, t] : tensors) d.insert(name, t);
-  return d;
-}
-
-bool flag(const Dict& d, const std::string& key) {
-  if (!d.contains(key)) return false;
-  const c10::IValue v = d.at(key);
-  if (!v.isBool()) throw std::invalid_argument("EMA checkpoint state: " + key + " must be a bool");
-  return v.toBool();
-}
-
 }  // namespace
 
 namespace algorithms {
@@ -282,8 +255,8 @@ c10::IValue EMA::state_dict() const {
   Dict d = Algorithm::state_dict().toGenericDict();
   if (ema_model_) {
     Dict ema = new_dict();
-    ema.insert("named_parameters_dict", tensor_dict(ema_model_->named_parameters_dict));
-    ema.insert("named_buffers_dict", tensor_dict(ema_model_->named_buffers_dict));
+    ema.insert("named_parameters_dict", detail::tensor_dict(ema_model_->named_parameters_dict));
+    ema.insert("named_buffers_dict", detail::tensor_dict(ema_model_->named_buffers_dict));
     d.insert("ema_model", ema);
   }
   d.insert("ema_weights_active", ema_weights_active_);
@@ -303,11 +276,13 @@ void EMA::load_state_dict(const c10::IValue& state) {
     const c10::IValue ema = d.at("ema_model");
     if (!ema.isGenericDict()) throw std::invalid_argument("EMA checkpoint state: ema_model must be a dict");
     const Dict e = ema.toGenericDict();
-    loaded = EMAParameters{tensor_map(dict_get(e, "named_parameters_dict", "EMA ema_model"), "named_parameters_dict"),
-                           tensor_map(dict_get(e, "named_buffers_dict", "EMA ema_model"), "named_buffers_dict")};
+    loaded = EMAParameters{detail::tensor_map(dict_get(e, "named_parameters_dict", "EMA ema_model"),
+                                              "EMA checkpoint state: ema_model.named_parameters_dict"),
+                           detail::tensor_map(dict_get(e, "named_buffers_dict", "EMA ema_model"),
+                                              "EMA checkpoint state: ema_model.named_buffers_dict")};
   }
-  const bool active = flag(d, "ema_weights_active");
-  const bool started = flag(d, "ema_started");
+  const bool active = detail::flag(d, "ema_weights_active", "EMA checkpoint state");
+  const bool started = detail::flag(d, "ema_started", "EMA checkpoint state");
   // Checked before anything changes: a bad state leaves this algorithm as it was.
   if (loaded) ema_model_ = std::move(loaded);
   ema_weights_active_ = active;

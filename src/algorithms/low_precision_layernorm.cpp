@@ -1,5 +1,6 @@
 #include "composer/algorithms/low_precision_layernorm.h"
 
+#include "algorithms/detail/common.h"
 #include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
@@ -13,28 +14,12 @@
 
 namespace composer {
 namespace nn {
-namespace {
-
-// `with torch.autocast(device, enabled=False)`.
-class AutocastOff {
- public:
-  explicit AutocastOff(c10::DeviceType device) : device_(device) { compat::set_autocast_enabled(device_, false); }
-  ~AutocastOff() { compat::set_autocast_enabled(device_, true); }
-  AutocastOff(const AutocastOff&) = delete;
-  AutocastOff& operator=(const AutocastOff&) = delete;
-
- private:
-  c10::DeviceType device_;
-};
-
-}  // namespace
-
 at::Tensor LPLayerNorm::forward(const at::Tensor& x) {
   const c10::DeviceType device = x.device().type();
   if (!compat::autocast_enabled(device)) return LayerNorm::forward(x);
   const at::ScalarType dtype = compat::autocast_dtype(device);
   const at::Tensor low_x = x.to(dtype), low_weight = weight.to(dtype), low_bias = bias.to(dtype);
-  AutocastOff off(device);
+  compat::AutocastOff off(device);
   return at::layer_norm(low_x, {dim}, low_weight, low_bias, eps);
 }
 
@@ -44,12 +29,8 @@ namespace functional {
 
 std::vector<Replacement> apply_low_precision_layernorm(torch::nn::Module& model, Precision precision,
                                                        torch::optim::Optimizer* optimizer) {
-  if (precision != Precision::AMP_FP16 && precision != Precision::AMP_BF16) {
-    std::cerr << "composer: LowPrecisionLayerNorm has no effect at precision " << to_string(precision)
-              << " (it applies to amp_fp16 and amp_bf16)\n";
-    return {};
-  }
-  std::vector<ReplacementPolicy> policies{
+  return algorithms::detail::low_precision_surgery(
+      model, precision, optimizer, "LowPrecisionLayerNorm", "LayerNorm",
       policy_for<nn::LayerNorm>([](nn::LayerNorm& norm, int64_t) -> std::shared_ptr<nn::Layer> {
         if (typeid(norm) != typeid(nn::LayerNorm)) return nullptr;  // already low precision, or a user's subclass
         auto low = std::make_shared<nn::LPLayerNorm>(norm.dim, norm.eps);
@@ -57,25 +38,14 @@ std::vector<Replacement> apply_low_precision_layernorm(torch::nn::Module& model,
         low->weight.copy_(norm.weight);
         low->bias.copy_(norm.bias);
         return low;
-      })};
-  SurgeryOptions options;
-  options.optimizer = optimizer;
-  auto done = replace_module_classes(model, policies, options);
-  if (done.empty()) std::cerr << "composer: LowPrecisionLayerNorm found no LayerNorm to replace\n";
-  return done;
+      }));
 }
 
 }  // namespace functional
 
 namespace algorithms {
 
-void LowPrecisionLayerNormOptions::validate() const {
-  if (apply_at_ != Event::INIT && apply_at_ != Event::BEFORE_LOAD && apply_at_ != Event::AFTER_LOAD) {
-    throw std::invalid_argument(std::string("LowPrecisionLayerNorm.apply_at must be 'init', 'before_load' or "
-                                            "'after_load', got '") +
-                                event_value(apply_at_) + "'");
-  }
-}
+void LowPrecisionLayerNormOptions::validate() const { detail::require_load_event("LowPrecisionLayerNorm", apply_at_); }
 
 LowPrecisionLayerNorm::LowPrecisionLayerNorm(LowPrecisionLayerNormOptions options) : options_(options) {
   options_.validate();

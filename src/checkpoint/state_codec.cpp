@@ -199,7 +199,7 @@ c10::IValue state_dict(const State& state) {
   if (state.optimizer) {
     Dict opts = new_dict();
     const auto names = state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};
-    opts.insert(class_name_of(*state.optimizer),
+    opts.insert(class_name_of(optim::checkpointed_optimizer(*state.optimizer)),
                 with_param_names(optim::optimizer_state_dict(*state.optimizer), names));
     d.insert("optimizers", opts);
   }
@@ -244,7 +244,7 @@ void load_state_dict(State& state, const c10::IValue& saved, bool strict_model) 
   if (state.model && d.contains("model")) load_model_state(*state.model, d.at("model").toGenericDict(), strict_model);
   if (d.contains("optimizers") && state.optimizer) {
     const Dict opts = d.at("optimizers").toGenericDict();
-    const std::string key = class_name_of(*state.optimizer);
+    const std::string key = class_name_of(optim::checkpointed_optimizer(*state.optimizer));
     if (!opts.contains(key))
       throw std::invalid_argument("load_state_dict: no state for optimizer " + key + " in the checkpoint");
     const auto names = state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};

@@ -24,6 +24,10 @@ std::map<std::string, at::Tensor> ComposerModel::losses(const at::Tensor& output
   return {{"total", loss(outputs, batch)}};
 }
 
+at::Tensor ComposerModel::per_sample_loss(const at::Tensor&, const Batch&) {
+  throw std::invalid_argument(name() + " has no per-sample loss: override ComposerModel::per_sample_loss");
+}
+
 MetricMap ComposerModel::get_metrics(bool) { return {}; }
 
 std::optional<double> ComposerModel::flops_per_batch(const Batch&) { return std::nullopt; }
@@ -36,19 +40,36 @@ at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& target
   return at::cross_entropy_loss(logits, target, {}, at::Reduction::Mean, ignore_index);
 }
 
+at::Tensor soft_cross_entropy_per_sample(const at::Tensor& logits, const at::Tensor& target, int64_t ignore_index) {
+  if (target.is_floating_point() && target.sizes() == logits.sizes())
+    return -(target * at::log_softmax(logits, 1)).sum(1);
+  return at::cross_entropy_loss(logits, target, {}, at::Reduction::None, ignore_index);
+}
+
 ComposerClassifier::ComposerClassifier(std::shared_ptr<torch::nn::Module> module,
                                        std::function<at::Tensor(const at::Tensor&)> forward_fn, LossFunction loss_fn)
     : module_(std::move(module)), forward_fn_(std::move(forward_fn)), loss_fn_(std::move(loss_fn)) {
   if (!module_ || !forward_fn_)
     throw std::invalid_argument("ComposerClassifier: module and forward function must be set");
   register_module("module", module_);
-  if (!loss_fn_) loss_fn_ = [](const at::Tensor& l, const at::Tensor& t) { return soft_cross_entropy(l, t); };
+  if (!loss_fn_) {
+    loss_fn_ = [](const at::Tensor& l, const at::Tensor& t) { return soft_cross_entropy(l, t); };
+    default_loss_ = true;
+  }
 }
 
 at::Tensor ComposerClassifier::forward(const Batch& batch) { return forward_fn_(batch.input()); }
 
 at::Tensor ComposerClassifier::loss(const at::Tensor& outputs, const Batch& batch) {
   return loss_fn_(outputs, batch.target());
+}
+
+at::Tensor ComposerClassifier::per_sample_loss(const at::Tensor& outputs, const Batch& batch) {
+  if (!default_loss_) {
+    throw std::invalid_argument(
+        "ComposerClassifier.per_sample_loss: a custom loss function has no per-sample form; override per_sample_loss");
+  }
+  return soft_cross_entropy_per_sample(outputs, batch.target());
 }
 
 MetricMap ComposerClassifier::get_metrics(bool is_train) {

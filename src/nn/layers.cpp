@@ -82,6 +82,20 @@ LayerNorm::LayerNorm(int64_t d, double e) : dim(d), eps(e) {
 
 at::Tensor LayerNorm::forward(const at::Tensor& x) { return at::layer_norm(x, {dim}, weight, bias, eps); }
 
+GroupNorm::GroupNorm(int64_t groups, int64_t channels, double e, bool aff)
+    : num_groups(groups), num_channels(channels), eps(e), affine(aff) {
+  if (groups <= 0 || channels % groups != 0) {
+    throw std::invalid_argument("GroupNorm: num_channels (" + std::to_string(channels) +
+                                ") must be divisible by num_groups (" + std::to_string(groups) + ")");
+  }
+  if (affine) {
+    weight = register_parameter("weight", torch::ones({channels}));
+    bias = register_parameter("bias", torch::zeros({channels}));
+  }
+}
+
+at::Tensor GroupNorm::forward(const at::Tensor& x) { return at::group_norm(x, num_groups, weight, bias, eps); }
+
 Embedding::Embedding(int64_t n, int64_t d, double init_std) {
   weight = register_parameter("weight", torch::randn({n, d}) * init_std);
 }

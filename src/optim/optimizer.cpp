@@ -74,6 +74,11 @@ std::vector<double> initial_lrs(const torch::optim::Optimizer& optimizer) {
   return lrs;
 }
 
+const torch::optim::Optimizer& checkpointed_optimizer(const torch::optim::Optimizer& optimizer) {
+  const Optimizer* o = ours(optimizer);
+  return o ? o->checkpointed() : optimizer;
+}
+
 void erase_param_state(torch::optim::Optimizer& optimizer, const at::Tensor& param) {
   if (Optimizer* o = ours(optimizer)) return o->erase_state(param);
   compat::erase_optimizer_state(optimizer, param);

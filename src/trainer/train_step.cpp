@@ -5,6 +5,7 @@
 #include "composer/core/state.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
+#include "composer/optim/closure.h"
 #include "composer/optim/grad_scaler.h"
 
 #include <torch/torch.h>
@@ -92,12 +93,13 @@ std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
   const int64_t size = s.device_train_microbatch_size;
   const std::vector<Batch> microbatches = size > 0 ? batch.split(size) : std::vector<Batch>{batch};
   const double mean_samples = s.strategy->mean_batch_samples(static_cast<double>(batch.num_samples()));
+  const bool sync = !optim::NoSyncClosure::active();  // SAM's ascent pass keeps each rank's gradient
   std::map<std::string, at::Tensor> totals;
   for (size_t i = 0; i < microbatches.size(); ++i) {
     s.batch = microbatches[i];
     auto scope = s.strategy->enter(dist::Phase::TRAIN_FORWARD);
     train_microbatch(static_cast<double>(microbatches[i].num_samples()) / mean_samples, totals,
-                     i + 1 == microbatches.size());
+                     sync && i + 1 == microbatches.size());
   }
   s.batch = batch;
   if (precision_.uses_grad_scaling()) s.scaler->unscale_(*s.optimizer);
@@ -119,10 +121,13 @@ std::map<std::string, at::Tensor> TrainStep::run() {
     s.scaler->step(*s.optimizer);
     s.scaler->update();
   } else {
+    bool first = true;
     s.optimizer->step([&]() -> at::Tensor {
       s.batch = full_batch;  // a closure re-run (SAM) starts from the batch as it came
-      totals = train_microbatches();
-      return totals.at("total");
+      auto run_totals = train_microbatches();
+      if (first) totals = run_totals;  // as Composer, the step reports its first run's losses (SAM's unperturbed)
+      first = false;
+      return run_totals.at("total");
     });
   }
   return totals;

@@ -42,7 +42,9 @@ inline std::shared_ptr<DatasetLoader> tiny_image_loader(int64_t batch_size = 32,
 }
 
 /// Whether a registered algorithm works on token batches (input_ids, labels) and a language model.
-inline bool is_language_algorithm(const std::string& name) { return name == "seq_length_warmup" || name == "alibi"; }
+inline bool is_language_algorithm(const std::string& name) {
+  return name == "seq_length_warmup" || name == "alibi" || name == "gated_linear_units";
+}
 
 /// A tiny GPT (vocab 17, 2 layers, d_model 16, sequences up to 32) as a ComposerLanguageModel.
 inline std::shared_ptr<ComposerModel> tiny_gpt(uint64_t seed = 0) {

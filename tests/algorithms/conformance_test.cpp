@@ -29,18 +29,25 @@ const std::map<std::string, std::set<Event>>& expected_events() {
       // and prediction events that follow in declaration order.
       {"ema", {Event::INIT, Event::BATCH_END, Event::EVAL_START, Event::EVAL_END, Event::PREDICT_START}},
       {"factorize", {Event::INIT}},
+      {"gated_linear_units", {Event::INIT}},
       {"ghost_batchnorm", {Event::INIT}},
       {"seq_length_warmup", {Event::INIT, Event::AFTER_DATALOADER}},
       {"gradient_clipping", {Event::INIT, Event::AFTER_TRAIN_BATCH}},
+      {"gyro_dropout", {Event::FIT_START}},
       {"label_smoothing", {Event::BEFORE_LOSS, Event::AFTER_LOSS}},
       {"layer_freezing", {Event::EPOCH_END}},
+      {"low_precision_groupnorm", {Event::INIT}},
       {"low_precision_layernorm", {Event::INIT}},
       {"mixup", {Event::BEFORE_FORWARD, Event::BEFORE_LOSS}},
       {"no_op_model", {Event::INIT}},
       {"progressive_resizing", {Event::AFTER_DATALOADER}},
       {"randaugment", {Event::FIT_START}},
+      {"sam", {Event::AFTER_LOAD}},
+      // Batch 3 of 10 is before SelectiveBackprop's start (0.5) and SWA's (0.7dur): INIT only.
+      {"selective_backprop", {Event::INIT}},
       {"squeeze_excite", {Event::INIT}},
       {"stochastic_depth", {Event::INIT}},
+      {"swa", {Event::INIT}},
       {"weight_standardization", {Event::INIT}},
   };
   return e;

@@ -255,6 +255,137 @@ const std::map<std::string, std::function<void()>>& checks() {
          algorithms::NoOpModelClass direct(*tiny_convnet(0));
          EXPECT_TRUE(torch::equal(stand_in->forward(run.state.batch), direct.forward(run.state.batch)));
        }},
+      {"gated_linear_units",
+       [] {
+         // The class at INIT and apply_gated_linear_units on the same GPT from the same seed: the same gates.
+         Run run;
+         auto via_class = composer::testing::tiny_gpt(0);
+         run.state.model = via_class;
+         torch::manual_seed(3);
+         algorithms::make_algorithm("gated_linear_units")->apply(Event::INIT, run.state, run.logger);
+         auto via_fn = composer::testing::tiny_gpt(0);
+         torch::manual_seed(3);
+         EXPECT_EQ(functional::apply_gated_linear_units(*via_fn, nullptr).size(), 2u);
+         via_class->eval();
+         via_fn->eval();
+         const at::Tensor ids = torch::randint(0, 17, {2, 16}, at::TensorOptions().dtype(at::kLong));
+         const Batch batch({{"input_ids", ids}, {"labels", ids}});
+         EXPECT_TRUE(torch::equal(via_class->forward(batch), via_fn->forward(batch)));
+         EXPECT_EQ(via_class->named_parameters().keys(), via_fn->named_parameters().keys());
+       }},
+      {"gyro_dropout",
+       [] {
+         // FIT_START on a model with a Dropout, and apply_gyro_dropout with the run's 100 batches: the same layer,
+         // and from the same seed the same training outputs.
+         auto make = [] {
+           torch::manual_seed(0);
+           auto seq = std::make_shared<nn::Sequential>();
+           seq->push_back(std::make_shared<nn::Linear>(6, 12));
+           seq->push_back(std::make_shared<nn::Dropout>(0.5));
+           return seq;
+         };
+         Run run;
+         auto via_class = make();
+         run.state.model = ComposerClassifier::wrap(via_class);
+         run.state.dataloader_len = 10;
+         algorithms::make_algorithm("gyro_dropout", {{"sigma", "8"}, {"tau", "2"}})
+             ->apply(Event::FIT_START, run.state, run.logger);
+         auto via_fn = make();
+         EXPECT_EQ(functional::apply_gyro_dropout(*via_fn, 100, 0.5, 8, 2).size(), 1u);
+         const at::Tensor x = torch::randn({4, 6});
+         torch::manual_seed(8);
+         const at::Tensor a = via_class->forward(x);
+         torch::manual_seed(8);
+         const at::Tensor b = via_fn->forward(x);
+         EXPECT_TRUE(torch::equal(a, b));
+         EXPECT_EQ(static_cast<nn::GyroDropoutLayer&>(via_class->child("1")).iter_num, 24);  // int(100 / 8) * 2
+       }},
+      {"low_precision_groupnorm",
+       [] {
+         auto make = [] {
+           torch::manual_seed(0);
+           auto seq = std::make_shared<nn::Sequential>();
+           seq->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, 8, 3).padding(1)));
+           seq->push_back(std::make_shared<nn::GroupNorm>(4, 8));
+           return seq;
+         };
+         Run run;
+         run.state.precision = Precision::AMP_BF16;
+         auto via_class = make();
+         run.state.model = ComposerClassifier::wrap(via_class);
+         algorithms::make_algorithm("low_precision_groupnorm")->apply(Event::INIT, run.state, run.logger);
+         auto via_fn = make();
+         EXPECT_EQ(functional::apply_low_precision_groupnorm(*via_fn, Precision::AMP_BF16).size(), 1u);
+         EXPECT_EQ(count_module_instances<nn::LPGroupNorm>(*via_class), 1);
+         const at::Tensor x = torch::randn({2, 3, 8, 8});
+         EXPECT_TRUE(torch::equal(via_class->forward(x), via_fn->forward(x)));
+       }},
+      {"sam",
+       [] {
+         // The class at AFTER_LOAD wraps the run's optimizer in the SAMOptimizer one would build by hand.
+         Run run;
+         auto net = tiny_convnet(0);
+         run.state.model = ComposerClassifier::wrap(net);
+         auto base = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
+         run.state.optimizer = base;
+         algorithms::make_algorithm("sam", {{"rho", "0.2"}, {"interval", "3"}})
+             ->apply(Event::AFTER_LOAD, run.state, run.logger);
+         auto* sam = dynamic_cast<algorithms::SAMOptimizer*>(run.state.optimizer.get());
+         ASSERT_NE(sam, nullptr);
+         EXPECT_EQ(sam->base_ptr(), base);
+         EXPECT_EQ(sam->rho(), 0.2);
+         EXPECT_EQ(sam->interval(), 3);
+         EXPECT_EQ(&optim::checkpointed_optimizer(*sam), base.get());
+       }},
+      {"selective_backprop",
+       [] {
+         // At AFTER_DATALOADER (batch 65 of 100, chosen: 0.65 in [0.5, 0.9), (65 + 1) % 2 != 0 is false -> use 64)
+         // the class keeps what select_using_loss keeps from the same seed.
+         Run run;
+         run.state.timestamp.batch = 64;
+         run.state.timestamp.batch_in_epoch = 64;
+         auto net = tiny_convnet(0, 4);
+         auto model = ComposerClassifier::wrap(net);
+         run.state.model = model;
+         const Batch original = run.state.batch;
+         auto algorithm = algorithms::make_algorithm("selective_backprop");
+         ASSERT_TRUE(algorithm->match(Event::AFTER_DATALOADER, run.state));
+         torch::manual_seed(4);
+         algorithm->apply(Event::AFTER_DATALOADER, run.state, run.logger);
+         torch::manual_seed(4);
+         const auto [x, y] = functional::select_using_loss(
+             original.input(), original.target(),
+             [&](const at::Tensor& in) { return model->forward(Batch(in, original.target())); },
+             [&](const at::Tensor& out, const at::Tensor& t) {
+               return model->per_sample_loss(out, Batch(original.input(), t));
+             });
+         EXPECT_TRUE(torch::equal(run.state.batch.input(), x));
+         EXPECT_TRUE(torch::equal(run.state.batch.target(), y));
+         EXPECT_EQ(x.size(0), 4);
+       }},
+      {"swa",
+       [] {
+         // SWA at its first two update events (swa_start 0.5dur, every batch) and AveragedWeights fed the same
+         // weights: the same average.
+         Run run;  // batch 65 of 100
+         auto net = tiny_convnet(0);
+         run.state.model = ComposerClassifier::wrap(net);
+         auto algorithm = std::dynamic_pointer_cast<algorithms::SWA>(
+             algorithms::make_algorithm("swa", {{"swa_start", "0.5dur"}, {"update_interval", "1ba"}}));
+         algorithm->apply(Event::INIT, run.state, run.logger);
+         ASSERT_TRUE(algorithm->match(Event::BATCH_END, run.state));
+         auto direct = functional::AveragedWeights::of(*run.state.model);
+         for (int k = 0; k < 2; ++k) {
+           algorithm->apply(Event::BATCH_END, run.state, run.logger);
+           functional::update_averaged_weights(direct, *run.state.model);
+           torch::NoGradGuard no_grad;
+           for (auto& p : net->parameters()) p.mul_(1.5);
+         }
+         ASSERT_TRUE(algorithm->swa_model().has_value());
+         EXPECT_EQ(algorithm->swa_model()->n_averaged, 2);
+         for (const auto& [name, t] : direct.parameters)
+           EXPECT_TRUE(torch::equal(algorithm->swa_model()->parameters.at(name), t)) << name;
+       }},
       {"label_smoothing",
        [] {
          Run run;

@@ -153,6 +153,95 @@ def alibi(spec):
             'shape': list(holder.alibi.shape), 'bias': holder.alibi.flatten().tolist()}
 
 
+def sam(spec):
+    """Composer's SAMOptimizer around torch.optim.SGD on Linear(3, 2) with the given weights, MSE on fixed data."""
+    import torch
+    from composer.algorithms.sam import SAMOptimizer
+
+    model = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor(spec['weight']))
+        model.bias.copy_(torch.tensor(spec['bias']))
+    x, y = torch.tensor(spec['x']), torch.tensor(spec['y'])
+    base = torch.optim.SGD(model.parameters(), lr=spec['lr'], momentum=spec['momentum'])
+    optimizer = SAMOptimizer(base, rho=spec['rho'], epsilon=spec['epsilon'], interval=spec['interval'])
+    losses = []
+
+    def closure(**kwargs):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss.item()
+
+    for _ in range(spec['steps']):
+        losses.append(optimizer.step(closure))
+    return {'weight': model.weight.detach().flatten().tolist(), 'bias': model.bias.detach().tolist(),
+            'losses': losses}
+
+
+def swalr(spec):
+    """torch.optim.swa_utils.SWALR's learning rates: the rate after construction, then after each step."""
+    import torch
+
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([param], lr=spec['lr'])
+    scheduler = torch.optim.swa_utils.SWALR(optimizer, swa_lr=spec['swa_lr'], anneal_epochs=spec['anneal_epochs'],
+                                            anneal_strategy=spec['strategy'])
+    lrs = [optimizer.param_groups[0]['lr']]
+    for _ in range(spec['steps']):
+        scheduler.step()
+        lrs.append(optimizer.param_groups[0]['lr'])
+    return lrs
+
+
+def averaged_model(spec):
+    """torch.optim.swa_utils.AveragedModel's parameters after update_parameters with each given weight vector."""
+    import torch
+
+    model = torch.nn.Linear(len(spec['weights'][0]), 1, bias=False)
+    averaged = torch.optim.swa_utils.AveragedModel(model, device=torch.device('cpu'))
+    for w in spec['weights']:
+        with torch.no_grad():
+            model.weight.copy_(torch.tensor([w]))
+        averaged.update_parameters(model)
+    return {'weight': averaged.module.weight.detach().flatten().tolist(), 'n_averaged': int(averaged.n_averaged)}
+
+
+def should_selective_backprop(spec):
+    from composer.algorithms.selective_backprop import should_selective_backprop as composer_should
+
+    return [bool(composer_should(c['current_duration'], c['batch_idx'], c['start'], c['end'], c['interrupt']))
+            for c in spec]
+
+
+def gated_ff(spec):
+    """Composer's BERTGatedFFOutput (GELU gate) on given weights: layernorm(wo(gate * value) + residual).
+
+    The package imports transformers on import; the layer's module (torch only) is loaded from its file."""
+    import importlib.util
+    import os
+
+    import composer
+    import torch
+
+    path = os.path.join(os.path.dirname(composer.__file__), 'algorithms', 'gated_linear_units',
+                        'gated_linear_unit_layers.py')
+    loader = importlib.util.spec_from_file_location('composer_glu_layers', path)
+    layers = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(layers)
+    d, f = spec['d'], spec['f']
+    layer = layers.BERTGatedFFOutput(d_embed=d, d_ff=f, dropout_rate=0.0, act_fn=torch.nn.GELU(),
+                                     layernorm_eps=1e-12, gated_layer_bias=spec['gated_bias'],
+                                     non_gated_layer_bias=spec['non_gated_bias'])
+    state = {k: torch.tensor(v) for k, v in spec['weights'].items()}
+    state['layernorm.weight'] = torch.ones(d)
+    state['layernorm.bias'] = torch.zeros(d)
+    layer.load_state_dict(state)
+    x, residual = torch.tensor(spec['x']), torch.tensor(spec['residual'])
+    with torch.no_grad():
+        return layer(x, residual).flatten().tolist()
+
+
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
@@ -164,6 +253,11 @@ def main():
         'ema': [ema(s) for s in requests.get('ema', [])],
         'freeze_layers': [freeze_layers(s) for s in requests.get('freeze_layers', [])],
         'alibi': [alibi(s) for s in requests.get('alibi', [])],
+        'sam': [sam(s) for s in requests.get('sam', [])],
+        'swalr': [swalr(s) for s in requests.get('swalr', [])],
+        'averaged_model': [averaged_model(s) for s in requests.get('averaged_model', [])],
+        'should_selective_backprop': should_selective_backprop(requests.get('should_selective_backprop', [])),
+        'gated_ff': [gated_ff(s) for s in requests.get('gated_ff', [])],
     }
     with open(sys.argv[2], 'w') as f:
         json.dump(answers, f)

@@ -2,10 +2,14 @@
 // schedule ratio and scale_warmup) asked of MosaicML Composer (tests/peer/composer_semantics.py) and of us.
 #include "composer/algorithms/alibi.h"
 #include "composer/algorithms/ema.h"
+#include "composer/algorithms/gated_linear_units.h"
 #include "composer/algorithms/gradient_clipping.h"
 #include "composer/algorithms/layer_freezing.h"
 #include "composer/algorithms/registry.h"
+#include "composer/algorithms/sam.h"
+#include "composer/algorithms/selective_backprop.h"
 #include "composer/algorithms/seq_length_warmup.h"
+#include "composer/algorithms/swa.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
@@ -469,6 +473,174 @@ TEST(PeerSemanticsTest, AlibiBiasesMatchComposer) {
     ASSERT_EQ(static_cast<size_t>(flat.numel()), theirs.size());
     for (size_t k = 0; k < theirs.size(); ++k)
       EXPECT_EQ(static_cast<double>(flat[static_cast<int64_t>(k)].item<float>()), theirs[k]) << heads << " " << k;
+  }
+}
+
+// SAMOptimizer around SGD with momentum, SAM steps every other step (interval 2): the same weights and the same
+// losses returned by step() as Composer's SAMOptimizer.
+TEST(PeerSemanticsTest, SAMOptimizerStepsAsComposers) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const json spec = {{"weight", {{0.1, 0.2, 0.3}, {-0.1, 0.5, 0.2}}},
+                     {"bias", {0.0, 0.1}},
+                     {"x", {{1, 2, 3}, {0.5, -1, 2}, {0, 1, -1}, {2, 0, 1}}},
+                     {"y", {{1, 0}, {0, 1}, {1, 1}, {0.5, 0.5}}},
+                     {"lr", 0.1},
+                     {"momentum", 0.9},
+                     {"rho", 0.05},
+                     {"epsilon", 1e-12},
+                     {"steps", 5}};
+  for (int64_t interval : {1, 2}) {
+    json request = spec;
+    request["interval"] = interval;
+    const json answer = ask_composer({{"sam", json::array({request})}}).at("sam").at(0);
+    auto model = std::make_shared<nn::Linear>(3, 2);
+    {
+      at::NoGradGuard no_grad;
+      model->weight.copy_(torch::tensor({0.1, 0.2, 0.3, -0.1, 0.5, 0.2}, at::kFloat).view({2, 3}));
+      model->bias.copy_(torch::tensor({0.0, 0.1}, at::kFloat));
+    }
+    const at::Tensor x =
+        torch::tensor(std::vector<double>{1, 2, 3, 0.5, -1, 2, 0, 1, -1, 2, 0, 1}, at::kFloat).view({4, 3});
+    const at::Tensor y = torch::tensor(std::vector<double>{1, 0, 0, 1, 1, 1, 0.5, 0.5}, at::kFloat).view({4, 2});
+    auto base = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    algorithms::SAMOptimizer sam(base, 0.05, 1e-12, interval);
+    std::vector<double> losses;
+    for (int step = 0; step < 5; ++step) {
+      losses.push_back(sam.step([&] {
+                            sam.zero_grad();
+                            at::Tensor loss = at::mse_loss(model->forward(x), y);
+                            loss.backward();
+                            return loss.detach();
+                          })
+                           .item<double>());
+    }
+    const auto theirs = answer["losses"].get<std::vector<double>>();
+    ASSERT_EQ(losses.size(), theirs.size());
+    for (size_t i = 0; i < losses.size(); ++i) EXPECT_NEAR(losses[i], theirs[i], 1e-6) << "interval " << interval;
+    const auto w = answer["weight"].get<std::vector<double>>();
+    const at::Tensor flat = model->weight.detach().flatten();
+    for (size_t i = 0; i < w.size(); ++i)
+      EXPECT_NEAR(flat[static_cast<int64_t>(i)].item<double>(), w[i], 1e-6) << "interval " << interval;
+    const auto b = answer["bias"].get<std::vector<double>>();
+    for (size_t i = 0; i < b.size(); ++i)
+      EXPECT_NEAR(model->bias[static_cast<int64_t>(i)].item<double>(), b[i], 1e-6) << "interval " << interval;
+  }
+}
+
+// SWA's pieces against torch.optim.swa_utils: SWALR's rates (both strategies, with and without annealing) and
+// AveragedModel's running mean.
+TEST(PeerSemanticsTest, SWAMatchesTorchSwaUtils) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  struct Case {
+    double lr, swa_lr;
+    int64_t anneal;
+    const char* strategy;
+  };
+  const std::vector<Case> cases{{0.5, 0.05, 3, "cos"},
+                                {0.5, 0.05, 3, "linear"},
+                                {0.1, 1.0, 10, "cos"},
+                                {0.2, 0.2, 1, "linear"},
+                                {0.3, 0.01, 0, "cos"}};
+  json requests = json::array();
+  for (const auto& c : cases) {
+    requests.push_back(
+        {{"lr", c.lr}, {"swa_lr", c.swa_lr}, {"anneal_epochs", c.anneal}, {"strategy", c.strategy}, {"steps", 12}});
+  }
+  const json weights = {{1.0, 2.0}, {3.0, 4.0}, {5.0, 9.0}, {-2.0, 0.5}};
+  const json answers = ask_composer({{"swalr", requests}, {"averaged_model", json::array({{{"weights", weights}}})}});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto theirs = answers["swalr"][i].get<std::vector<double>>();
+    at::Tensor param = torch::zeros({1}, torch::requires_grad());
+    torch::optim::SGD optimizer({param}, torch::optim::SGDOptions(cases[i].lr));
+    functional::SWALR scheduler(
+        optimizer, cases[i].swa_lr, cases[i].anneal,
+        std::string(cases[i].strategy) == "cos" ? functional::AnnealStrategy::COS : functional::AnnealStrategy::LINEAR);
+    std::vector<double> ours{optimizer.param_groups()[0].options().get_lr()};
+    for (int k = 0; k < 12; ++k) {
+      scheduler.step(optimizer);
+      ours.push_back(optimizer.param_groups()[0].options().get_lr());
+    }
+    ASSERT_EQ(ours.size(), theirs.size());
+    for (size_t k = 0; k < ours.size(); ++k) EXPECT_NEAR(ours[k], theirs[k], 1e-12) << "case " << i << " step " << k;
+  }
+  nn::Linear model(nn::LinearOptions(2, 1).bias(false));
+  auto averaged = functional::AveragedWeights::of(model);
+  for (const auto& w : weights) {
+    at::NoGradGuard no_grad;
+    model.weight.copy_(torch::tensor(w.get<std::vector<double>>(), at::kFloat).view({1, 2}));
+    functional::update_averaged_weights(averaged, model);
+  }
+  const json& a = answers["averaged_model"][0];
+  EXPECT_EQ(averaged.n_averaged, a["n_averaged"].get<int64_t>());
+  const auto theirs = a["weight"].get<std::vector<double>>();
+  for (size_t k = 0; k < theirs.size(); ++k)
+    EXPECT_FLOAT_EQ(averaged.parameters.at("weight").view(-1)[static_cast<int64_t>(k)].item<float>(), theirs[k]);
+}
+
+TEST(PeerSemanticsTest, SelectiveBackpropSchedulesAsComposer) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  json requests = json::array();
+  std::vector<std::tuple<double, int64_t, double, double, int64_t>> cases;
+  for (double d : {0.0, 0.3, 0.5, 0.7, 0.9, 1.0})
+    for (int64_t b : {0, 1, 2, 3, 7})
+      for (int64_t interrupt : {0, 2, 3}) cases.emplace_back(d, b, 0.5, 0.9, interrupt);
+  cases.emplace_back(0.2, 4, 0.0, 1.0, 1);
+  for (const auto& [d, b, start, end, interrupt] : cases) {
+    requests.push_back(
+        {{"current_duration", d}, {"batch_idx", b}, {"start", start}, {"end", end}, {"interrupt", interrupt}});
+  }
+  const auto theirs = ask_composer({{"should_selective_backprop", requests}})["should_selective_backprop"];
+  ASSERT_EQ(theirs.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto [d, b, start, end, interrupt] = cases[i];
+    EXPECT_EQ(functional::should_selective_backprop(d, b, start, end, interrupt), theirs[i].get<bool>())
+        << "case " << i;
+  }
+}
+
+// A GatedMLP with Composer's BERTGatedFFOutput's weights computes its output before the residual LayerNorm (which
+// our BERT layer keeps outside the MLP): the same values.
+TEST(PeerSemanticsTest, GatedMLPMatchesComposersGatedOutput) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const int64_t d = 4, f = 6;
+  torch::manual_seed(3);
+  for (bool gated_bias : {false, true}) {
+    nn::GatedMLP mlp(d, f, std::make_shared<nn::GELU>(), 0.0, gated_bias, !gated_bias);
+    json weights = json::object();
+    for (const auto& item : mlp.named_parameters()) {
+      const at::Tensor t = item.value().detach().contiguous();
+      std::vector<double> flat(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+      if (t.dim() == 2) {
+        json rows = json::array();
+        for (int64_t r = 0; r < t.size(0); ++r)
+          rows.push_back(std::vector<double>(flat.begin() + r * t.size(1), flat.begin() + (r + 1) * t.size(1)));
+        weights[item.key()] = rows;
+      } else {
+        weights[item.key()] = flat;
+      }
+    }
+    const at::Tensor x = torch::randn({3, d}), residual = torch::randn({3, d});
+    auto rows = [](const at::Tensor& t) {
+      json out = json::array();
+      for (int64_t r = 0; r < t.size(0); ++r) {
+        const at::Tensor row = t[r].contiguous();
+        out.push_back(std::vector<double>(row.data_ptr<float>(), row.data_ptr<float>() + row.numel()));
+      }
+      return out;
+    };
+    const json request = {{"d", d},
+                          {"f", f},
+                          {"gated_bias", gated_bias},
+                          {"non_gated_bias", !gated_bias},
+                          {"weights", weights},
+                          {"x", rows(x)},
+                          {"residual", rows(residual)}};
+    const auto theirs = ask_composer({{"gated_ff", json::array({request})}})["gated_ff"][0].get<std::vector<double>>();
+    at::NoGradGuard no_grad;
+    const at::Tensor ours = at::layer_norm(mlp.forward(x) + residual, {d}, {}, {}, 1e-12).flatten();
+    ASSERT_EQ(static_cast<size_t>(ours.numel()), theirs.size());
+    for (size_t k = 0; k < theirs.size(); ++k)
+      EXPECT_NEAR(ours[static_cast<int64_t>(k)].item<double>(), theirs[k], 1e-5) << "gated_bias " << gated_bias;
   }
 }
 

@@ -21,6 +21,9 @@ class ComposerModel : public torch::nn::Module {
   /// Named losses, as Composer's loss() returning a dict: "total" (when present) is what backpropagates, else the
   /// sum of the losses' means; each is logged as loss/train/<name>. Default: {"total": loss(outputs, batch)}.
   virtual std::map<std::string, at::Tensor> losses(const at::Tensor& outputs, const Batch& batch);
+  /// One loss per sample, [N] (Composer's loss(outputs, batch, reduction='none')), for methods that rank samples
+  /// (SelectiveBackprop). Default: throws std::invalid_argument naming the model.
+  virtual at::Tensor per_sample_loss(const at::Tensor& outputs, const Batch& batch);
   /// Outputs for evaluation; `outputs`, when defined, are reused (train metrics reuse the training forward).
   virtual at::Tensor eval_forward(const Batch& batch, const at::Tensor& outputs = {});
   /// Updates `metric` from a batch and its outputs. Default: metric.update(outputs, batch target).
@@ -34,6 +37,9 @@ class ComposerModel : public torch::nn::Module {
 /// Composer's soft_cross_entropy: index targets -> cross entropy; dense targets -> mean of -sum(t * log_softmax),
 /// times N / sum(t).
 at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& target, int64_t ignore_index = -100);
+/// soft_cross_entropy with reduction='none': one value per sample, [N].
+at::Tensor soft_cross_entropy_per_sample(const at::Tensor& logits, const at::Tensor& target,
+                                         int64_t ignore_index = -100);
 
 /// Wraps any module mapping inputs to logits; batch = {input, target}. Train metric Accuracy; eval metrics
 /// Accuracy and CrossEntropy.
@@ -55,6 +61,8 @@ class ComposerClassifier : public ComposerModel {
 
   at::Tensor forward(const Batch& batch) override;
   at::Tensor loss(const at::Tensor& outputs, const Batch& batch) override;
+  /// soft_cross_entropy per sample; throws std::invalid_argument with a custom loss function (it has no reduction).
+  at::Tensor per_sample_loss(const at::Tensor& outputs, const Batch& batch) override;
   MetricMap get_metrics(bool is_train) override;
   torch::nn::Module& module() { return *module_; }
 
@@ -71,6 +79,7 @@ class ComposerClassifier : public ComposerModel {
   std::shared_ptr<torch::nn::Module> module_;
   std::function<at::Tensor(const at::Tensor&)> forward_fn_;
   LossFunction loss_fn_;
+  bool default_loss_ = false;
 };
 
 }  // namespace composer

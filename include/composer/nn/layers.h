@@ -72,6 +72,18 @@ class LayerNorm : public Layer {
   at::Tensor weight, bias;
 };
 
+/// torch.nn.GroupNorm: normalises [N, C, ...] over groups of num_channels / num_groups channels; affine adds a
+/// per-channel weight and bias.
+class GroupNorm : public Layer {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  at::Tensor forward(const at::Tensor& x) override;
+  int64_t num_groups, num_channels;
+  double eps;
+  bool affine;
+  at::Tensor weight, bias;  ///< undefined without affine
+};
+
 class Embedding : public Layer {
  public:
   Embedding(int64_t num_embeddings, int64_t dim, double init_std = 1.0);

@@ -24,6 +24,10 @@ class Optimizer : public torch::optim::Optimizer {
   /// Each group's learning rate when it was created: what schedulers multiply.
   virtual std::vector<double> initial_lrs() const = 0;
 
+  /// The optimizer a checkpoint names and holds the state of: itself, or what a wrapper (SAMOptimizer) steps, so a
+  /// checkpoint restores into the plain optimizer before the wrapper exists again (it is built at AFTER_LOAD).
+  virtual const torch::optim::Optimizer& checkpointed() const { return *this; }
+
   /// torch::save / torch::load: the state_dict() travels in the archive, so a saved optimizer keeps its moments.
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
@@ -38,6 +42,8 @@ c10::IValue optimizer_state_dict(const torch::optim::Optimizer& optimizer);
 void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::IValue& state);
 /// Ours: initial_lrs(). LibTorch's: each group's current lr.
 std::vector<double> initial_lrs(const torch::optim::Optimizer& optimizer);
+/// Ours: checkpointed(). LibTorch's: itself.
+const torch::optim::Optimizer& checkpointed_optimizer(const torch::optim::Optimizer& optimizer);
 /// Drops the state `optimizer` holds for `param`.
 void erase_param_state(torch::optim::Optimizer& optimizer, const at::Tensor& param);
 

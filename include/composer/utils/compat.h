@@ -68,6 +68,22 @@ class AutocastGuard {
   at::ScalarType previous_dtype_;
 };
 
+/// RAII equivalent of `with torch.autocast(device, enabled=False)` inside an autocast region: low-precision norms
+/// (LPLayerNorm, LPGroupNorm) run their op in the dtype they cast to instead of autocast's float32.
+class AutocastOff {
+ public:
+  explicit AutocastOff(c10::DeviceType device) : device_(device), was_enabled_(autocast_enabled(device)) {
+    set_autocast_enabled(device_, false);
+  }
+  ~AutocastOff() { set_autocast_enabled(device_, was_enabled_); }
+  AutocastOff(const AutocastOff&) = delete;
+  AutocastOff& operator=(const AutocastOff&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool was_enabled_;
+};
+
 /// Multi-head attention over [B, H, L, D] tensors: softmax(q k^T / sqrt(D) [+ causal mask]) v.
 /// at::scaled_dot_product_attention (flash / memory-efficient kernels on CUDA).
 inline at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <iostream>
 
 namespace composer::algorithms::detail {
 namespace {
@@ -89,6 +90,59 @@ at::Tensor& batch_field(Batch& batch, const BatchKey& key, const std::string& al
 
 std::string key_string(const BatchKey& key) {
   return std::holds_alternative<int64_t>(key) ? std::to_string(std::get<int64_t>(key)) : std::get<std::string>(key);
+}
+
+std::map<std::string, at::Tensor> tensor_map(const c10::IValue& value, const std::string& what) {
+  if (!value.isGenericDict()) throw std::invalid_argument(what + " must map names to tensors");
+  std::map<std::string, at::Tensor> out;
+  for (const auto& item : value.toGenericDict()) {
+    if (!item.key().isString() || !item.value().isTensor())
+      throw std::invalid_argument(what + " must map names to tensors");
+    out[item.key().toStringRef()] = item.value().toTensor();
+  }
+  return out;
+}
+
+c10::IValue tensor_dict(const std::map<std::string, at::Tensor>& tensors) {
+  Dict d = new_dict();
+  for (const auto& [name, t] : tensors) d.insert(name, t);
+  return d;
+}
+
+bool flag(const Dict& d, const std::string& key, const std::string& what) {
+  if (!d.contains(key)) return false;
+  const c10::IValue v = d.at(key);
+  if (!v.isBool()) throw std::invalid_argument(what + ": " + key + " must be a bool");
+  return v.toBool();
+}
+
+int64_t integer(const Dict& d, const std::string& key, const std::string& what, int64_t fallback) {
+  if (!d.contains(key)) return fallback;
+  const c10::IValue v = d.at(key);
+  if (!v.isInt()) throw std::invalid_argument(what + ": " + key + " must be an integer");
+  return v.toInt();
+}
+
+std::vector<Replacement> low_precision_surgery(torch::nn::Module& model, Precision precision,
+                                               torch::optim::Optimizer* optimizer, const std::string& method,
+                                               const std::string& norm, ReplacementPolicy policy) {
+  if (precision != Precision::AMP_FP16 && precision != Precision::AMP_BF16) {
+    std::cerr << "composer: " << method << " has no effect at precision " << to_string(precision)
+              << " (it applies to amp_fp16 and amp_bf16)\n";
+    return {};
+  }
+  SurgeryOptions options;
+  options.optimizer = optimizer;
+  auto done = replace_module_classes(model, {std::move(policy)}, options);
+  if (done.empty()) std::cerr << "composer: " << method << " found no " << norm << " to replace\n";
+  return done;
+}
+
+void require_load_event(const std::string& what, Event event) {
+  if (event != Event::INIT && event != Event::BEFORE_LOAD && event != Event::AFTER_LOAD) {
+    throw std::invalid_argument(what + ".apply_at must be 'init', 'before_load' or 'after_load', got '" +
+                                event_value(event) + "'");
+  }
 }
 
 }  // namespace composer::algorithms::detail

@@ -1,12 +1,17 @@
 // Pieces shared by the algorithm implementations: random draws, repr strings, option checks, batch fields.
 #pragma once
 
+#include "composer/algorithms/module_surgery.h"
+#include "composer/core/event.h"
+#include "composer/core/precision.h"
+#include "composer/core/serialization.h"
 #include "composer/data/batch.h"
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include <array>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -40,5 +45,21 @@ void require_range(const std::string& what, const std::string& field, double val
 /// The field `key` of the state's batch, with an error naming the algorithm when it is missing.
 at::Tensor& batch_field(Batch& batch, const BatchKey& key, const std::string& algorithm);
 std::string key_string(const BatchKey& key);
+
+/// Algorithm checkpoint state. `what` names the entry in errors ("EMA checkpoint state: ema_model.named_...").
+/// A dict of name -> tensor; throws std::invalid_argument "<what> must map names to tensors" otherwise.
+std::map<std::string, at::Tensor> tensor_map(const c10::IValue& value, const std::string& what);
+c10::IValue tensor_dict(const std::map<std::string, at::Tensor>& tensors);
+/// d[key] as a bool (false when absent) / an integer (`fallback` when absent), or an error naming what and key.
+bool flag(const Dict& d, const std::string& key, const std::string& what);
+int64_t integer(const Dict& d, const std::string& key, const std::string& what, int64_t fallback = 0);
+/// The low-precision norm surgery (LowPrecisionLayerNorm, LowPrecisionGroupNorm): at amp_fp16 or amp_bf16 applies
+/// `policy` to `model` (the optimizer, when given, trains the new norms); otherwise changes nothing. Either way without
+/// an effect it says so on stderr naming `method` and `norm` (Composer's NoEffectWarning).
+std::vector<Replacement> low_precision_surgery(torch::nn::Module& model, Precision precision,
+                                               torch::optim::Optimizer* optimizer, const std::string& method,
+                                               const std::string& norm, ReplacementPolicy policy);
+/// For the surgery algorithms' apply_at: INIT, BEFORE_LOAD or AFTER_LOAD, else std::invalid_argument naming `what`.
+void require_load_event(const std::string& what, Event event);
 
 }  // namespace composer::algorithms::detail
