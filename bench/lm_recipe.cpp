@@ -93,8 +93,8 @@ std::shared_ptr<Algorithm> make_method(const std::string& name) {
   return algorithms::make_algorithm(name);
 }
 
-// Composer computes no training metrics by default; ours would compute a cross entropy over the 50257-way logits at
-// every batch, so the benchmark model has evaluation metrics only, like Composer's run.
+// Both Trainers update training metrics on every microbatch's outputs (a cross entropy over the 50257-way logits
+// here), so the benchmark model has evaluation metrics only, like Composer's run (HuggingFaceModel(metrics=None)).
 class EvalMetricsOnly : public ComposerLanguageModel {
  public:
   using ComposerLanguageModel::ComposerLanguageModel;

@@ -47,6 +47,8 @@ def method(name):
         return Alibi(max_sequence_length=SEQ_LEN, train_sequence_length_scaling=0.25)
     if name == 'seq_length_warmup':
         return SeqLengthWarmup(duration=0.3, min_seq_length=8, max_seq_length=SEQ_LEN)
+    if name == 'seq_length_warmup_short':  # to Alibi's training length, 32 tokens
+        return SeqLengthWarmup(duration=0.3, min_seq_length=8, max_seq_length=SEQ_LEN // 4)
     if name == 'gradient_clipping':
         return GradientClipping(clipping_type='norm', clipping_threshold=1.0)
     if name == 'ema':
@@ -85,7 +87,8 @@ def main():
     config = GPT2Config(vocab_size=50257, n_positions=SEQ_LEN, n_embd=128, n_layer=2, n_head=4,
                         activation_function='gelu', resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                         attn_implementation='eager')  # Composer's Alibi replaces the eager attention's _attn
-    model = HuggingFaceModel(GPT2LMHeadModel(config), use_logits=True, metrics=[LanguageCrossEntropy()],
+    # metrics=None: no training metrics (given metrics=, Composer updates them on every microbatch's logits).
+    model = HuggingFaceModel(GPT2LMHeadModel(config), use_logits=True, metrics=None,
                              eval_metrics=[LanguageCrossEntropy()])
     train = torch.utils.data.DataLoader(Windows(os.path.join(a.tokens, 'train.u16')), batch_size=BATCH, shuffle=True,
                                         generator=torch.Generator().manual_seed(a.seed))

@@ -3,8 +3,12 @@
 
 #include "composer/algorithms/algorithms.h"
 #include "composer/algorithms/registry.h"
+#include "composer/callbacks/early_stopper.h"
+#include "composer/callbacks/free_outputs.h"
 #include "composer/callbacks/lr_monitor.h"
+#include "composer/callbacks/nan_monitor.h"
 #include "composer/callbacks/registry.h"
+#include "composer/callbacks/runtime_estimator.h"
 #include "composer/callbacks/speed_monitor.h"
 #include "composer/callbacks/threshold_stopper.h"
 #include "composer/checkpoint/checkpoint.h"

@@ -39,8 +39,8 @@ at::Tensor NoOpModelClass::loss(const at::Tensor& outputs, const Batch& batch) {
 at::Tensor NoOpModelClass::eval_forward(const Batch& batch, const at::Tensor&) { return target_of(batch); }
 
 MetricMap NoOpModelClass::get_metrics(bool is_train) {
-  // No training metrics: the Trainer computes them at every batch, which Composer does only with
-  // compute_training_metrics, and BinaryAccuracy refuses the targets of a multi-class data set.
+  // No training metric: the Trainer updates it every microbatch (as Composer's does), and BinaryAccuracy refuses
+  // the targets of a multi-class data set, which would stop a multi-class run at its first batch.
   if (is_train) return {};
   return {{"BinaryAccuracy", std::make_shared<BinaryAccuracy>()}};
 }

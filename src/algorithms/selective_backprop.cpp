@@ -1,10 +1,10 @@
 #include "composer/algorithms/selective_backprop.h"
 
 #include "algorithms/detail/common.h"
+#include "composer/core/autocast.h"
 #include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
-#include "composer/utils/compat.h"
 
 #include <ATen/ATen.h>
 
@@ -77,21 +77,6 @@ std::pair<at::Tensor, at::Tensor> select_using_loss(
 }  // namespace functional
 
 namespace algorithms {
-namespace {
-
-std::unique_ptr<compat::AutocastGuard> autocast_for(Precision precision, const c10::Device& device) {
-  switch (precision) {
-    case Precision::AMP_BF16:
-      return std::make_unique<compat::AutocastGuard>(device.type(), at::kBFloat16);
-    case Precision::AMP_FP16:
-      return std::make_unique<compat::AutocastGuard>(device.type(), at::kHalf);
-    case Precision::FP32:
-      break;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 void SelectiveBackpropOptions::validate() const {
   detail::require_range("SelectiveBackprop", "start", start_, 0.0, 1.0);
@@ -120,7 +105,7 @@ std::optional<int> SelectiveBackprop::apply(Event event, State& state, Logger&) 
   if (event == Event::INIT) return std::nullopt;
   const at::Tensor input = detail::batch_field(state.batch, options_.input_key(), "SelectiveBackprop");
   const at::Tensor target = detail::batch_field(state.batch, options_.target_key(), "SelectiveBackprop");
-  const auto autocast = autocast_for(state.precision, state.device);
+  const auto autocast = enter_autocast(state.precision, state.device);
   const auto [new_input, new_target] = functional::select_using_loss(
       input, target, [&](const at::Tensor& x) { return model.forward(Batch(x, target)); },
       [&](const at::Tensor& outputs, const at::Tensor& y) { return model.per_sample_loss(outputs, Batch(input, y)); },

@@ -1,6 +1,10 @@
 #include "composer/callbacks/registry.h"
 
+#include "composer/callbacks/early_stopper.h"
+#include "composer/callbacks/free_outputs.h"
 #include "composer/callbacks/lr_monitor.h"
+#include "composer/callbacks/nan_monitor.h"
+#include "composer/callbacks/runtime_estimator.h"
 #include "composer/callbacks/speed_monitor.h"
 #include "composer/callbacks/threshold_stopper.h"
 #include "composer/checkpoint/checkpoint_saver.h"
@@ -13,8 +17,16 @@ const CallbackRegistry& callback_registry() {
       {
           registry_entry<Callback, CheckpointSaver, CheckpointSaverOptions>(
               "checkpoint_saver", "CheckpointSaver", "crash-safe checkpoints at an interval, with retention"),
+          registry_entry<Callback, EarlyStopper, EarlyStopperOptions>(
+              "early_stopper", "EarlyStopper", "stop when a metric has not improved for `patience`"),
+          registry_entry<Callback, FreeOutputs, NoOptions>("free_outputs", "FreeOutputs",
+                                                           "drop the model's outputs after the loss"),
           registry_entry<Callback, LRMonitor, NoOptions>("lr_monitor", "LRMonitor",
                                                          "lr-<Optimizer>/group<i> every batch"),
+          registry_entry<Callback, NaNMonitor, NoOptions>("nan_monitor", "NaNMonitor",
+                                                          "stop with an error when a training loss is NaN"),
+          registry_entry<Callback, RuntimeEstimator, RuntimeEstimatorOptions>(
+              "runtime_estimator", "RuntimeEstimator", "time/remaining_estimate, the training time left"),
           registry_entry<Callback, SpeedMonitor, SpeedMonitorOptions>(
               "speed_monitor", "SpeedMonitor", "throughput/* and time/* over a window of batches"),
           registry_entry<Callback, ThresholdStopper, ThresholdStopperOptions>("threshold_stopper", "ThresholdStopper",

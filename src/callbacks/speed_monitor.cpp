@@ -1,5 +1,6 @@
 #include "composer/callbacks/speed_monitor.h"
 
+#include "callbacks/detail/time_divider.h"
 #include "composer/core/logger.h"
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
@@ -9,20 +10,10 @@
 #include <stdexcept>
 
 namespace composer {
-namespace {
-
-double divider_for(const std::string& unit) {
-  if (unit == "seconds") return 1.0;
-  if (unit == "minutes") return 60.0;
-  if (unit == "hours") return 3600.0;
-  if (unit == "days") return 86400.0;
-  throw std::invalid_argument("SpeedMonitor.time_unit '" + unit + "' must be one of seconds, minutes, hours, days");
-}
-
-}  // namespace
 
 SpeedMonitor::SpeedMonitor(SpeedMonitorOptions options)
-    : window_size_(options.window_size()), divider_(divider_for(options.time_unit())) {
+    : window_size_(options.window_size()),
+      divider_(callbacks::detail::seconds_per(options.time_unit(), "SpeedMonitor")) {
   if (window_size_ <= 0)
     throw std::invalid_argument("SpeedMonitor.window_size must be > 0, got " + std::to_string(window_size_));
 }

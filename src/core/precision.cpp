@@ -1,10 +1,23 @@
 #include "composer/core/precision.h"
 
+#include "composer/core/autocast.h"
 #include "composer/core/hparams.h"
 
 #include <stdexcept>
 
 namespace composer {
+
+std::unique_ptr<compat::AutocastGuard> enter_autocast(Precision precision, const c10::Device& device) {
+  switch (precision) {
+    case Precision::FP32:
+      return nullptr;
+    case Precision::AMP_BF16:
+      return std::make_unique<compat::AutocastGuard>(device.type(), at::kBFloat16);
+    case Precision::AMP_FP16:
+      return std::make_unique<compat::AutocastGuard>(device.type(), at::kHalf);
+  }
+  return nullptr;
+}
 
 const char* to_string(Precision p) {
   switch (p) {

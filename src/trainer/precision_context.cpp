@@ -1,5 +1,7 @@
 #include "composer/trainer/precision_context.h"
 
+#include "composer/core/autocast.h"
+
 #include <stdexcept>
 
 namespace composer {
@@ -11,16 +13,6 @@ PrecisionContext::PrecisionContext(Precision precision, c10::Device device) : pr
   }
 }
 
-std::unique_ptr<compat::AutocastGuard> PrecisionContext::enter() const {
-  switch (precision_) {
-    case Precision::FP32:
-      return nullptr;
-    case Precision::AMP_BF16:
-      return std::make_unique<compat::AutocastGuard>(device_.type(), at::kBFloat16);
-    case Precision::AMP_FP16:
-      return std::make_unique<compat::AutocastGuard>(device_.type(), at::kHalf);
-  }
-  return nullptr;
-}
+std::unique_ptr<compat::AutocastGuard> PrecisionContext::enter() const { return enter_autocast(precision_, device_); }
 
 }  // namespace composer

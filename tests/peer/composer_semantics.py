@@ -14,7 +14,8 @@ ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
            "gradient_clipping": [{"grads": [[float] | null]}],  (float64, flattened)
            "ema": [{"smoothing": float, "ema": {name: [float]}} | {"error": str}],
            "freeze_layers": [{"depth": int, "percentage": float, "requires_grad": [bool], "in_optimizer": int}],
-           "alibi": [{"slopes": [float], "shape": [int], "bias": [float]}]}
+           "alibi": [{"slopes": [float], "shape": [int], "bias": [float]}],
+           "early_stopper": [[bool]]}
 """
 import json
 import sys
@@ -242,6 +243,26 @@ def gated_ff(spec):
         return layer(x, residual).flatten().tolist()
 
 
+def early_stopper(spec):
+    """Composer's EarlyStopper at EVAL_END on a sequence of (epoch, batch, value): whether each check stops training."""
+    import torch
+    from composer.callbacks import EarlyStopper
+
+    stopper = EarlyStopper(spec['monitor'], 'eval', comp=spec['comp'], min_delta=spec['min_delta'],
+                           patience=spec['patience'])
+    stops = []
+    for epoch, batch, value in spec['checks']:
+        stopped = []
+        metric = types.SimpleNamespace(compute=lambda v=value: torch.tensor(v))
+        state = types.SimpleNamespace(dataloader_label='eval', train_metrics=None,
+                                      timestamp=Timestamp(epoch=int(epoch), batch=int(batch)),
+                                      eval_metrics={'eval': {spec['monitor']: metric}},
+                                      stop_training=lambda: stopped.append(True))
+        stopper.eval_end(state, None)
+        stops.append(bool(stopped))
+    return stops
+
+
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
@@ -258,6 +279,7 @@ def main():
         'averaged_model': [averaged_model(s) for s in requests.get('averaged_model', [])],
         'should_selective_backprop': should_selective_backprop(requests.get('should_selective_backprop', [])),
         'gated_ff': [gated_ff(s) for s in requests.get('gated_ff', [])],
+        'early_stopper': [early_stopper(s) for s in requests.get('early_stopper', [])],
     }
     with open(sys.argv[2], 'w') as f:
         json.dump(answers, f)

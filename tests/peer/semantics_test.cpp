@@ -10,9 +10,11 @@
 #include "composer/algorithms/selective_backprop.h"
 #include "composer/algorithms/seq_length_warmup.h"
 #include "composer/algorithms/swa.h"
+#include "composer/callbacks/early_stopper.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
+#include "composer/metrics/metric.h"
 #include "composer/nn/layers.h"
 #include "composer/optim/registry.h"
 #include "composer/optim/scheduler.h"
@@ -641,6 +643,70 @@ TEST(PeerSemanticsTest, GatedMLPMatchesComposersGatedOutput) {
     ASSERT_EQ(static_cast<size_t>(ours.numel()), theirs.size());
     for (size_t k = 0; k < theirs.size(); ++k)
       EXPECT_NEAR(ours[static_cast<int64_t>(k)].item<double>(), theirs[k], 1e-5) << "gated_bias " << gated_bias;
+  }
+}
+
+// Composer's EarlyStopper and ours, asked the same sequence of evaluations: the same checks stop training (default
+// comparisons by name, explicit comp, min_delta, patience in batches, in epochs and as a bare integer).
+TEST(PeerSemanticsTest, EarlyStopperStopsAsComposers) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  struct Case {
+    std::string monitor;
+    json comp;  // null or the string
+    double min_delta;
+    json patience;                              // a time string or an integer (epochs)
+    std::vector<std::array<double, 3>> checks;  // epoch, batch, value (exact in float32)
+  };
+  std::vector<std::array<double, 3>> per_batch, per_epoch;
+  const std::vector<double> rising = {0.5, 0.625, 0.625, 0.625, 0.75, 0.75, 0.75, 0.75, 0.8125, 0.5};
+  const std::vector<double> falling = {1.0, 0.9375, 0.75, 0.75, 0.6875, 0.5, 0.5, 0.5, 0.25, 0.5};
+  for (size_t i = 0; i < rising.size(); ++i) per_batch.push_back({0.0, double(i + 1), rising[i]});
+  for (size_t i = 0; i < falling.size(); ++i) per_epoch.push_back({double(i + 1), double(10 * (i + 1)), falling[i]});
+  auto with = [](std::vector<std::array<double, 3>> checks, const std::vector<double>& values) {
+    for (size_t i = 0; i < checks.size(); ++i) checks[i][2] = values[i];
+    return checks;
+  };
+  const std::vector<Case> cases = {
+      {"Accuracy", nullptr, 0.0, "2ba", per_batch},
+      {"Accuracy", nullptr, 0.0, "0ba", per_batch},
+      {"Accuracy", nullptr, 0.125, "1ba", per_batch},
+      {"val_loss", nullptr, 0.0, "1ep", with(per_epoch, falling)},
+      {"val_loss", nullptr, 0.125, "1ep", with(per_epoch, falling)},
+      {"Accuracy", "lt", 0.0, 1, with(per_epoch, falling)},
+      {"Accuracy", "gt", 0.0, 2, with(per_epoch, falling)},
+      {"CrossEntropy", nullptr, 0.0, "3ba", per_batch},
+  };
+  json requests = json::array();
+  for (const auto& c : cases) {
+    requests.push_back({{"monitor", c.monitor},
+                        {"comp", c.comp},
+                        {"min_delta", c.min_delta},
+                        {"patience", c.patience},
+                        {"checks", c.checks}});
+  }
+  const auto theirs = ask_composer({{"early_stopper", requests}})["early_stopper"];
+  ASSERT_EQ(theirs.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    EarlyStopperOptions options =
+        EarlyStopperOptions().monitor(c.monitor).dataloader_label("eval").min_delta(c.min_delta);
+    if (c.comp.is_string()) options.comp(c.comp.get<std::string>());
+    options.patience(c.patience.is_string() ? Time::from_string(c.patience.get<std::string>())
+                                            : Time::from_epoch(c.patience.get<int64_t>()));
+    EarlyStopper stopper(options);
+    State s;
+    Logger logger(s);
+    s.dataloader_label = "eval";
+    std::vector<bool> ours;
+    for (const auto& [epoch, batch, value] : c.checks) {
+      s.max_duration = Time::from_batch(100000);
+      s.timestamp.epoch = static_cast<int64_t>(epoch);
+      s.timestamp.batch = static_cast<int64_t>(batch);
+      s.eval_metric_values = {{canonical_metric_name(c.monitor), value}};
+      stopper.eval_end(s, logger);
+      ours.push_back(!(*s.max_duration == Time::from_batch(100000)));
+    }
+    EXPECT_EQ(ours, theirs[i].get<std::vector<bool>>()) << "case " << i << " (" << c.monitor << ")";
   }
 }
 

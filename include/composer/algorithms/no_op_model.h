@@ -12,8 +12,8 @@ namespace algorithms {
 
 /// The stand-in model: one parameter `weights` = [1.5] on the replaced model's device; for a batch (input, target)
 /// the outputs are target * weights, the loss their mean squared error against the float target, evaluation
-/// returns the target itself, and the evaluation metric is BinaryAccuracy (no training metric: ours would run at
-/// every batch, Composer's only with compute_training_metrics).
+/// returns the target itself, and the evaluation metric is BinaryAccuracy (no training metric: it would run at
+/// every microbatch, as in Composer, and refuse the targets of a multi-class data set).
 class NoOpModelClass : public ComposerModel {
  public:
   /// `original_model` gives the device; it needs at least one parameter.
