@@ -14,6 +14,7 @@ PKGS=(
   libgloo-dev                         # gloo/*.h for ProcessGroupGloo.hpp; the wheel ships Gloo's code, not its headers
   libgtest-dev libgmock-dev libbenchmark-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler libpng-dev libboost-dev   # TensorboardLogger (COMPOSER_WITH_TENSORBOARD)
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -6,7 +6,9 @@
 #include "composer/callbacks/early_stopper.h"
 #include "composer/callbacks/free_outputs.h"
 #include "composer/callbacks/lr_monitor.h"
+#include "composer/callbacks/memory_monitor.h"
 #include "composer/callbacks/nan_monitor.h"
+#include "composer/callbacks/optimizer_monitor.h"
 #include "composer/callbacks/registry.h"
 #include "composer/callbacks/runtime_estimator.h"
 #include "composer/callbacks/speed_monitor.h"
@@ -48,6 +50,7 @@
 #include "composer/loggers/in_memory_logger.h"
 #include "composer/loggers/progress_bar_logger.h"
 #include "composer/loggers/registry.h"
+#include "composer/loggers/tensorboard_logger.h"  // built with COMPOSER_WITH_TENSORBOARD (on by default)
 #include "composer/metrics/classification.h"
 #include "composer/metrics/language.h"
 #include "composer/metrics/metric.h"

@@ -1,8 +1,8 @@
 #include "composer/callbacks/early_stopper.h"
 
+#include "callbacks/detail/monitored_metric.h"
 #include "composer/core/state.h"
 #include "composer/metrics/metric.h"
-#include "utils/detail/text.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -17,10 +17,7 @@ EarlyStopperOptions::Compare comparison(const std::string& comp, const std::stri
   if (!c.empty()) {
     throw std::invalid_argument("EarlyStopper.comp '" + comp + "' must be one of 'greater', 'gt', 'less', 'lt'");
   }
-  const std::string m = detail::to_lower(monitor);
-  const bool minimize = m.find("loss") != std::string::npos || m.find("error") != std::string::npos ||
-                        m.find("perplexity") != std::string::npos;
-  return comparison(minimize ? "less" : "greater", monitor);
+  return comparison(detail::minimises(monitor) ? "less" : "greater", monitor);
 }
 
 }  // namespace
@@ -41,14 +38,7 @@ EarlyStopper::EarlyStopper(EarlyStopperOptions options)
 }
 
 void EarlyStopper::update(State& state, const std::map<std::string, double>& values) {
-  auto it = values.find(monitor_);
-  if (it == values.end()) {  // as Composer: a misspelt monitor would otherwise never stop the run
-    std::string known;
-    for (const auto& [name, v] : values) known += (known.empty() ? "" : ", ") + name;
-    throw std::invalid_argument("EarlyStopper: no metric '" + monitor_ + "' for dataloader label '" + label_ +
-                                "'; the metrics there are: " + (known.empty() ? "none" : known));
-  }
-  const double value = it->second;
+  const double value = detail::require_metric("EarlyStopper", monitor_, label_, values);
   if (!best_ || (comp_(value, *best_) && std::abs(value - *best_) > min_delta_)) {
     best_ = value;
     best_occurred_ = state.timestamp;

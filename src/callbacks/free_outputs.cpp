@@ -1,5 +1,6 @@
 #include "composer/callbacks/free_outputs.h"
 
+#include "callbacks/detail/monitored_metric.h"
 #include "composer/core/state.h"
 
 #include <ATen/ATen.h>
@@ -11,8 +12,7 @@ namespace composer {
 
 void FreeOutputs::fit_start(State& state, Logger&) {
   if (state.train_metrics.empty()) return;
-  std::string names;
-  for (const auto& [name, metric] : state.train_metrics) names += (names.empty() ? "" : ", ") + name;
+  const std::string names = detail::join_keys(state.train_metrics);
   throw std::invalid_argument(
       "FreeOutputs frees the outputs that training metrics are computed from, and the model "
       "has training metrics (" +

@@ -3,7 +3,9 @@
 #include "composer/callbacks/early_stopper.h"
 #include "composer/callbacks/free_outputs.h"
 #include "composer/callbacks/lr_monitor.h"
+#include "composer/callbacks/memory_monitor.h"
 #include "composer/callbacks/nan_monitor.h"
+#include "composer/callbacks/optimizer_monitor.h"
 #include "composer/callbacks/runtime_estimator.h"
 #include "composer/callbacks/speed_monitor.h"
 #include "composer/callbacks/threshold_stopper.h"
@@ -23,8 +25,12 @@ const CallbackRegistry& callback_registry() {
                                                            "drop the model's outputs after the loss"),
           registry_entry<Callback, LRMonitor, NoOptions>("lr_monitor", "LRMonitor",
                                                          "lr-<Optimizer>/group<i> every batch"),
+          registry_entry<Callback, MemoryMonitor, MemoryMonitorOptions>(
+              "memory_monitor", "MemoryMonitor", "memory/* after every batch: CUDA allocator statistics, or RSS"),
           registry_entry<Callback, NaNMonitor, NoOptions>("nan_monitor", "NaNMonitor",
                                                           "stop with an error when a training loss is NaN"),
+          registry_entry<Callback, OptimizerMonitor, OptimizerMonitorOptions>(
+              "optimizer_monitor", "OptimizerMonitor", "l2_norm/grad/* per parameter and global, optimizer norms"),
           registry_entry<Callback, RuntimeEstimator, RuntimeEstimatorOptions>(
               "runtime_estimator", "RuntimeEstimator", "time/remaining_estimate, the training time left"),
           registry_entry<Callback, SpeedMonitor, SpeedMonitorOptions>(

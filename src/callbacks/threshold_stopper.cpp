@@ -1,8 +1,8 @@
 #include "composer/callbacks/threshold_stopper.h"
 
+#include "callbacks/detail/monitored_metric.h"
 #include "composer/core/state.h"
 #include "composer/metrics/metric.h"
-#include "utils/detail/text.h"
 
 namespace composer {
 
@@ -23,24 +23,15 @@ ThresholdStopper::ThresholdStopper(ThresholdStopperOptions options)
       stop_on_batch_(options.stop_on_batch()) {
   if (monitor_.empty()) throw std::invalid_argument("ThresholdStopper.monitor must name a metric");
   if (!comp_) {
-    const std::string lower = detail::to_lower(monitor_);
-    const bool minimize = lower.find("loss") != std::string::npos || lower.find("error") != std::string::npos ||
-                          lower.find("perplexity") != std::string::npos;
-    comp_ = minimize ? Compare([](double v, double t) { return v <= t; })
-                     : Compare([](double v, double t) { return v >= t; });
+    comp_ = detail::minimises(monitor_) ? Compare([](double v, double t) { return v <= t; })
+                                        : Compare([](double v, double t) { return v >= t; });
   }
 }
 
 void ThresholdStopper::check(State& state, const std::map<std::string, double>& values) {
-  auto it = values.find(monitor_);
-  if (it == values.end()) {  // Composer raises too: a misspelt monitor would otherwise never stop the run
-    std::string known;
-    for (const auto& [name, v] : values) known += (known.empty() ? "" : ", ") + name;
-    throw std::invalid_argument("ThresholdStopper: no metric '" + monitor_ + "' for dataloader label '" + label_ +
-                                "'; the metrics there are: " + (known.empty() ? "none" : known));
-  }
+  const double value = detail::require_metric("ThresholdStopper", monitor_, label_, values);
   if (!state.max_duration) return;
-  if (comp_(it->second, threshold_)) state.stop_training();
+  if (comp_(value, threshold_)) state.stop_training();
 }
 
 void ThresholdStopper::eval_end(State& state, Logger&) {

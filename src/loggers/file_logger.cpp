@@ -44,6 +44,12 @@ void FileLogger::log_traces(const std::map<std::string, double>& traces) {
   if (options_.log_traces()) write({{"type", "traces"}, {"data", traces}});
 }
 
+void FileLogger::log_table(const std::vector<std::string>& columns,
+                           const std::vector<std::vector<nlohmann::json>>& rows, const std::string& name,
+                           int64_t step) {
+  write({{"type", "table"}, {"name", name}, {"step", step}, {"columns", columns}, {"data", rows}});
+}
+
 void FileLogger::batch_end(State& state, Logger&) {
   if (state.timestamp.batch % options_.flush_interval() == 0) out_.flush();
 }

@@ -16,6 +16,11 @@ void InMemoryLogger::log_metrics(const std::map<std::string, double>& metrics, i
   }
 }
 
+void InMemoryLogger::log_table(const std::vector<std::string>& columns,
+                               const std::vector<std::vector<nlohmann::json>>& rows, const std::string& name, int64_t) {
+  tables[name] = {{"columns", columns}, {"data", rows}};
+}
+
 std::vector<double> InMemoryLogger::values(const std::string& key) const {
   std::vector<double> out;
   auto it = data.find(key);

@@ -2,17 +2,22 @@
 
 #include "composer/loggers/console_logger.h"
 #include "composer/loggers/file_logger.h"
+#if COMPOSER_WITH_TENSORBOARD
+#include "composer/loggers/tensorboard_logger.h"
+#endif
 
 namespace composer::loggers {
 
 const LoggerRegistry& logger_registry() {
-  static const LoggerRegistry registry(
-      "logger",
-      {
-          registry_entry<LoggerDestination, ConsoleLogger, ConsoleLoggerOptions>("console", "ConsoleLogger",
-                                                                                 "Composer's console lines"),
-          registry_entry<LoggerDestination, FileLogger, FileLoggerOptions>("file", "FileLogger", "JSON lines per rank"),
-      });
+  static const LoggerRegistry registry("logger", {
+    registry_entry<LoggerDestination, ConsoleLogger, ConsoleLoggerOptions>("console", "ConsoleLogger",
+                                                                           "Composer's console lines"),
+        registry_entry<LoggerDestination, FileLogger, FileLoggerOptions>("file", "FileLogger", "JSON lines per rank"),
+#if COMPOSER_WITH_TENSORBOARD
+        registry_entry<LoggerDestination, TensorboardLogger, TensorboardLoggerOptions>(
+            "tensorboard", "TensorboardLogger", "TensorBoard event files: scalars, hparams, images, tables"),
+#endif
+  });
   return registry;
 }
 

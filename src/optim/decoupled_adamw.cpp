@@ -34,6 +34,26 @@ DecoupledAdamW::DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> gr
   init_groups();
 }
 
+void DecoupledAdamW::report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
+                                                  std::map<std::string, double>& metrics) const {
+  auto it = state_by_param_.find(param.unsafeGetTensorImpl());
+  if (it == state_by_param_.end() || param_groups_.empty() || !it->second.exp_avg.defined()) return;
+  const ParamState& st = it->second;
+  const auto& o = static_cast<const DecoupledAdamWOptions&>(param_groups_[0].options());
+  const auto [beta1, beta2] = o.betas();
+  const double t = static_cast<double>(st.step);
+  const double bias_correction1 = 1 - std::pow(beta1, t), bias_correction2 = 1 - std::pow(beta2, t);
+  at::NoGradGuard no_grad;
+  const at::Tensor denom = (st.exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
+  at::Tensor update = (o.lr() / bias_correction1) * st.exp_avg.div(denom);
+  const double decay_factor = o.initial_lr() != 0 ? o.lr() / o.initial_lr() : 1.0;
+  update.add_(param, -o.weight_decay() * decay_factor);
+  metrics["l2_norm/moment/" + name] = at::linalg_vector_norm(st.exp_avg).item<double>();
+  metrics["l2_norm/param/" + name] = at::linalg_vector_norm(param).item<double>();
+  metrics["l2_norm/update/" + name] = at::linalg_vector_norm(update).item<double>();
+  if (param.grad().defined()) metrics["l2_norm/grad/" + name] = at::linalg_vector_norm(param.grad()).item<double>();
+}
+
 std::vector<double> DecoupledAdamW::initial_lrs() const {
   return detail::initial_lrs_of<DecoupledAdamWOptions>(param_groups_);
 }

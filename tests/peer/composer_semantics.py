@@ -8,14 +8,17 @@ REQUESTS: {"time_strings": [str], "schedulers": [{"class": str, "kwargs": {...},
            "seq_length_warmup": [...], "ema": [{"kwargs": {...}, "tensors": [{"name": str, "shape": [int],
                     "dtype": "float64" | "int64", "buffer": bool, "model": [float], "ema": [float]}]}],
            "freeze_layers": [{"current_duration": float, "freeze_start": float, "freeze_level": float}],
-           "alibi": [{"n_heads": int, "max_len": int, "causal": bool}]}
+           "alibi": [{"n_heads": int, "max_len": int, "causal": bool}],
+           "optimizer_metrics": [{"lr", "betas", "eps", "weight_decay": float, "params": [{"name": str,
+                                  "shape": [int], "weight": [float]}], "grads": [[[float]]] (per step, per param)}]}
 ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
            "schedulers": [{"factors": [float]} | {"error": str}],
            "gradient_clipping": [{"grads": [[float] | null]}],  (float64, flattened)
            "ema": [{"smoothing": float, "ema": {name: [float]}} | {"error": str}],
            "freeze_layers": [{"depth": int, "percentage": float, "requires_grad": [bool], "in_optimizer": int}],
            "alibi": [{"slopes": [float], "shape": [int], "bias": [float]}],
-           "early_stopper": [[bool]]}
+           "early_stopper": [[bool]],
+           "optimizer_metrics": [{key: float}]}  (OptimizerMonitor's keys after DecoupledAdamW steps)
 """
 import json
 import sys
@@ -263,6 +266,30 @@ def early_stopper(spec):
     return stops
 
 
+def optimizer_metrics(spec):
+    """Composer's DecoupledAdamW stepped on the given gradients, then its OptimizerMonitor at BATCH_END."""
+    import torch
+    from composer.callbacks import OptimizerMonitor
+    from composer.optim import DecoupledAdamW
+
+    model = torch.nn.Module()
+    for p in spec['params']:
+        model.register_parameter(p['name'], torch.nn.Parameter(
+            torch.tensor(p['weight'], dtype=torch.float64).reshape(p['shape'])))
+    opt = DecoupledAdamW(model.parameters(), lr=spec['lr'], betas=tuple(spec['betas']), eps=spec['eps'],
+                         weight_decay=spec['weight_decay'])
+    for step in spec['grads']:
+        for (name, param), grad in zip(model.named_parameters(), step):
+            param.grad = torch.tensor(grad, dtype=torch.float64).reshape(param.shape)
+        opt.step()
+    logged = {}
+    logger = types.SimpleNamespace(log_metrics=logged.update)
+    state = types.SimpleNamespace(timestamp=Timestamp(batch=len(spec['grads'])), model=model, optimizers=[opt],
+                                  fsdp_enabled=False)
+    OptimizerMonitor(batch_log_interval=1).batch_end(state, logger)
+    return {k: float(v) for k, v in logged.items()}
+
+
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
@@ -280,6 +307,7 @@ def main():
         'should_selective_backprop': should_selective_backprop(requests.get('should_selective_backprop', [])),
         'gated_ff': [gated_ff(s) for s in requests.get('gated_ff', [])],
         'early_stopper': [early_stopper(s) for s in requests.get('early_stopper', [])],
+        'optimizer_metrics': [optimizer_metrics(s) for s in requests.get('optimizer_metrics', [])],
     }
     with open(sys.argv[2], 'w') as f:
         json.dump(answers, f)

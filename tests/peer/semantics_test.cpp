@@ -11,11 +11,15 @@
 #include "composer/algorithms/seq_length_warmup.h"
 #include "composer/algorithms/swa.h"
 #include "composer/callbacks/early_stopper.h"
+#include "composer/callbacks/optimizer_monitor.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
+#include "composer/loggers/in_memory_logger.h"
 #include "composer/metrics/metric.h"
+#include "composer/models/composer_model.h"
 #include "composer/nn/layers.h"
+#include "composer/optim/decoupled_adamw.h"
 #include "composer/optim/registry.h"
 #include "composer/optim/scheduler.h"
 #include "support/python.h"
@@ -707,6 +711,59 @@ TEST(PeerSemanticsTest, EarlyStopperStopsAsComposers) {
       ours.push_back(!(*s.max_duration == Time::from_batch(100000)));
     }
     EXPECT_EQ(ours, theirs[i].get<std::vector<bool>>()) << "case " << i << " (" << c.monitor << ")";
+  }
+}
+
+// OptimizerMonitor over DecoupledAdamW: the same keys and values as Composer's after the same steps (float64).
+TEST(PeerSemanticsTest, OptimizerMonitorLogsComposersNorms) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const json spec = {{"lr", 0.01},
+                     {"betas", {0.9, 0.95}},
+                     {"eps", 1e-8},
+                     {"weight_decay", 1e-5},
+                     {"params",
+                      {{{"name", "w"}, {"shape", {2, 2}}, {"weight", {1.0, 2.0, 3.0, 4.0}}},
+                       {{"name", "b"}, {"shape", {2}}, {"weight", {0.5, -0.5}}}}},
+                     {"grads",
+                      {{{0.1, 0.2, 0.3, 0.4}, {1.0, -1.0}},
+                       {{0.2, 0.1, -0.3, 0.0}, {0.5, 0.25}},
+                       {{0.0, 0.0, 0.0, 0.0}, {-2.0, 0.5}}}}};
+  const json theirs = ask_composer({{"optimizer_metrics", json::array({spec})}})["optimizer_metrics"].at(0);
+
+  // Composer's model is a Module whose parameters are w and b; ours is a ComposerClassifier around the same, so its
+  // names carry the "module." prefix that Composer's ComposerClassifier would give them too.
+  struct Params : torch::nn::Module {
+    Params() {
+      w = register_parameter("w", torch::tensor({1.0, 2.0, 3.0, 4.0}, torch::kDouble).reshape({2, 2}));
+      b = register_parameter("b", torch::tensor({0.5, -0.5}, torch::kDouble));
+    }
+    at::Tensor forward(const at::Tensor& x) { return x.matmul(w) + b; }
+    at::Tensor w, b;
+  };
+  auto params = std::make_shared<Params>();
+  State s;
+  s.model = ComposerClassifier::wrap(params);
+  s.optimizer = std::make_shared<optim::DecoupledAdamW>(
+      std::vector<at::Tensor>{params->w, params->b},
+      optim::DecoupledAdamWOptions(0.01).betas(std::make_tuple(0.9, 0.95)).eps(1e-8).weight_decay(1e-5));
+  for (const auto& step : spec["grads"]) {
+    params->w.mutable_grad() = torch::tensor(step[0].get<std::vector<double>>(), torch::kDouble).reshape({2, 2});
+    params->b.mutable_grad() = torch::tensor(step[1].get<std::vector<double>>(), torch::kDouble);
+    s.optimizer->step();
+  }
+  auto mem = std::make_shared<InMemoryLogger>();
+  Logger logger(s, {mem});
+  s.timestamp.batch = 3;
+  OptimizerMonitor(OptimizerMonitorOptions().batch_log_interval(1)).batch_end(s, logger);
+
+  ASSERT_EQ(mem->most_recent_values.size(), theirs.size()) << theirs.dump();
+  for (const auto& [key, value] : theirs.items()) {
+    const std::string ours_key = key == "l2_norm/grad/global"
+                                     ? key
+                                     : key.substr(0, key.rfind('/') + 1) + "module." + key.substr(key.rfind('/') + 1);
+    ASSERT_TRUE(mem->most_recent_values.count(ours_key)) << ours_key;
+    EXPECT_NEAR(mem->most_recent_values.at(ours_key), value.get<double>(), 1e-12 * (1 + std::abs(value.get<double>())))
+        << key;
   }
 }
 

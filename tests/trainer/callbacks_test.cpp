@@ -160,3 +160,106 @@ TEST(RuntimeEstimatorTest, BadOptionsAreClearErrors) {
 
 }  // namespace
 }  // namespace composer
+
+namespace composer {
+namespace {
+
+/// At BATCH_END, before OptimizerMonitor: the L2 norm of every parameter's gradient.
+class GradNormProbe : public Callback {
+ public:
+  void batch_end(State& state, Logger&) override {
+    auto& norms = by_batch[state.timestamp.batch];
+    for (const auto& item : state.model->named_parameters())
+      if (item.value().grad().defined()) norms[item.key()] = item.value().grad().norm().item<double>();
+  }
+  std::map<int64_t, std::map<std::string, double>> by_batch;
+};
+
+TEST(OptimizerMonitorTest, GradientNormsPerParameterAndGlobalEveryInterval) {
+  auto mem = std::make_shared<InMemoryLogger>();
+  auto probe = std::make_shared<GradNormProbe>();
+  auto model = testing::make_classifier();
+  Trainer trainer(
+      testing::quiet_options(model)
+          .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+          .max_duration("4ba")
+          .callbacks({probe, std::make_shared<OptimizerMonitor>(OptimizerMonitorOptions().batch_log_interval(2))})
+          .loggers({mem}));
+  trainer.fit();
+  const std::vector<std::string> names = {"module.0.weight", "module.0.bias", "module.2.weight", "module.2.bias"};
+  const auto global = mem->data.at("l2_norm/grad/global");
+  ASSERT_EQ(global.size(), 2u);  // batches 2 and 4
+  for (size_t i = 0; i < global.size(); ++i) {
+    const int64_t batch = global[i].first.batch;
+    EXPECT_EQ(batch, int64_t(2 * (i + 1)));
+    double squares = 0;
+    for (const auto& name : names) {
+      const double expected = probe->by_batch.at(batch).at(name);
+      EXPECT_NEAR(mem->data.at("l2_norm/grad/" + name).at(i).second, expected, 1e-6) << name;
+      squares += expected * expected;
+    }
+    EXPECT_NEAR(global[i].second, std::sqrt(squares), 1e-6);
+  }
+  EXPECT_EQ(mem->data.count("l2_norm/moment/module.0.weight"), 0u);  // the default optimizer reports nothing more
+}
+
+TEST(OptimizerMonitorTest, DecoupledAdamWAddsItsNormsUnlessTurnedOff) {
+  for (bool optimizer_metrics : {true, false}) {
+    auto mem = std::make_shared<InMemoryLogger>();
+    auto model = testing::make_classifier();
+    Trainer trainer(testing::quiet_options(model)
+                        .train_dataloader(testing::make_loader(testing::make_blobs(16), 8))
+                        .max_duration("1ba")
+                        .optimizer(std::make_shared<optim::DecoupledAdamW>(model->parameters()))
+                        .callbacks({std::make_shared<OptimizerMonitor>(
+                            OptimizerMonitorOptions().batch_log_interval(1).log_optimizer_metrics(optimizer_metrics))})
+                        .loggers({mem}));
+    trainer.fit();
+    for (const std::string metric : {"moment", "param", "update"})
+      EXPECT_EQ(mem->data.count("l2_norm/" + metric + "/module.0.weight"), optimizer_metrics ? 1u : 0u) << metric;
+    if (optimizer_metrics)
+      EXPECT_NEAR(mem->most_recent_values.at("l2_norm/param/module.0.weight"),
+                  model->named_parameters()["module.0.weight"].norm().item<double>(), 1e-6);
+  }
+  EXPECT_THROW(OptimizerMonitor(OptimizerMonitorOptions().batch_log_interval(0)), std::invalid_argument);
+}
+
+TEST(MemoryMonitorTest, ProcessMemoryOnCpuEveryBatchWithRankAggregates) {
+  auto mem = std::make_shared<InMemoryLogger>();
+  Trainer trainer(
+      testing::quiet_options(testing::make_classifier())
+          .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+          .max_duration("4ba")
+          .callbacks({std::make_shared<MemoryMonitor>(MemoryMonitorOptions().dist_aggregate_batch_interval(2))})
+          .loggers({mem}));
+  trainer.fit();
+  const auto current = mem->data.at("memory/current_rss_mem");
+  const auto peak = mem->data.at("memory/peak_rss_mem");
+  ASSERT_EQ(current.size(), 4u);
+  for (size_t i = 0; i < current.size(); ++i) {
+    EXPECT_GT(current[i].second, 0.001) << "at least a megabyte";  // gigabytes
+    EXPECT_LT(current[i].second, 24.0);
+    EXPECT_GE(peak[i].second, current[i].second);
+  }
+  // One process: the average, minimum and maximum over the ranks are the value itself. As in Composer, the check
+  // reads the batch count at AFTER_TRAIN_BATCH, before it moves on: counts 0 and 2 (the first and third batches).
+  const auto avg = mem->data.at("memory/current_rss_mem_avg");
+  ASSERT_EQ(avg.size(), 2u);
+  EXPECT_EQ(avg[0].first.batch, 0);
+  EXPECT_EQ(avg[1].first.batch, 2);
+  EXPECT_EQ(avg[1].second, current[2].second);
+  EXPECT_EQ(mem->data.at("memory/peak_rss_mem_max").at(1).second, peak[2].second);
+  EXPECT_EQ(mem->data.at("memory/peak_rss_mem_min").at(0).second, peak[0].second);
+}
+
+TEST(MemoryMonitorTest, ComposersRoundingAndBadOptions) {
+  EXPECT_DOUBLE_EQ(bytes_to_rounded_gigabytes(123456789.0), 0.12346);
+  EXPECT_DOUBLE_EQ(bytes_to_rounded_gigabytes(1.5e9), 1.5);
+  EXPECT_DOUBLE_EQ(bytes_to_rounded_gigabytes(98765432101.0), 98.765);
+  EXPECT_EQ(bytes_to_rounded_gigabytes(0), 0.0);
+  EXPECT_THROW(MemoryMonitor(MemoryMonitorOptions().dist_aggregate_batch_interval(0)), std::invalid_argument);
+  EXPECT_TRUE(MemoryMonitor().report(c10::Device(c10::kCPU)).count("peak_rss_mem"));
+}
+
+}  // namespace
+}  // namespace composer

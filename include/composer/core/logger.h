@@ -32,6 +32,14 @@ class LoggerDestination : public Callback {
     (void)name;
     (void)step;
   }
+  /// A table: column names and rows of values (numbers, strings, booleans), as Composer's log_table.
+  virtual void log_table(const std::vector<std::string>& columns, const std::vector<std::vector<nlohmann::json>>& rows,
+                         const std::string& name, int64_t step) {
+    (void)columns;
+    (void)rows;
+    (void)name;
+    (void)step;
+  }
   virtual bool can_upload_files() const { return false; }
   virtual void upload_file(const std::string& remote_file_name, const std::string& file_path, bool overwrite) {
     (void)remote_file_name;
@@ -39,6 +47,10 @@ class LoggerDestination : public Callback {
     (void)overwrite;
   }
 };
+
+/// A logged value as Composer's format_log_data_value writes it: strings quoted, floats with 4 decimals,
+/// booleans True/False, objects "{ "k": v, }", arrays "[a, b]", null None.
+std::string format_log_data_value(const nlohmann::json& value);
 
 /// Fans what is logged out to every destination. The default step is timestamp.batch.
 class Logger {
@@ -50,6 +62,9 @@ class Logger {
   void log_traces(const std::map<std::string, double>& traces);
   void log_images(const at::Tensor& images, const std::string& name = "Images",
                   std::optional<int64_t> step = std::nullopt);
+  /// Every row must have one value per column (std::invalid_argument names the table and the row otherwise).
+  void log_table(const std::vector<std::string>& columns, const std::vector<std::vector<nlohmann::json>>& rows,
+                 const std::string& name = "Table", std::optional<int64_t> step = std::nullopt);
   /// Sends a file to every destination that can upload files; {run_name} and the dist variables are filled in.
   void upload_file(const std::string& remote_file_name, const std::string& file_path, bool overwrite = false);
 

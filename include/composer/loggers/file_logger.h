@@ -30,7 +30,8 @@ struct FileLoggerOptions {
   }
 };
 
-/// Lines: {"type":"hparams","data":{...}}, {"type":"metrics","step":N,"data":{...}}, {"type":"traces","data":{...}}.
+/// Lines: {"type":"hparams","data":{...}}, {"type":"metrics","step":N,"data":{...}}, {"type":"traces","data":{...}},
+/// {"type":"table","name":S,"step":N,"columns":[...],"data":[[...],...]}.
 class FileLogger : public LoggerDestination {
  public:
   explicit FileLogger(FileLoggerOptions options = FileLoggerOptions());
@@ -38,6 +39,8 @@ class FileLogger : public LoggerDestination {
   void log_hyperparameters(const nlohmann::json& hparams) override;
   void log_metrics(const std::map<std::string, double>& metrics, int64_t step) override;
   void log_traces(const std::map<std::string, double>& traces) override;
+  void log_table(const std::vector<std::string>& columns, const std::vector<std::vector<nlohmann::json>>& rows,
+                 const std::string& name, int64_t step) override;
   void batch_end(State& state, Logger& logger) override;
   void epoch_end(State& state, Logger& logger) override;
   void eval_end(State& state, Logger& logger) override;

@@ -52,6 +52,10 @@ class DecoupledAdamW : public Optimizer {
   /// Forgets the moments of `param` (module surgery removed it).
   void erase_state(const at::Tensor& param) override { state_by_param_.erase(param.unsafeGetTensorImpl()); }
   std::vector<double> initial_lrs() const override;
+  /// As Composer's: l2_norm/moment (of exp_avg), l2_norm/param, l2_norm/update (of lr/(1-b1^t) * m / (sqrt(v) /
+  /// sqrt(1-b2^t) + eps) - (lr/initial_lr)*wd * p, with group 0's options) and l2_norm/grad, for a stepped param.
+  void report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
+                                    std::map<std::string, double>& metrics) const override;
 
  private:
   struct ParamState {

@@ -5,6 +5,8 @@
 #include <ATen/core/ivalue.h>
 #include <torch/optim/optimizer.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace composer::optim {
@@ -27,6 +29,14 @@ class Optimizer : public torch::optim::Optimizer {
   /// The optimizer a checkpoint names and holds the state of: itself, or what a wrapper (SAMOptimizer) steps, so a
   /// checkpoint restores into the plain optimizer before the wrapper exists again (it is built at AFTER_LOAD).
   virtual const torch::optim::Optimizer& checkpointed() const { return *this; }
+  /// Composer's report_per_parameter_metrics, read by OptimizerMonitor: adds "<metric>/<name>" values for `param`
+  /// (a parameter of this optimizer; `name` is its name in the model). None by default.
+  virtual void report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
+                                            std::map<std::string, double>& metrics) const {
+    (void)param;
+    (void)name;
+    (void)metrics;
+  }
 
   /// torch::save / torch::load: the state_dict() travels in the archive, so a saved optimizer keeps its moments.
   void save(torch::serialize::OutputArchive& archive) const override;

@@ -1,0 +1,39 @@
+#include "composer/callbacks/optimizer_monitor.h"
+
+#include "composer/core/logger.h"
+#include "composer/core/state.h"
+#include "composer/optim/optimizer.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace composer {
+
+OptimizerMonitor::OptimizerMonitor(OptimizerMonitorOptions options) : options_(options) {
+  if (options_.batch_log_interval() < 1)
+    throw std::invalid_argument("OptimizerMonitor.batch_log_interval is " +
+                                std::to_string(options_.batch_log_interval()) + ", expected >= 1");
+}
+
+void OptimizerMonitor::batch_end(State& state, Logger& logger) {
+  if (state.timestamp.batch % options_.batch_log_interval() != 0 || !state.model) return;
+  const auto* reporter = dynamic_cast<const optim::Optimizer*>(state.optimizer.get());
+  std::map<std::string, double> metrics;
+  at::NoGradGuard no_grad;
+  for (const auto& item : state.model->named_parameters()) {
+    const at::Tensor& p = item.value();
+    if (!p.requires_grad() || !p.grad().defined()) continue;
+    if (reporter && options_.log_optimizer_metrics()) reporter->report_per_parameter_metrics(p, item.key(), metrics);
+    const std::string key = "l2_norm/grad/" + item.key();
+    if (!metrics.count(key)) metrics[key] = at::linalg_vector_norm(p.grad()).item<double>();
+  }
+  double squares = 0.0;
+  for (const auto& [key, value] : metrics)
+    if (key.rfind("l2_norm/grad", 0) == 0) squares += value * value;
+  metrics["l2_norm/grad/global"] = std::sqrt(squares);
+  logger.log_metrics(metrics);
+}
+
+}  // namespace composer
