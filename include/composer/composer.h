@@ -12,6 +12,7 @@
 #include "composer/callbacks/registry.h"
 #include "composer/callbacks/runtime_estimator.h"
 #include "composer/callbacks/speed_monitor.h"
+#include "composer/callbacks/system_metrics_monitor.h"
 #include "composer/callbacks/threshold_stopper.h"
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/checkpoint_saver.h"
@@ -48,6 +49,7 @@
 #include "composer/loggers/console_logger.h"
 #include "composer/loggers/file_logger.h"
 #include "composer/loggers/in_memory_logger.h"
+#include "composer/loggers/mlflow_logger.h"  // built with COMPOSER_WITH_MLFLOW (on by default)
 #include "composer/loggers/progress_bar_logger.h"
 #include "composer/loggers/registry.h"
 #include "composer/loggers/tensorboard_logger.h"  // built with COMPOSER_WITH_TENSORBOARD (on by default)

@@ -8,6 +8,7 @@
 #include "composer/callbacks/optimizer_monitor.h"
 #include "composer/callbacks/runtime_estimator.h"
 #include "composer/callbacks/speed_monitor.h"
+#include "composer/callbacks/system_metrics_monitor.h"
 #include "composer/callbacks/threshold_stopper.h"
 #include "composer/checkpoint/checkpoint_saver.h"
 
@@ -35,6 +36,8 @@ const CallbackRegistry& callback_registry() {
               "runtime_estimator", "RuntimeEstimator", "time/remaining_estimate, the training time left"),
           registry_entry<Callback, SpeedMonitor, SpeedMonitorOptions>(
               "speed_monitor", "SpeedMonitor", "throughput/* and time/* over a window of batches"),
+          registry_entry<Callback, SystemMetricsMonitor, SystemMetricsMonitorOptions>(
+              "system_metrics_monitor", "SystemMetricsMonitor", "CPU, memory, disk and network counters every batch"),
           registry_entry<Callback, ThresholdStopper, ThresholdStopperOptions>("threshold_stopper", "ThresholdStopper",
                                                                               "stop once a metric crosses a threshold"),
       });

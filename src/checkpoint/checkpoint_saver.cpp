@@ -147,6 +147,13 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
     fs::remove(saved_.front(), ec);
     saved_.erase(saved_.begin());
   }
+  if (!options_.remote_file_name().empty()) {
+    try {
+      logger.upload_file(format_name(options_.remote_file_name(), state), path.string(), options_.overwrite());
+    } catch (const std::exception& e) {  // the checkpoint is complete on disk; a lost upload must not end the run
+      std::cerr << "composer: checkpoint " << path.string() << " is saved, but its upload failed: " << e.what() << "\n";
+    }
+  }
   logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
 }
 

@@ -2,6 +2,9 @@
 
 #include "composer/loggers/console_logger.h"
 #include "composer/loggers/file_logger.h"
+#if COMPOSER_WITH_MLFLOW
+#include "composer/loggers/mlflow_logger.h"
+#endif
 #if COMPOSER_WITH_TENSORBOARD
 #include "composer/loggers/tensorboard_logger.h"
 #endif

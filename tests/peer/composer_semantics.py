@@ -10,7 +10,8 @@ REQUESTS: {"time_strings": [str], "schedulers": [{"class": str, "kwargs": {...},
            "freeze_layers": [{"current_duration": float, "freeze_start": float, "freeze_level": float}],
            "alibi": [{"n_heads": int, "max_len": int, "causal": bool}],
            "optimizer_metrics": [{"lr", "betas", "eps", "weight_decay": float, "params": [{"name": str,
-                                  "shape": [int], "weight": [float]}], "grads": [[[float]]] (per step, per param)}]}
+                                  "shape": [int], "weight": [float]}], "grads": [[[float]]] (per step, per param)}],
+           "gpu_flops": [{"device_name": str, "precision": "fp32" | "amp_fp16" | "amp_bf16"}]}
 ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
            "schedulers": [{"factors": [float]} | {"error": str}],
            "gradient_clipping": [{"grads": [[float] | null]}],  (float64, flattened)
@@ -18,7 +19,8 @@ ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
            "freeze_layers": [{"depth": int, "percentage": float, "requires_grad": [bool], "in_optimizer": int}],
            "alibi": [{"slopes": [float], "shape": [int], "bias": [float]}],
            "early_stopper": [[bool]],
-           "optimizer_metrics": [{key: float}]}  (OptimizerMonitor's keys after DecoupledAdamW steps)
+           "optimizer_metrics": [{key: float}],
+           "gpu_flops": [float | null]}  (OptimizerMonitor's keys after DecoupledAdamW steps)
 """
 import json
 import sys
@@ -290,6 +292,26 @@ def optimizer_metrics(spec):
     return {k: float(v) for k, v in logged.items()}
 
 
+def gpu_flops(specs):
+    """Composer's get_gpu_flops_available for device names torch.cuda.get_device_name() could return."""
+    from unittest import mock
+
+    import torch
+    from composer.callbacks import speed_monitor
+    from composer.core import Precision
+
+    out = []
+    for spec in specs:
+        state = types.SimpleNamespace(precision=Precision(spec['precision']))
+        with mock.patch.object(torch.cuda, 'is_available', return_value=True), \
+                mock.patch.object(torch.cuda, 'get_device_name', return_value=spec['device_name']), \
+                warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            value = speed_monitor.get_gpu_flops_available(state)
+        out.append(value if value else None)
+    return out
+
+
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
@@ -308,6 +330,7 @@ def main():
         'gated_ff': [gated_ff(s) for s in requests.get('gated_ff', [])],
         'early_stopper': [early_stopper(s) for s in requests.get('early_stopper', [])],
         'optimizer_metrics': [optimizer_metrics(s) for s in requests.get('optimizer_metrics', [])],
+        'gpu_flops': gpu_flops(requests.get('gpu_flops', [])),
     }
     with open(sys.argv[2], 'w') as f:
         json.dump(answers, f)

@@ -12,6 +12,7 @@
 #include "composer/algorithms/swa.h"
 #include "composer/callbacks/early_stopper.h"
 #include "composer/callbacks/optimizer_monitor.h"
+#include "composer/callbacks/speed_monitor.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
@@ -765,6 +766,34 @@ TEST(PeerSemanticsTest, OptimizerMonitorLogsComposersNorms) {
     EXPECT_NEAR(mem->most_recent_values.at(ours_key), value.get<double>(), 1e-12 * (1 + std::abs(value.get<double>())))
         << key;
   }
+}
+
+// SpeedMonitor's peak-flops lookup: Composer's get_gpu_flops_available for the names CUDA devices report.
+TEST(PeerSemanticsTest, PeakFlopsTableIsComposers) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const std::vector<std::string> names = {"NVIDIA H200",       "NVIDIA H100 80GB HBM3",   "NVIDIA H100 PCIe",
+                                          "NVIDIA H100 HBM2e", "NVIDIA A100-SXM4-80GB",   "NVIDIA A100-PCIE-40GB",
+                                          "NVIDIA A10",        "Tesla V100-SXM2-16GB",    "Tesla V100-PCIE-32GB",
+                                          "Tesla T4",          "NVIDIA GeForce RTX 4090", "NVIDIA L4"};
+  const std::vector<std::pair<std::string, Precision>> precisions = {
+      {"fp32", Precision::FP32}, {"amp_fp16", Precision::AMP_FP16}, {"amp_bf16", Precision::AMP_BF16}};
+  json requests = json::array();
+  for (const auto& n : names)
+    for (const auto& [text, p] : precisions) requests.push_back({{"device_name", n}, {"precision", text}});
+  const auto theirs = ask_composer({{"gpu_flops", requests}})["gpu_flops"];
+  ASSERT_EQ(theirs.size(), requests.size());
+  size_t i = 0;
+  for (const auto& n : names)
+    for (const auto& [text, p] : precisions) {
+      const auto ours = gpu_flops_available(n, p);
+      if (theirs[i].is_null()) {
+        EXPECT_FALSE(ours.has_value()) << n << " " << text;
+      } else {
+        ASSERT_TRUE(ours.has_value()) << n << " " << text;
+        EXPECT_EQ(*ours, theirs[i].get<double>()) << n << " " << text;
+      }
+      ++i;
+    }
 }
 
 }  // namespace

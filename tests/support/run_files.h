@@ -5,6 +5,8 @@
 #include <ATen/core/Tensor.h>
 #include <torch/serialize.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +15,15 @@
 #include <vector>
 
 namespace composer::testing {
+
+/// A new, empty folder <temp>/composer_test_<name>_<pid> (emptied first if a crashed run left it).
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("composer_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
 
 /// {name: tensor} from a file written with torch::pickle_save of a string -> tensor dict.
 inline std::map<std::string, at::Tensor> read_pickled_tensors(const std::filesystem::path& path) {

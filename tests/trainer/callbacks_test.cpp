@@ -1,6 +1,7 @@
 // EarlyStopper, NaNMonitor, FreeOutputs and RuntimeEstimator in real Trainer runs (Composer's own EarlyStopper decides
 // the same stops: tests/peer/semantics_test.cpp).
 #include "support/errors.h"
+#include "support/python.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -259,6 +260,113 @@ TEST(MemoryMonitorTest, ComposersRoundingAndBadOptions) {
   EXPECT_EQ(bytes_to_rounded_gigabytes(0), 0.0);
   EXPECT_THROW(MemoryMonitor(MemoryMonitorOptions().dist_aggregate_batch_interval(0)), std::invalid_argument);
   EXPECT_TRUE(MemoryMonitor().report(c10::Device(c10::kCPU)).count("peak_rss_mem"));
+}
+
+}  // namespace
+}  // namespace composer
+
+namespace composer {
+namespace {
+
+TEST(SystemMetricsMonitorTest, EveryTrainAndEvalBatchWithPsutilsKeys) {
+  auto mem = std::make_shared<InMemoryLogger>();
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(24), 8))
+                      .eval_dataloader(testing::make_loader(testing::make_blobs(16), 8, false))
+                      .max_duration("3ba")
+                      .eval_interval("3ba")
+                      .callbacks({std::make_shared<SystemMetricsMonitor>()})
+                      .loggers({mem}));
+  trainer.fit();
+  // 3 training batches, then 2 evaluation batches (an evaluation at batch 3 and at the end are the same one).
+  EXPECT_GE(mem->data.at("cpu_percentage").size(), 5u);
+  for (const std::string key :
+       {"cpu_memory_total",   "cpu_memory_available", "cpu_memory_percent",   "cpu_memory_used",
+        "cpu_memory_free",    "cpu_memory_active",    "cpu_memory_inactive",  "cpu_memory_buffers",
+        "cpu_memory_cached",  "cpu_memory_shared",    "cpu_memory_slab",      "disk_memory_total",
+        "disk_memory_used",   "disk_memory_free",     "disk_memory_percent",  "network_bytes_sent",
+        "network_bytes_recv", "network_packets_sent", "network_packets_recv", "network_errin",
+        "network_errout",     "network_dropin",       "network_dropout"})
+    EXPECT_EQ(mem->data.count(key), 1u) << key;
+  EXPECT_EQ(mem->data.at("cpu_percentage").front().second, 0.0);  // psutil's first reading has no interval
+  for (const auto& [ts, v] : mem->data.at("cpu_percentage")) EXPECT_TRUE(v >= 0 && v <= 100) << v;
+}
+
+// The same machine read by psutil (what Composer's SystemMetricsMonitor calls) a moment later.
+TEST(SystemMetricsMonitorTest, AgreesWithPsutil) {
+  COMPOSER_REQUIRE_PYTHON("psutil");
+  SystemMetricsMonitor monitor;
+  const auto ours = monitor.compute_system_metrics();
+  const auto py =
+      testing::run_python({"-c",
+                           "import json, os, psutil\n"
+                           "m = {f'cpu_memory_{k}': v for k, v in psutil.virtual_memory()._asdict().items()}\n"
+                           "m.update({f'disk_memory_{k}': v for k, v in psutil.disk_usage(os.sep)._asdict().items()})\n"
+                           "m.update({f'network_{k}': v for k, v in psutil.net_io_counters()._asdict().items()})\n"
+                           "print(json.dumps(m))"});
+  ASSERT_EQ(py.status, 0) << py.output;
+  const auto theirs = nlohmann::json::parse(py.output.substr(py.output.rfind('{')));
+  ASSERT_EQ(theirs.size() + 1, ours.size()) << theirs.dump();  // and cpu_percentage
+  for (const auto& [key, value] : theirs.items()) ASSERT_TRUE(ours.count(key)) << key;
+  EXPECT_EQ(ours.at("cpu_memory_total"), theirs["cpu_memory_total"].get<double>());
+  EXPECT_EQ(ours.at("disk_memory_total"), theirs["disk_memory_total"].get<double>());
+  const auto close = [&](const std::string& key, double tolerance) {
+    EXPECT_NEAR(ours.at(key), theirs[key].get<double>(), tolerance) << key;
+  };
+  close("cpu_memory_available", 0.05 * ours.at("cpu_memory_total"));  // Python's start moves memory a little
+  close("cpu_memory_percent", 5.0);
+  close("disk_memory_used", 0.01 * ours.at("disk_memory_total"));
+  close("disk_memory_percent", 1.0);
+  EXPECT_LE(ours.at("network_bytes_recv"), theirs["network_bytes_recv"].get<double>());
+  close("network_bytes_recv", 1e8);
+  close("network_packets_sent", 1e5);
+}
+
+}  // namespace
+}  // namespace composer
+
+namespace composer {
+namespace {
+
+/// A classifier that reports 1e6 flops per batch.
+class CountedFlops : public ComposerClassifier {
+ public:
+  using ComposerClassifier::ComposerClassifier;
+  std::optional<double> flops_per_batch(const Batch&) override { return 1e6; }
+};
+
+TEST(SpeedMonitorTest, ModelFlopsUtilizationFromTheGivenPeak) {
+  auto mlp = testing::make_mlp(8, 16, 4);
+  auto model =
+      std::make_shared<CountedFlops>(mlp.ptr(), [mlp](const at::Tensor& x) mutable { return mlp->forward(x); });
+  auto mem = std::make_shared<InMemoryLogger>();
+  Trainer trainer(
+      testing::quiet_options(model)
+          .train_dataloader(testing::make_loader(testing::make_blobs(48), 8))
+          .max_duration("6ba")
+          .callbacks({std::make_shared<SpeedMonitor>(SpeedMonitorOptions().window_size(2).gpu_flops_available(4e9))})
+          .loggers({mem}));
+  trainer.fit();
+  const auto mfu = mem->data.at("throughput/device/mfu");
+  const auto flops = mem->data.at("throughput/device/flops_per_sec");
+  const auto batches = mem->data.at("throughput/batches_per_sec");
+  ASSERT_EQ(mfu.size(), 4u);  // batches 3-6: once the window of 2 is full
+  for (size_t i = 0; i < mfu.size(); ++i) {
+    EXPECT_DOUBLE_EQ(mfu[i].second, flops[i].second / 4e9);
+    EXPECT_NEAR(flops[i].second, 1e6 * batches[i].second, 1e-6 * flops[i].second);
+  }
+  // No peak given on CPU: no MFU (Composer's table covers CUDA devices only).
+  auto quiet = std::make_shared<InMemoryLogger>();
+  Trainer cpu(testing::quiet_options(model)
+                  .train_dataloader(testing::make_loader(testing::make_blobs(48), 8))
+                  .max_duration("4ba")
+                  .callbacks({std::make_shared<SpeedMonitor>(SpeedMonitorOptions().window_size(2))})
+                  .loggers({quiet}));
+  cpu.fit();
+  EXPECT_EQ(quiet->data.count("throughput/device/mfu"), 0u);
+  EXPECT_EQ(quiet->data.count("throughput/device/flops_per_sec"), 1u);
+  EXPECT_THROW(SpeedMonitor(SpeedMonitorOptions().gpu_flops_available(0.0)), std::invalid_argument);
+  EXPECT_EQ(gpu_flops_available("NVIDIA H200", Precision::AMP_BF16), 989500000000000.0);
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "support/run_files.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -11,13 +12,6 @@ namespace composer {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("composer_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 TEST(ConsoleLoggerTest, ComposerFormat) {
   std::ostringstream out;
@@ -70,7 +64,7 @@ TEST(HyperparametersTest, AutoLogHparamsLogsTheFieldList) {
 }
 
 TEST(FileLoggerTest, WritesJsonLinesAndRefusesToOverwrite) {
-  const fs::path dir = fresh_dir("file_logger");
+  const fs::path dir = testing::fresh_dir("file_logger");
   const std::string filename = (dir / "{run_name}" / "log-{rank}.jsonl").string();
   {
     auto file = std::make_shared<FileLogger>(FileLoggerOptions().filename(filename));
@@ -109,7 +103,7 @@ TEST(FileLoggerTest, WritesJsonLinesAndRefusesToOverwrite) {
 }
 
 TEST(ProgressBarLoggerTest, PlainLinesWhenNotATty) {
-  const fs::path dir = fresh_dir("progress");
+  const fs::path dir = testing::fresh_dir("progress");
   const fs::path path = dir / "bar.txt";
   std::FILE* f = std::fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);

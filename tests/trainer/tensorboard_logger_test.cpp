@@ -1,5 +1,6 @@
 // TensorboardLogger, read back by the real tensorboard package (tests/trainer/tensorboard_read.py).
 #include "support/python.h"
+#include "support/run_files.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -12,13 +13,6 @@ namespace composer {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("composer_tb_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 /// At batch 2: logs a [3, 1, 4, 5] image batch and a table through the trainer's Logger.
 class LogImagesAndTable : public Callback {
@@ -50,7 +44,7 @@ nlohmann::json read_back(const fs::path& run_dir) {
 
 TEST(TensorboardLoggerTest, TensorBoardReadsScalarsHparamsImagesAndTables) {
   COMPOSER_REQUIRE_PYTHON("tensorboard PIL");
-  const fs::path dir = fresh_dir("read");
+  const fs::path dir = testing::fresh_dir("tb_read");
   auto tb = std::make_shared<TensorboardLogger>(TensorboardLoggerOptions().log_dir(dir.string()).flush_interval(2));
   auto mem = std::make_shared<InMemoryLogger>();
   auto uploads = std::make_shared<Uploads>();
@@ -128,7 +122,7 @@ TEST(TensorboardLoggerTest, BadInputsAreClearErrors) {
   EXPECT_THROW(TensorboardLogger(TensorboardLoggerOptions().flush_interval(0)), std::invalid_argument);
   EXPECT_THROW(TensorboardLogger(TensorboardLoggerOptions().log_dir("")), std::invalid_argument);
 
-  const fs::path dir = fresh_dir("bad");
+  const fs::path dir = testing::fresh_dir("tb_bad");
   auto tb = std::make_shared<TensorboardLogger>(TensorboardLoggerOptions().log_dir(dir.string()));
   Trainer trainer(testing::quiet_options(testing::make_classifier())
                       .train_dataloader(testing::make_loader(testing::make_blobs(16), 8))

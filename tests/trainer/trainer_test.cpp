@@ -281,6 +281,7 @@ TEST(TrainerOptionsTest, SettingsLiveInTheUnitsSubStructsUnderComposersNames) {
                                             "save_overwrite",
                                             "save_weights_only",
                                             "save_num_checkpoints_to_keep",
+                                            "save_remote_file_name",
                                             "load_path",
                                             "load_weights_only",
                                             "load_strict_model_weights",

@@ -31,6 +31,9 @@ struct CheckpointSaverOptions {
   /// Keep the newest N checkpoints written by this saver (-1 = all). The newest is never deleted.
   TORCH_ARG(int64_t, num_checkpoints_to_keep) = -1;
   TORCH_ARG(bool, weights_only) = false;
+  /// Where each checkpoint is sent through Logger::upload_file to the destinations that upload files (MLflow's
+  /// artifacts); format variables allowed. Empty: none. A failed upload is a warning: the file is safe on disk.
+  TORCH_ARG(std::string, remote_file_name) = "{run_name}/checkpoints/ep{epoch}-ba{batch}-rank{rank}";
 
  public:
   /// Throws std::invalid_argument naming the bad field.
@@ -46,6 +49,7 @@ struct CheckpointSaverOptions {
     visit("overwrite", self.overwrite_, "replace existing checkpoints");
     visit("weights_only", self.weights_only_, "save only the model weights");
     visit("num_checkpoints_to_keep", self.num_checkpoints_to_keep_, "newest checkpoints kept; -1: all");
+    visit("remote_file_name", self.remote_file_name_, "name each checkpoint is uploaded under; empty: none");
   }
 };
 
