@@ -5,6 +5,7 @@
 #include "composer/algorithms/registry.h"
 #include "composer/callbacks/early_stopper.h"
 #include "composer/callbacks/free_outputs.h"
+#include "composer/callbacks/load_checkpoint.h"
 #include "composer/callbacks/lr_monitor.h"
 #include "composer/callbacks/memory_monitor.h"
 #include "composer/callbacks/nan_monitor.h"

@@ -2,6 +2,7 @@
 
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
+#include "composer/models/composer_model.h"
 #include "composer/optim/optimizer.h"
 
 #include <ATen/ATen.h>

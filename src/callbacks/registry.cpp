@@ -2,6 +2,7 @@
 
 #include "composer/callbacks/early_stopper.h"
 #include "composer/callbacks/free_outputs.h"
+#include "composer/callbacks/load_checkpoint.h"
 #include "composer/callbacks/lr_monitor.h"
 #include "composer/callbacks/memory_monitor.h"
 #include "composer/callbacks/nan_monitor.h"
@@ -24,6 +25,8 @@ const CallbackRegistry& callback_registry() {
               "early_stopper", "EarlyStopper", "stop when a metric has not improved for `patience`"),
           registry_entry<Callback, FreeOutputs, NoOptions>("free_outputs", "FreeOutputs",
                                                            "drop the model's outputs after the loss"),
+          registry_entry<Callback, LoadCheckpoint, LoadCheckpointOptions>(
+              "load_checkpoint", "LoadCheckpoint", "load a checkpoint into the State at an event"),
           registry_entry<Callback, LRMonitor, NoOptions>("lr_monitor", "LRMonitor",
                                                          "lr-<Optimizer>/group<i> every batch"),
           registry_entry<Callback, MemoryMonitor, MemoryMonitorOptions>(

@@ -2,6 +2,7 @@
 // the same stops: tests/peer/semantics_test.cpp).
 #include "support/errors.h"
 #include "support/python.h"
+#include "support/run_files.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -367,6 +368,74 @@ TEST(SpeedMonitorTest, ModelFlopsUtilizationFromTheGivenPeak) {
   EXPECT_EQ(quiet->data.count("throughput/device/flops_per_sec"), 1u);
   EXPECT_THROW(SpeedMonitor(SpeedMonitorOptions().gpu_flops_available(0.0)), std::invalid_argument);
   EXPECT_EQ(gpu_flops_available("NVIDIA H200", Precision::AMP_BF16), 989500000000000.0);
+}
+
+}  // namespace
+}  // namespace composer
+
+namespace composer {
+namespace {
+
+std::string only_checkpoint(const std::filesystem::path& dir) {
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_regular_file() && !e.is_symlink() && e.path().extension() == ".pt") found = e.path().string();
+  return found;
+}
+
+TEST(LoadCheckpointTest, LoadsTheWeightsAtItsEvent) {
+  const auto dir = testing::fresh_dir("load_checkpoint_cb");
+  auto trained = testing::make_classifier(8, 16, 4, /*seed=*/1);
+  {
+    Trainer t(testing::quiet_options(trained)
+                  .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                  .max_duration("2ba")
+                  .save_folder(dir.string())
+                  .save_interval("2ba"));
+    t.fit();
+  }
+  const std::string path = only_checkpoint(dir);
+  ASSERT_FALSE(path.empty());
+  const auto weights = [](const std::shared_ptr<ComposerModel>& m) { return m->named_parameters()["module.0.weight"]; };
+
+  for (const Event event : {Event::BEFORE_LOAD, Event::FIT_START}) {
+    auto fresh = testing::make_classifier(8, 16, 4, /*seed=*/2);
+    ASSERT_FALSE(at::equal(weights(fresh), weights(trained)));
+    Trainer t(testing::quiet_options(fresh)
+                  .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                  .max_duration("3ba")
+                  .callbacks({std::make_shared<LoadCheckpoint>(
+                      LoadCheckpointOptions().load_path(path).load_weights_only(true).event(event))}));
+    EXPECT_EQ(at::equal(weights(fresh), weights(trained)), event == Event::BEFORE_LOAD) << event_name(event);
+    t.fit();                                  // at FIT_START the weights arrive before the first step
+    EXPECT_EQ(t.state().timestamp.batch, 3);  // weights only: the run's own progress
+  }
+  // The whole state: the timestamp comes with it.
+  auto fresh = testing::make_classifier(8, 16, 4, /*seed=*/2);
+  Trainer t(testing::quiet_options(fresh)
+                .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                .max_duration("3ba")
+                .callbacks({std::make_shared<LoadCheckpoint>(LoadCheckpointOptions().load_path(path))}));
+  EXPECT_EQ(t.state().timestamp.batch, 2);
+  EXPECT_TRUE(at::equal(weights(fresh), weights(trained)));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LoadCheckpointTest, BadPathsAreClearErrors) {
+  EXPECT_THROW(LoadCheckpoint{LoadCheckpointOptions()}, std::invalid_argument);
+  EXPECT_THROW(LoadCheckpoint{LoadCheckpointOptions().load_path("")}, std::invalid_argument);
+  const auto dir = testing::fresh_dir("load_checkpoint_bad");
+  const std::string missing = (dir / "nope.pt").string();
+  try {
+    Trainer t(testing::quiet_options(testing::make_classifier())
+                  .train_dataloader(testing::make_loader(testing::make_blobs(16), 8))
+                  .max_duration("1ba")
+                  .callbacks({std::make_shared<LoadCheckpoint>(LoadCheckpointOptions().load_path(missing))}));
+    FAIL() << "expected a CheckpointError";
+  } catch (const CheckpointError& e) {
+    EXPECT_EQ(std::string(e.what()), "checkpoint '" + missing + "' cannot be opened: No such file or directory");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
