@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 namespace composer {
 
@@ -113,18 +114,24 @@ void MemoryMonitor::after_train_batch(State& state, Logger& logger) {
   std::map<std::string, double> values = report(state.device);
   const auto interval = options_.dist_aggregate_batch_interval();
   if (interval && state.timestamp.batch % *interval == 0 && !values.empty()) {
-    // One all-reduce per statistic and operation, in the map's (same on every rank) order.
+    // Every statistic in one tensor (the map's order, the same on every rank): one all-reduce per operation.
+    std::vector<double> local;
+    for (const auto& [name, v] : values) local.push_back(v);
+    const auto reduce = [&](dist::ReduceOp op) {
+      at::Tensor t = at::tensor(local, at::TensorOptions().dtype(at::kDouble)).to(state.device);
+      if (dist::is_initialized()) dist::all_reduce(t, op);
+      return t.cpu();
+    };
+    const at::Tensor sum = reduce(dist::ReduceOp::SUM), min = reduce(dist::ReduceOp::MIN),
+                     max = reduce(dist::ReduceOp::MAX);
     const double world = static_cast<double>(dist::get_world_size());
     std::map<std::string, double> aggregates;
+    int64_t i = 0;
     for (const auto& [name, v] : values) {
-      const auto reduce = [&, v = v](dist::ReduceOp op) {
-        at::Tensor t = at::full({1}, v, at::TensorOptions().dtype(at::kDouble).device(state.device));
-        if (dist::is_initialized()) dist::all_reduce(t, op);
-        return t.item<double>();
-      };
-      aggregates[name + "_avg"] = reduce(dist::ReduceOp::SUM) / world;
-      aggregates[name + "_min"] = reduce(dist::ReduceOp::MIN);
-      aggregates[name + "_max"] = reduce(dist::ReduceOp::MAX);
+      aggregates[name + "_avg"] = sum[i].item<double>() / world;
+      aggregates[name + "_min"] = min[i].item<double>();
+      aggregates[name + "_max"] = max[i].item<double>();
+      ++i;
     }
     values.insert(aggregates.begin(), aggregates.end());
   }

@@ -9,8 +9,6 @@
 #include <fnmatch.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <random>
 #include <stdexcept>
@@ -58,17 +56,54 @@ at::Tensor to_mlflow_image(at::Tensor image, const std::string& name) {
   const auto bad = [&](const std::string& why) {
     return std::invalid_argument("MLFlowLogger.log_images '" + name + "': " + why);
   };
-  image = image.detach().to(at::kCPU).squeeze();
+  image = image.squeeze();
   if (image.dim() == 2) image = image.unsqueeze(0);
   if (image.dim() != 3) throw bad("an image of shape " + c10::str(image.sizes()) + ", expected [C, H, W] or [H, W]");
   if (image.size(0) != 1 && image.size(0) != 3 && image.size(0) != 4)
     throw bad(std::to_string(image.size(0)) + " channels, expected 1, 3 or 4");
-  if (at::isFloatingType(image.scalar_type())) {
-    image = (image.to(at::kFloat) * 255.0).clamp(0, 255).to(at::kByte);
-  } else if (image.scalar_type() != at::kByte) {
-    throw bad(std::string("dtype ") + c10::toString(image.scalar_type()) + ", expected a float type (0..1) or uint8");
+  return detail::to_uint8_pixels(image, "MLFlowLogger.log_images '" + name + "'").permute({1, 2, 0}).contiguous();
+}
+
+/// The server could not be reached, or failed (HTTP 5xx after the client's retries): worth trying again later.
+struct ServerUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One request; throws ServerUnavailable for an unreachable or failing server (HTTP 5xx), and std::runtime_error for
+/// a refusal (3xx/4xx) unless refusal_is_error is false. The error names the request and the server's message.
+detail::HttpResponse send(const detail::HttpClient& http, const std::string& method, const std::string& url,
+                          const std::string& body = "", const std::string& content_type = "application/json",
+                          bool refusal_is_error = true) {
+  const auto r = http.request(method, url, body, content_type);
+  if (r.status == 0) throw ServerUnavailable("MLFlowLogger: cannot reach " + url + ": " + r.error);
+  if (r.status >= 500 || (refusal_is_error && r.status >= 300)) {
+    const nlohmann::json answer = nlohmann::json::parse(r.body, nullptr, false);
+    const std::string why =
+        answer.is_object() && answer.contains("message") ? answer["message"].get<std::string>() : r.body.substr(0, 300);
+    const std::string what =
+        "MLFlowLogger: " + method + " " + url + " answered HTTP " + std::to_string(r.status) + ": " + why;
+    if (r.status >= 500) throw ServerUnavailable(what);
+    throw std::runtime_error(what);
   }
-  return image.permute({1, 2, 0}).contiguous();
+  return r;
+}
+
+/// The upload URL of `path` in a run whose artifact location is `artifact_uri` (served by the tracking server).
+std::string artifact_url(const std::string& tracking_uri, const std::string& artifact_uri, const std::string& path) {
+  const std::string scheme = "mlflow-artifacts:";
+  if (artifact_uri.rfind(scheme, 0) != 0)
+    throw std::runtime_error("MLFlowLogger: the run's artifact location is '" + artifact_uri +
+                             "'; uploading needs a server that serves artifacts (mlflow server without "
+                             "--no-serve-artifacts)");
+  std::string root = artifact_uri.substr(scheme.size());
+  while (!root.empty() && root.front() == '/') root.erase(0, 1);
+  std::string escaped;
+  for (size_t start = 0; start <= path.size();) {
+    const size_t slash = std::min(path.find('/', start), path.size());
+    escaped += (escaped.empty() ? "" : "/") + detail::HttpClient::escape(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  return tracking_uri + "/api/2.0/mlflow-artifacts/artifacts/" + root + "/" + escaped;
 }
 
 }  // namespace
@@ -103,16 +138,9 @@ MLFlowLogger::MLFlowLogger(MLFlowLoggerOptions options)
 MLFlowLogger::~MLFlowLogger() = default;
 
 nlohmann::json MLFlowLogger::call(const std::string& method, const std::string& endpoint, const nlohmann::json& body) {
-  const std::string url = tracking_uri_ + "/api/2.0/mlflow/" + endpoint;
-  const auto r = http_->request(method, url, method == "GET" ? "" : body.dump());
-  if (r.status == 0) throw std::runtime_error("MLFlowLogger: cannot reach " + url + ": " + r.error);
-  nlohmann::json answer = nlohmann::json::parse(r.body.empty() ? "{}" : r.body, nullptr, false);
-  if (r.status >= 300) {
-    const std::string why =
-        answer.is_object() && answer.contains("message") ? answer["message"].get<std::string>() : r.body.substr(0, 300);
-    throw std::runtime_error("MLFlowLogger: " + method + " " + url + " answered HTTP " + std::to_string(r.status) +
-                             ": " + why);
-  }
+  const auto r =
+      send(*http_, method, tracking_uri_ + "/api/2.0/mlflow/" + endpoint, method == "GET" ? "" : body.dump());
+  const nlohmann::json answer = nlohmann::json::parse(r.body.empty() ? "{}" : r.body, nullptr, false);
   return answer.is_discarded() ? nlohmann::json::object() : answer;
 }
 
@@ -130,10 +158,10 @@ void MLFlowLogger::start_run() {
                                                         : options_.experiment_name();
   experiment_id_ = env_or("MLFLOW_EXPERIMENT_ID", "");
   if (experiment_id_.empty()) {
-    const std::string url = tracking_uri_ + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=" +
-                            detail::HttpClient::escape(experiment_name_);
-    const auto r = http_->request("GET", url);
-    if (r.status == 0) throw std::runtime_error("MLFlowLogger: cannot reach " + url + ": " + r.error);
+    const auto r = send(*http_, "GET",
+                        tracking_uri_ + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=" +
+                            detail::HttpClient::escape(experiment_name_),
+                        "", "application/json", /*refusal_is_error=*/false);
     if (r.status == 200) {
       experiment_id_ = nlohmann::json::parse(r.body)["experiment"]["experiment_id"].get<std::string>();
     } else {
@@ -151,16 +179,12 @@ void MLFlowLogger::start_run() {
   } else if (!run_id_.empty()) {
     run = call("GET", "runs/get?run_id=" + detail::HttpClient::escape(run_id_), {})["run"];
   }
-  if (run.is_null()) {
-    nlohmann::json tags = nlohmann::json::array();
-    for (const auto& [k, v] : tags_) tags.push_back({{"key", k}, {"value", v}});
-    run = call(
-        "POST", "runs/create",
-        {{"experiment_id", experiment_id_}, {"run_name", run_name_}, {"start_time", now_ms()}, {"tags", tags}})["run"];
-  }
+  if (run.is_null())
+    run = call("POST", "runs/create",
+               {{"experiment_id", experiment_id_}, {"run_name", run_name_}, {"start_time", now_ms()}})["run"];
   run_id_ = run["info"]["run_id"].get<std::string>();
   artifact_uri_ = run["info"].value("artifact_uri", "");
-  // A reopened run is RUNNING again, with this run's tags.
+  // A new or reopened run is RUNNING, with this run's tags.
   call("POST", "runs/update", {{"run_id", run_id_}, {"status", "RUNNING"}});
   nlohmann::json tags = nlohmann::json::array();
   for (const auto& [k, v] : tags_) tags.push_back({{"key", k}, {"value", v}});
@@ -207,10 +231,7 @@ void MLFlowLogger::flush() {
     for (size_t i = 0; i < nm; ++i) metrics.push_back(pending_metrics_[i]);
     try {
       call("POST", "runs/log-batch", {{"run_id", run_id_}, {"params", params}, {"metrics", metrics}});
-    } catch (const std::runtime_error& e) {
-      if (std::string(e.what()).find("cannot reach") == std::string::npos &&
-          std::string(e.what()).find("HTTP 5") == std::string::npos)
-        throw;  // a refusal is the caller's error; an unreachable server is retried at the next send
+    } catch (const ServerUnavailable& e) {  // retried at the next send; a refusal (4xx) is the caller's error
       std::cerr << "composer: " << e.what() << " (kept " << pending_metrics_.size() << " metrics for the next send)\n";
       return;
     }
@@ -241,42 +262,17 @@ void MLFlowLogger::post_close() {
        {{"run_id", run_id_}, {"status", failed ? "FAILED" : "FINISHED"}, {"end_time", now_ms()}});
 }
 
-void MLFlowLogger::put_artifact_bytes(const std::string& path, const std::string& bytes) {
-  const std::string tmp = (std::filesystem::temp_directory_path() / ("composer-mlflow-" + random_hex(16))).string();
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << bytes;
-    if (!out) throw std::runtime_error("MLFlowLogger: cannot write the temporary file '" + tmp + "'");
-  }
-  try {
-    put_artifact(path, tmp);
-  } catch (...) {
-    std::filesystem::remove(tmp);
-    throw;
-  }
-  std::filesystem::remove(tmp);
-}
-
 void MLFlowLogger::put_artifact(const std::string& path, const std::string& local_file) {
-  const std::string scheme = "mlflow-artifacts:";
-  if (artifact_uri_.rfind(scheme, 0) != 0)
-    throw std::runtime_error("MLFlowLogger: the run's artifact location is '" + artifact_uri_ +
-                             "'; uploading needs a server that serves artifacts (mlflow server without "
-                             "--no-serve-artifacts)");
-  std::string root = artifact_uri_.substr(scheme.size());
-  while (!root.empty() && root.front() == '/') root.erase(0, 1);
-  std::string escaped;
-  for (size_t start = 0; start <= path.size();) {
-    const size_t slash = std::min(path.find('/', start), path.size());
-    escaped += (escaped.empty() ? "" : "/") + detail::HttpClient::escape(path.substr(start, slash - start));
-    start = slash + 1;
-  }
-  const std::string url = tracking_uri_ + "/api/2.0/mlflow-artifacts/artifacts/" + root + "/" + escaped;
+  const std::string url = artifact_url(tracking_uri_, artifact_uri_, path);
   const auto r = http_->put_file(url, local_file);
-  if (r.status == 0) throw std::runtime_error("MLFlowLogger: cannot reach " + url + ": " + r.error);
+  if (r.status == 0) throw ServerUnavailable("MLFlowLogger: cannot reach " + url + ": " + r.error);
   if (r.status >= 300)
     throw std::runtime_error("MLFlowLogger: PUT " + url + " answered HTTP " + std::to_string(r.status) + ": " +
                              r.body.substr(0, 300));
+}
+
+void MLFlowLogger::put_artifact_bytes(const std::string& path, const std::string& bytes) {
+  send(*http_, "PUT", artifact_url(tracking_uri_, artifact_uri_, path), bytes, "application/octet-stream");
 }
 
 void MLFlowLogger::upload_file(const std::string& remote_file_name, const std::string& file_path, bool) {
@@ -304,8 +300,7 @@ void MLFlowLogger::log_images(const at::Tensor& images, const std::string& name,
     if (c == '/') c = '~';
   for (size_t i = 0; i < list.size(); ++i) {
     const at::Tensor hwc = to_mlflow_image(list[i], name);
-    const std::string png = detail::encode_png(hwc.data_ptr<uint8_t>(), static_cast<int>(hwc.size(0)),
-                                               static_cast<int>(hwc.size(1)), static_cast<int>(hwc.size(2)));
+    const std::string png = detail::encode_png(hwc);
     const std::string file = "images/" + key_base + "_" + std::to_string(i) + "+step+" + std::to_string(step) +
                              "+timestamp+" + std::to_string(now_ms()) + "+" + random_hex(32) + ".png";
     put_artifact_bytes(file, png);

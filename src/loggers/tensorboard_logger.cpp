@@ -40,13 +40,7 @@ at::Tensor to_hwc_uint8(const at::Tensor& images, const std::string& name) {
     return std::invalid_argument("TensorboardLogger.log_images '" + name + "': " + why);
   };
   if (!images.defined()) throw bad("the tensor is undefined");
-  at::Tensor t = images.detach().to(at::kCPU);
-  if (t.scalar_type() == at::kByte) {
-  } else if (at::isFloatingType(t.scalar_type())) {
-    t = (t.to(at::kFloat) * 255.0).clamp(0, 255).to(at::kByte);
-  } else {
-    throw bad(std::string("dtype ") + c10::toString(t.scalar_type()) + ", expected a float type (0..1) or uint8");
-  }
+  at::Tensor t = detail::to_uint8_pixels(images, "TensorboardLogger.log_images '" + name + "'");
   const auto channels_ok = [&](int64_t c, bool rgba) {
     if (c != 1 && c != 3 && !(rgba && c == 4))
       throw bad("shape " + c10::str(t.sizes()) + " has " + std::to_string(c) + " channels, expected 1 or 3" +
@@ -152,13 +146,12 @@ void TensorboardLogger::log_metrics(const std::map<std::string, double>& metrics
 void TensorboardLogger::log_images(const at::Tensor& images, const std::string& name, int64_t step) {
   if (!writes()) return;
   const at::Tensor hwc = to_hwc_uint8(images, name);
-  const int h = static_cast<int>(hwc.size(0)), w = static_cast<int>(hwc.size(1)), c = static_cast<int>(hwc.size(2));
   auto event = summary_event(step);
   auto* image = add_value(*event, name)->mutable_image();
-  image->set_height(h);
-  image->set_width(w);
-  image->set_colorspace(c);
-  image->set_encoded_image_string(detail::encode_png(hwc.data_ptr<uint8_t>(), h, w, c));
+  image->set_height(static_cast<int>(hwc.size(0)));
+  image->set_width(static_cast<int>(hwc.size(1)));
+  image->set_colorspace(static_cast<int>(hwc.size(2)));
+  image->set_encoded_image_string(detail::encode_png(hwc));
   write(std::move(event));
 }
 

@@ -1,5 +1,6 @@
 #include "loggers/detail/png_encoder.h"
 
+#include <ATen/ATen.h>
 #include <png.h>
 
 #include <stdexcept>
@@ -63,6 +64,19 @@ std::string encode_png(const uint8_t* pixels, int height, int width, int channel
   }
   png_destroy_write_struct(&png, &info);
   return out;
+}
+
+std::string encode_png(const at::Tensor& hwc) {
+  return encode_png(hwc.data_ptr<uint8_t>(), static_cast<int>(hwc.size(0)), static_cast<int>(hwc.size(1)),
+                    static_cast<int>(hwc.size(2)));
+}
+
+at::Tensor to_uint8_pixels(const at::Tensor& image, const std::string& who) {
+  at::Tensor t = image.detach().to(at::kCPU);
+  if (t.scalar_type() == at::kByte) return t;
+  if (at::isFloatingType(t.scalar_type())) return (t.to(at::kFloat) * 255.0).clamp(0, 255).to(at::kByte);
+  throw std::invalid_argument(who + ": dtype " + c10::toString(t.scalar_type()) +
+                              ", expected a float type (0..1) or uint8");
 }
 
 }  // namespace composer::detail
