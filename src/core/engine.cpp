@@ -61,6 +61,7 @@ void Engine::run_event(Event event) {
     throw std::logic_error(std::string("Engine: event ") + event_name(event) +
                            " after close(); the trainer was closed and cannot run again");
   }
+  if (observer_) observer_->event_begin(event);
   check_state(event);
   if (event == Event::INIT) {
     run_callbacks(event, /*loggers_first=*/true);
@@ -69,6 +70,7 @@ void Engine::run_event(Event event) {
     run_algorithms(event);
     run_callbacks(event, /*loggers_first=*/false);
   }
+  if (observer_) observer_->event_end(event);
 }
 
 std::vector<std::shared_ptr<Algorithm>> Engine::ordered(Event event,
@@ -87,7 +89,9 @@ std::vector<std::shared_ptr<Algorithm>> Engine::ordered(Event event,
 void Engine::apply(Event event, const std::vector<std::shared_ptr<Algorithm>>& matched) {
   std::map<std::string, double> traces;
   for (const auto& a : matched) {
+    if (observer_) observer_->component_begin(event, "algorithm", a->name());
     a->apply(event, state_, logger_);
+    if (observer_) observer_->component_end(event, "algorithm", a->name());
     traces["algorithm_traces/" + a->name() + "/Event." + event_name(event)] = 1.0;  // Composer's key
   }
   if (log_traces_ && !traces.empty()) logger_.log_traces(traces);
@@ -124,7 +128,11 @@ void Engine::run_callbacks(Event event, bool loggers_first) {
   for (int pass = 0; pass < 2; ++pass) {
     const bool want_loggers = (pass == 0) == loggers_first;
     for (auto& cb : state_.callbacks)
-      if (is_logger(cb) == want_loggers) cb->run_event(event, state_, logger_);
+      if (is_logger(cb) == want_loggers) {
+        if (observer_) observer_->component_begin(event, "callback", cb->name());
+        cb->run_event(event, state_, logger_);
+        if (observer_) observer_->component_end(event, "callback", cb->name());
+      }
   }
 }
 

@@ -14,6 +14,7 @@
 #include "composer/optim/grad_scaler.h"
 #include "composer/optim/optimizer.h"
 #include "composer/optim/scheduler.h"
+#include "composer/profiler/profiler.h"
 #include "composer/utils/allocator.h"
 #include "composer/utils/compat.h"
 #include "composer/utils/error_text.h"
@@ -82,6 +83,11 @@ void install_callbacks(TrainerImpl& t) {
   }
   for (auto& c : o.callbacks()) t.state.callbacks.push_back(c);
   if (!o.save().folder().empty()) t.state.callbacks.push_back(std::make_shared<CheckpointSaver>(o.save()));
+  if (o.profiler()) {  // Composer's bind_to_state: its callbacks join the state's, and it sees every event
+    std::cerr << "composer: the profiler is enabled; it adds overhead to training\n";
+    for (auto& c : o.profiler()->bind_to_state(t.state)) t.state.callbacks.push_back(c);
+    t.engine.set_observer(o.profiler().get());
+  }
 }
 
 void setup_evaluation(TrainerImpl& t) {

@@ -301,6 +301,21 @@ TEST_F(CliTest, TrainsWithAlgorithmsFromYaml) {
   EXPECT_NE(iout.str().find("LabelSmoothing(smoothing=0.2"), std::string::npos) << iout.str();
 }
 
+// The profiler section: Composer's Profiler arguments, the schedule and the trace handlers from the registry.
+TEST_F(CliTest, ProfilerSectionWritesTracesAndNamesBadKeys) {
+  const std::string traces = (dir / "traces").string(), torch = (dir / "torch").string();
+  const std::string cfg = config("prof.yaml", synthetic("profiler:\n  schedule: {warmup: 0, active: 2}\n"
+                                                        "  trace_handlers: [{name: json, folder: " +
+                                                        traces + "}]\n  torch_prof_folder: " + torch + "\n"));
+  ASSERT_EQ(train(cfg), 0) << err.str();
+  EXPECT_TRUE(fs::exists(dir / "traces" / "ep0-ba2-rank0.json"));
+  EXPECT_TRUE(fs::exists(dir / "torch" / "rank0.2.pt.trace.json"));
+  EXPECT_EQ(train(config("bad.yaml", synthetic("profiler: {schedule: {active: 0}}\n"))), 2);
+  EXPECT_NE(err.str().find("profiler schedule active: must be >= 1"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("bad2.yaml", synthetic("profiler: {trace_handlers: [{name: chrome}]}\n"))), 2);
+  EXPECT_NE(err.str().find("unknown trace handler 'chrome'; registered: json"), std::string::npos) << err.str();
+}
+
 TEST_F(CliTest, ListShowsRegistries) {
   std::ostringstream o, e;
   ASSERT_EQ(list_command("schedulers", o, e), 0);

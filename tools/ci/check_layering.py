@@ -25,8 +25,9 @@ LAYERS = {
     "datasets": {"utils", "data", "dist", "core"},
     "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms"},
     "callbacks": {"utils", "data", "metrics", "dist", "core", "models", "optim", "checkpoint"},
+    "profiler": {"utils", "dist", "core", "callbacks"},
     "trainer": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "loggers",
-                "checkpoint", "callbacks"},
+                "checkpoint", "callbacks", "profiler"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:composer/)?([a-z_]+)/')
 

@@ -6,6 +6,9 @@
 #include "composer/loggers/registry.h"
 #include "composer/models/registry.h"
 #include "composer/optim/registry.h"
+#include "composer/profiler/json_trace_handler.h"
+#include "composer/profiler/profiler.h"
+#include "composer/profiler/registry.h"
 
 #include <torch/torch.h>
 
@@ -85,9 +88,32 @@ std::shared_ptr<LoggerDestination> build_logger(const ConfigNode& n, RunSpec& sp
   return build_from(loggers::logger_registry(), ConfigNode(node, n.path()), name, "name");
 }
 
+// The profiler section: Composer's Profiler arguments (schedule: {skip_first, wait, warmup, active, repeat},
+// sys_prof_*, torch_prof_*) and trace_handlers (a list of {name: json, ...}; absent: one JSON trace handler with its
+// defaults).
+std::shared_ptr<Profiler> build_profiler(const ConfigNode& n) {
+  std::vector<std::shared_ptr<TraceHandler>> handlers;
+  if (n.has("trace_handlers")) {
+    for (const auto& h : n.children("trace_handlers")) {
+      handlers.push_back(build_from(profiler::trace_handler_registry(), h, h.require_string("name"), "name"));
+    }
+  } else {
+    handlers.push_back(std::make_shared<JsonTraceHandler>());
+  }
+  YAML::Node rest = YAML::Clone(n.yaml());
+  rest.remove("trace_handlers");
+  try {
+    Hparams h(hparams_of(ConfigNode(rest, n.path()), ""), n.path());
+    return std::make_shared<Profiler>(handlers, read_options(h, ProfilerOptions()));
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    throw ConfigError(what.rfind(n.path(), 0) == 0 ? what : n.path() + ": " + what);
+  }
+}
+
 // The keys that hold objects; every other top-level key is a field of TrainerOptions.
-const std::vector<std::string> kObjectKeys{"model",      "train_data", "eval_data", "optimizer",
-                                           "schedulers", "algorithms", "callbacks", "loggers"};
+const std::vector<std::string> kObjectKeys{"model",      "train_data", "eval_data", "optimizer", "schedulers",
+                                           "algorithms", "callbacks",  "loggers",   "profiler"};
 
 void check_top_level_keys(const ConfigNode& root) {
   std::vector<std::string> allowed = kObjectKeys;
@@ -148,6 +174,7 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   std::vector<std::shared_ptr<LoggerDestination>> loggers;
   for (const auto& l : root.children("loggers")) loggers.push_back(build_logger(l, spec));
   o.loggers(loggers);
+  if (root.has("profiler")) o.profiler(build_profiler(root.child("profiler")));
   if (o.save_folder().empty() && (o.autoresume() || root.has("save_interval"))) {
     throw ConfigError(std::string(o.autoresume() ? "autoresume" : "save_interval") + ": needs save_folder");
   }

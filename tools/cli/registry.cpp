@@ -6,6 +6,7 @@
 #include "composer/loggers/registry.h"
 #include "composer/models/registry.h"
 #include "composer/optim/registry.h"
+#include "composer/profiler/registry.h"
 
 #include <map>
 #include <stdexcept>
@@ -30,6 +31,7 @@ const std::map<std::string, std::vector<RegistryEntry>>& tables() {
     add("models", models::model_registry().listing());
     add("optimizers", optim::optimizer_registry().listing());
     add("schedulers", optim::scheduler_registry().listing());
+    add("trace_handlers", profiler::trace_handler_registry().listing());
     return tables;
   }();
   return all;

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace composer {
@@ -21,6 +22,17 @@ void sort_selective_backprop_first(std::vector<std::shared_ptr<Algorithm>>& algo
 void sort_low_precision_layernorm_last(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event event);
 /// Reverses the order for events whose name starts with AFTER_ (first in, last out).
 void set_filo_order(std::vector<std::shared_ptr<Algorithm>>& algorithms, Event event);
+
+/// Sees the engine's work (the profiler's markers): each event's begin and end around its algorithms and callbacks,
+/// and each algorithm ("algorithm") or callback ("callback") run within it, by class name.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void event_begin(Event event) = 0;
+  virtual void event_end(Event event) = 0;
+  virtual void component_begin(Event event, const char* kind, const std::string& name) = 0;
+  virtual void component_end(Event event, const char* kind, const std::string& name) = 0;
+};
 
 /// Contract: INIT runs logger destinations, then other callbacks, then algorithms; every other event runs
 /// algorithms (after the passes), then non-logger callbacks, then logger destinations. A closed engine rejects
@@ -39,6 +51,8 @@ class Engine {
   void register_pass(AlgorithmPass pass, int index = -1);
   /// Log `algorithm_traces/<Cls>/Event.<NAME>: 1` (Composer's key) for every algorithm run.
   void set_log_traces(bool on) { log_traces_ = on; }
+  /// The observer told of every event, algorithm and callback run (not owned; nullptr: none).
+  void set_observer(EngineObserver* observer) { observer_ = observer; }
   /// Calls close() on every callback, then post_close() on those whose close() did not throw. Idempotent.
   void close();
   bool closed() const { return closed_; }
@@ -56,6 +70,7 @@ class Engine {
   Logger& logger_;
   std::vector<AlgorithmPass> passes_;
   bool log_traces_ = false;
+  EngineObserver* observer_ = nullptr;
   bool closed_ = false;
 };
 

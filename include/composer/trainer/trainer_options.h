@@ -32,6 +32,7 @@ class Callback;
 class ComposerModel;
 class ComposerScheduler;
 class LoggerDestination;
+class Profiler;
 
 /// Samples per microbatch: a number, the whole batch (unset), or "auto" (searched on CUDA out-of-memory).
 struct MicrobatchSize {
@@ -86,6 +87,8 @@ struct TrainerOptions {
   TORCH_ARG(std::vector<std::shared_ptr<Callback>>, callbacks);
   /// Logger destinations (they are callbacks too).
   TORCH_ARG(std::vector<std::shared_ptr<LoggerDestination>>, loggers);
+  /// The profiler (profiler/profiler.h): its markers, system and Kineto profilers and trace handlers; unset: none.
+  TORCH_ARG(std::shared_ptr<Profiler>, profiler);
 
   // The units' options.
   /// The fit loop's: the training loader's label and batches per epoch.
