@@ -7,12 +7,12 @@
 #include "composer/dist/env.h"
 #include "composer/profiler/profiler.h"
 #include "composer/utils/atomic_file.h"
+#include "profiler/detail/trace_files.h"
 
 #include <unistd.h>
 #include <zlib.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -29,11 +29,6 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 nlohmann::json event(const std::string& name, const std::string& cat, const char* ph, int64_t wall_ns) {
   return {{"name", name},
           {"cat", cat},
@@ -45,7 +40,7 @@ nlohmann::json event(const std::string& name, const std::string& cat, const char
 
 // A file's text, gunzipped when it ends in .gz.
 std::string read_text(const std::string& path) {
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+  if (detail::ends_with_gz(path)) {
     gzFile f = gzopen(path.c_str(), "rb");
     if (!f) throw std::invalid_argument("trace file " + path + ": cannot be opened");
     std::string out;
@@ -116,13 +111,8 @@ JsonTraceHandler::JsonTraceHandler(JsonTraceHandlerOptions options) : options_(s
 void JsonTraceHandler::init(State& state, Logger&) {
   profiler();  // a clear error when the handler was given as a plain callback
   folder_ = format_name_with_dist(options_.folder(), state.run_name);
+  detail::prepare_trace_folder(folder_, options_.overwrite(), "JSONTraceHandler folder", "overwrite");
   std::error_code ec;
-  fs::create_directories(folder_, ec);
-  if (ec) throw std::runtime_error("JSONTraceHandler folder " + folder_ + ": cannot be created (" + ec.message() + ")");
-  if (!options_.overwrite() && !fs::is_empty(folder_)) {
-    throw std::invalid_argument("JSONTraceHandler folder " + folder_ +
-                                ": not empty; choose an empty folder or set overwrite: true");
-  }
   if (!options_.merged_trace_filename().empty()) {
     fs::remove(fs::path(folder_) / format_name_with_dist(options_.merged_trace_filename(), state.run_name), ec);
   }
@@ -133,7 +123,7 @@ void JsonTraceHandler::batch_start(State&, Logger&) {
   const ProfilerAction action = profiler().action();
   if (action != ProfilerAction::SKIP && !trace_active_) {
     const int64_t rank = dist::get_global_rank();
-    const int64_t wall = now_ns();
+    const int64_t wall = detail::wall_clock_ns();
     auto meta = [&](const char* name, nlohmann::json args) {
       nlohmann::json e = event(name, "", "M", wall);
       e["args"] = std::move(args);
@@ -145,11 +135,11 @@ void JsonTraceHandler::batch_start(State&, Logger&) {
     meta("global_rank", {{"value", rank}});
     meta("process_sort_index", {{"sort_index", rank}});
     // Every rank reads its clock between the same two barriers; the merge aligns the ranks' clocks by it.
-    const int64_t sync_a = now_ns();
+    const int64_t sync_a = detail::wall_clock_ns();
     dist::barrier();
-    const int64_t sync = now_ns();
+    const int64_t sync = detail::wall_clock_ns();
     dist::barrier();
-    const int64_t sync_b = now_ns();
+    const int64_t sync_b = detail::wall_clock_ns();
     meta("clock_sync_timestamp_us", {{"value", sync / 1000}});
     meta("clock_sync_error_bound", {{"value", (sync_b - sync_a) / 1000}});
     trace_active_ = true;

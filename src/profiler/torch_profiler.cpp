@@ -7,6 +7,7 @@
 #include "composer/profiler/profiler.h"
 #include "composer/utils/atomic_file.h"
 #include "composer/utils/error_text.h"
+#include "profiler/detail/trace_files.h"
 
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/cuda.h>
@@ -73,14 +74,7 @@ TorchProfiler::~TorchProfiler() {
 void TorchProfiler::init(State& state, Logger&) {
   const auto& o = profiler_.options();
   folder_ = format_name_with_dist(o.torch_prof_folder(), state.run_name);
-  std::error_code ec;
-  fs::create_directories(folder_, ec);
-  if (ec)
-    throw std::runtime_error("profiler torch_prof_folder " + folder_ + ": cannot be created (" + ec.message() + ")");
-  if (!o.torch_prof_overwrite() && !fs::is_empty(folder_)) {
-    throw std::invalid_argument("profiler torch_prof_folder " + folder_ +
-                                ": not empty; choose an empty folder or set torch_prof_overwrite: true");
-  }
+  detail::prepare_trace_folder(folder_, o.torch_prof_overwrite(), "profiler torch_prof_folder", "torch_prof_overwrite");
   dist::barrier();
 }
 
@@ -111,7 +105,7 @@ void TorchProfiler::batch_end(State& state, Logger& logger) {
   auto result = kineto::disableProfiler();
   const auto& o = profiler_.options();
   std::string name = format_name(o.torch_prof_filename(), state);
-  if (o.torch_prof_use_gzip() && (name.size() < 3 || name.compare(name.size() - 3, 3, ".gz") != 0)) name += ".gz";
+  if (o.torch_prof_use_gzip() && !detail::ends_with_gz(name)) name += ".gz";
   const fs::path path = fs::path(folder_) / name;
   fs::create_directories(path.parent_path());
   const fs::path raw = path.string() + ".kineto.tmp";
@@ -130,7 +124,7 @@ void TorchProfiler::batch_end(State& state, Logger& logger) {
   profiler_.record_chrome_json_trace_file(path.string(), shift);
   if (!o.torch_prof_remote_file_name().empty()) {
     std::string remote = format_name(o.torch_prof_remote_file_name(), state);
-    if (o.torch_prof_use_gzip() && remote.compare(remote.size() - 3, 3, ".gz") != 0) remote += ".gz";
+    if (o.torch_prof_use_gzip() && !detail::ends_with_gz(remote)) remote += ".gz";
     logger.upload_file(remote, path.string(), o.torch_prof_overwrite());
   }
   saved_.push_back(path.string());
