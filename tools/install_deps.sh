@@ -15,7 +15,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler libpng-dev libboost-dev   # TensorboardLogger (COMPOSER_WITH_TENSORBOARD)
-  libcurl4-openssl-dev                                        # MLFlowLogger (COMPOSER_WITH_MLFLOW)
+  libcurl4-openssl-dev                # MLFlowLogger, the S3 and HTTP object stores (COMPOSER_WITH_OBJECT_STORES)
 )
 missing=()
 for p in "${PKGS[@]}"; do

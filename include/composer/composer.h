@@ -53,6 +53,7 @@
 #include "composer/loggers/mlflow_logger.h"  // built with COMPOSER_WITH_MLFLOW (on by default)
 #include "composer/loggers/progress_bar_logger.h"
 #include "composer/loggers/registry.h"
+#include "composer/loggers/remote_uploader_downloader.h"
 #include "composer/loggers/tensorboard_logger.h"  // built with COMPOSER_WITH_TENSORBOARD (on by default)
 #include "composer/metrics/classification.h"
 #include "composer/metrics/language.h"
@@ -74,6 +75,11 @@
 #include "composer/profiler/registry.h"
 #include "composer/profiler/system_profiler.h"
 #include "composer/profiler/torch_profiler.h"
+#include "composer/storage/http_object_store.h"  // built with COMPOSER_WITH_OBJECT_STORES (on by default)
+#include "composer/storage/local_object_store.h"
+#include "composer/storage/object_store.h"
+#include "composer/storage/remote_uploader.h"
+#include "composer/storage/s3_object_store.h"  // built with COMPOSER_WITH_OBJECT_STORES (on by default)
 #include "composer/trainer/eval_loop.h"
 #include "composer/trainer/fit_loop.h"
 #include "composer/trainer/precision_context.h"

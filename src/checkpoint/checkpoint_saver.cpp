@@ -6,12 +6,15 @@
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
+#include "composer/storage/remote_uploader.h"
 #include "composer/utils/atomic_file.h"
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <random>
 #include <regex>
 
 namespace composer {
@@ -19,10 +22,21 @@ namespace fs = std::filesystem;
 
 void CheckpointSaverOptions::validate() const {
   if (folder_.empty()) throw std::invalid_argument("CheckpointSaver.folder must not be empty");
+  if (is_object_store_uri(folder_)) {
+    try {
+      make_object_store(folder_);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("save_folder ") + e.what());
+    }
+  }
   if (filename_.empty()) throw std::invalid_argument("CheckpointSaver.filename must not be empty");
   if (num_checkpoints_to_keep_ == 0 || num_checkpoints_to_keep_ < -1) {
     throw std::invalid_argument("CheckpointSaver.num_checkpoints_to_keep must be -1 (all) or >= 1, got " +
                                 std::to_string(num_checkpoints_to_keep_) + " (0 needs an object store to upload to)");
+  }
+  if (num_concurrent_uploads_ < 1) {
+    throw std::invalid_argument("CheckpointSaver.num_concurrent_uploads must be >= 1, got " +
+                                std::to_string(num_concurrent_uploads_));
   }
   if (!save_interval_fn_ && save_interval_.unit() != TimeUnit::DURATION && save_interval_.value() <= 0) {
     throw std::invalid_argument("CheckpointSaver.save_interval must be positive, got " + save_interval_.to_string());
@@ -33,16 +47,34 @@ CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options) : options_(std:
   options_.validate();
   due_ =
       options_.save_interval_fn() ? options_.save_interval_fn() : create_interval_scheduler(options_.save_interval());
+  if (is_object_store_uri(options_.folder())) {  // validate() checked the scheme and the bucket
+    std::random_device rd;
+    local_root_ = (fs::temp_directory_path() / ("composer-checkpoints-" + std::to_string(rd()))).string();
+  }
 }
 
-std::string CheckpointSaver::folder(const State& state) const { return format_name(options_.folder(), state); }
+CheckpointSaver::~CheckpointSaver() {
+  uploader_.reset();  // waits for pending uploads (a run that failed still gets its checkpoints up)
+  std::error_code ec;
+  if (!local_root_.empty()) fs::remove_all(local_root_, ec);
+}
 
-std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder,
-                                                              const std::string& filename_pattern, const State& state) {
+std::string CheckpointSaver::folder(const State& state) const {
+  if (local_root_.empty()) return format_name(options_.folder(), state);
+  return (fs::path(local_root_) / remote_folder(state)).string();
+}
+
+std::string CheckpointSaver::remote_folder(const State& state) const {
+  if (local_root_.empty()) return "";
+  return format_name(parse_uri(options_.folder()).path, state);
+}
+
+std::vector<std::pair<int64_t, std::string>> match_checkpoint_names(const std::vector<std::string>& names,
+                                                                    const std::string& filename_pattern,
+                                                                    const State& state) {
   std::vector<std::pair<int64_t, std::string>> found;
-  const fs::path dir(folder);
   const bool has_batch = filename_pattern.find("{batch}") != std::string::npos;
-  if ((!has_batch && filename_pattern.find("{epoch}") == std::string::npos) || !fs::is_directory(dir)) return found;
+  if (!has_batch && filename_pattern.find("{epoch}") == std::string::npos) return found;
   const std::string key = has_batch ? "{batch}" : "{epoch}";
   // Escape regex characters; the key becomes a capture, other timed variables digits, fixed ones their values.
   std::string pattern = std::regex_replace(filename_pattern, std::regex(R"([.^$|()\[\]*+?\\])"), R"(\$&)");
@@ -57,19 +89,36 @@ std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string&
     pattern.replace(pos, 3, R"(\d+)");
   pattern.replace(pattern.find("@KEY@"), 5, R"((\d+))");
   const std::regex re(pattern);
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  for (const auto& name : names) {
     std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && !entry.is_symlink() && std::regex_match(name, m, re)) {
-      found.emplace_back(std::stoll(m[1].str()), entry.path().string());
-    }
+    if (std::regex_match(name, m, re)) found.emplace_back(std::stoll(m[1].str()), name);
   }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return found;
+}
+
+std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder,
+                                                              const std::string& filename_pattern, const State& state) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  if (fs::is_directory(folder, ec)) {
+    for (const auto& entry : fs::directory_iterator(folder))
+      if (entry.is_regular_file() && !entry.is_symlink()) names.push_back(entry.path().filename().string());
+  }
+  auto found = match_checkpoint_names(names, filename_pattern, state);
+  for (auto& f : found) f.second = (fs::path(folder) / f.second).string();
   return found;
 }
 
 void CheckpointSaver::fit_start(State& state, Logger&) {
   if (dist::get_global_rank() != 0) return;
+  if (!local_root_.empty()) {
+    if (!uploader_) {
+      uploader_ = std::make_unique<RemoteUploader>(
+          options_.folder(), RemoteUploaderOptions().num_concurrent_uploads(options_.num_concurrent_uploads()));
+    }
+    if (!options_.overwrite()) check_remote_folder(state);
+  }
   // Temporary files of a save that was killed: never complete, never read; remove them.
   if (fs::is_directory(folder(state))) {
     static const std::regex temp(R"(^\..+\.tmp-\d+$)");
@@ -88,6 +137,39 @@ void CheckpointSaver::fit_start(State& state, Logger&) {
                                   "); set save_overwrite, use autoresume, or choose another save_folder");
     }
   }
+}
+
+void CheckpointSaver::check_remote_folder(const State& state) {
+  const std::string prefix = remote_folder(state).empty() ? "" : remote_folder(state) + "/";
+  std::vector<std::string> names;
+  for (const auto& object : uploader_->remote_backend().list_objects(prefix))
+    if (object.name.find('/', prefix.size()) == std::string::npos) names.push_back(object.name.substr(prefix.size()));
+  const bool by_batch = options_.filename().find("{batch}") != std::string::npos;
+  const int64_t now = by_batch ? state.timestamp.batch : state.timestamp.epoch;
+  for (const auto& [count, name] : match_checkpoint_names(names, options_.filename(), state)) {
+    if (count > now) {
+      throw std::invalid_argument("CheckpointSaver: '" + uploader_->get_uri(prefix + name) +
+                                  "' is from later in training than this run (" + (by_batch ? "batch " : "epoch ") +
+                                  std::to_string(now) +
+                                  "); set save_overwrite, use autoresume, or choose another save_folder");
+    }
+  }
+}
+
+void CheckpointSaver::batch_end(State&, Logger&) {
+  if (uploader_) uploader_->check_workers();
+}
+
+void CheckpointSaver::fit_end(State& state, Logger&) {
+  if (!uploader_) return;
+  uploader_->wait();
+  int64_t checkpoints = 0;
+  for (const auto& name : uploader_->uploaded())
+    if (name.size() < 8 || name.compare(name.size() - 8, 8, ".symlink") != 0) ++checkpoints;
+  const auto deleted = uploader_->deleted();
+  std::cerr << "composer: uploaded " << checkpoints << " checkpoint(s) to " << uploader_->get_uri(remote_folder(state))
+            << (deleted.empty() ? "" : " (deleted " + std::to_string(deleted.size()) + " older)")
+            << (last_key_.empty() ? "" : "; newest " + uploader_->get_uri(last_key_)) << "\n";
 }
 
 void CheckpointSaver::batch_checkpoint(State& state, Logger& logger) {
@@ -141,10 +223,15 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
   if (!options_.latest_filename().empty()) {
     replace_symlink(name, (dir / format_name(options_.latest_filename(), state)).string());
   }
+  if (uploader_) upload(state, path.string());
   const int64_t keep = options_.num_checkpoints_to_keep();
   while (keep > 0 && static_cast<int64_t>(saved_.size()) > keep) {
     std::error_code ec;
     fs::remove(saved_.front(), ec);
+    if (uploader_) {
+      const std::string prefix = remote_folder(state).empty() ? "" : remote_folder(state) + "/";
+      uploader_->delete_file_after_pending(prefix + fs::path(saved_.front()).filename().string());
+    }
     saved_.erase(saved_.begin());
   }
   if (!options_.remote_file_name().empty()) {
@@ -155,6 +242,25 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
     }
   }
   logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
+}
+
+void CheckpointSaver::upload(const State& state, const std::string& path) {
+  const std::string prefix = remote_folder(state).empty() ? "" : remote_folder(state) + "/";
+  const std::string key = prefix + fs::path(path).filename().string();
+  uploader_->upload_file_async(key, path, options_.overwrite());
+  last_key_ = key;
+  if (options_.latest_filename().empty()) return;
+  // Composer's remote "symlink": an object holding the checkpoint's key, uploaded only after the checkpoint is.
+  const fs::path pointer = fs::path(local_root_) / ("latest." + std::to_string(pointer_count_++) + ".symlink");
+  {
+    std::ofstream out(pointer, std::ios::binary | std::ios::trunc);
+    out << key;
+    if (!out) throw std::runtime_error("CheckpointSaver: cannot write '" + pointer.string() + "'");
+  }
+  uploader_->upload_file_after_pending(prefix + format_name(options_.latest_filename(), state) + ".symlink",
+                                       pointer.string());
+  std::error_code ec;
+  fs::remove(pointer, ec);
 }
 
 c10::IValue CheckpointSaver::state_dict() const {

@@ -1,5 +1,6 @@
 #include "composer/checkpoint/resume.h"
 
+#include "checkpoint/detail/remote_checkpoints.h"
 #include "composer/algorithms/registry.h"
 #include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/core/algorithm.h"
@@ -8,6 +9,7 @@
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
+#include "composer/storage/object_store.h"
 
 #include <ATen/ATen.h>
 
@@ -65,6 +67,18 @@ void restore_required_algorithms(State& s, Engine& engine, const c10::IValue& pa
 // Rank 0's newest readable checkpoint of this run in save_folder and its payload, or "" when there is none.
 // Unreadable candidates are set aside as <name>.corrupt.
 std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, const ResumeOptions& o) {
+  if (is_object_store_uri(o.save().folder())) {
+    // Objects are complete once listed; one that does not read (damaged, foreign) is skipped, and kept.
+    for (const auto& uri :
+         detail::remote_checkpoint_candidates(o.save().folder(), o.save().filename(), o.save().latest_filename(), s)) {
+      try {
+        return {uri, detail::read_checkpoint_from(uri)};
+      } catch (const CheckpointError& e) {
+        report(std::string(e.what()) + "; trying the previous checkpoint");
+      }
+    }
+    return {"", c10::IValue()};
+  }
   const std::string folder = format_name(o.save().folder(), s);
   // Newest first by batch (find_checkpoints' order): a kill between a checkpoint's rename and the link update leaves
   // the link one behind. A link target outside the naming pattern is tried last.
@@ -96,7 +110,7 @@ ResumePoint try_autoresume(State& s, Engine& engine, const ResumeOptions& o) {
   auto [path, payload] = rank == 0 ? newest_readable_checkpoint(s, o) : std::pair<std::string, c10::IValue>{};
   if (dist::get_world_size() > 1) {
     path = dist::all_gather_object(path).at(0);
-    if (rank != 0 && !path.empty()) payload = read_checkpoint(path);
+    if (rank != 0 && !path.empty()) payload = detail::read_checkpoint_from(path);
   }
   if (path.empty()) return {};
   CheckpointLoadOptions lo;  // Composer: autoresume ignores load_weights_only / load_ignore_keys
@@ -143,7 +157,7 @@ ResumePoint load_for_run(State& state, Engine& engine, const ResumeOptions& o) {
   }
   if (load.path().empty()) return {};
   const std::string path = format_name(load.path(), state);
-  const c10::IValue payload = read_checkpoint(path);
+  const c10::IValue payload = detail::read_checkpoint_from(path);
   restore_required_algorithms(state, engine, payload, path, load.exclude_algorithms());
   ResumePoint point{path, apply_checkpoint(state, payload, load.apply_options(), path)};
   report("loaded '" + path + "' (batch " + std::to_string(state.timestamp.batch) + ")");

@@ -14,6 +14,8 @@ FileLogger::FileLogger(FileLoggerOptions options) : options_(std::move(options))
 
 void FileLogger::init(State& state, Logger&) {
   path_ = format_name_with_dist(options_.filename(), state.run_name);
+  remote_name_ =
+      options_.remote_file_name().empty() ? path_ : format_name_with_dist(options_.remote_file_name(), state.run_name);
   const std::filesystem::path p(path_);
   if (std::filesystem::exists(p) && !options_.overwrite()) {
     throw std::invalid_argument("FileLogger: '" + path_ + "' already exists; set overwrite or choose another filename");
@@ -50,13 +52,21 @@ void FileLogger::log_table(const std::vector<std::string>& columns,
   write({{"type", "table"}, {"name", name}, {"step", step}, {"columns", columns}, {"data", rows}});
 }
 
-void FileLogger::batch_end(State& state, Logger&) {
-  if (state.timestamp.batch % options_.flush_interval() == 0) out_.flush();
+void FileLogger::flush(Logger& logger) {
+  if (!out_.is_open()) return;
+  out_.flush();
+  if (!out_) throw std::runtime_error("FileLogger: write to '" + path_ + "' failed (disk full?)");
+  logger.upload_file(remote_name_, path_, true);
 }
-void FileLogger::epoch_end(State&, Logger&) { out_.flush(); }
-void FileLogger::eval_end(State&, Logger&) { out_.flush(); }
-void FileLogger::fit_end(State&, Logger&) { out_.flush(); }
-void FileLogger::close(State&, Logger&) {
+
+void FileLogger::batch_end(State& state, Logger& logger) {
+  if (state.timestamp.batch % options_.flush_interval() == 0) flush(logger);
+}
+void FileLogger::epoch_end(State&, Logger& logger) { flush(logger); }
+void FileLogger::eval_end(State&, Logger& logger) { flush(logger); }
+void FileLogger::fit_end(State&, Logger& logger) { flush(logger); }
+void FileLogger::close(State&, Logger& logger) {
+  flush(logger);
   if (out_.is_open()) out_.close();
 }
 

@@ -89,6 +89,7 @@ void TrainerOptions::validate() const {
     if (!e.dataloader) throw std::invalid_argument("Evaluator '" + e.label + "' has no dataloader");
     if (e.label.empty()) throw std::invalid_argument("every Evaluator needs a non-empty label");
   }
+  if (!save_folder().empty()) save().validate();  // an unknown object store, a bad interval: before any work
   if (autoresume() && save_folder().empty()) {
     throw std::invalid_argument("TrainerOptions.autoresume needs save_folder (where to look for checkpoints)");
   }

@@ -1,6 +1,8 @@
 // A training process for the resume tests: killed with SIGKILL and restarted, it must end with exactly the weights
-// and losses of an uninterrupted run. Usage: resume_worker FOLDER LOG_FILE MAX_BATCHES
-// Prints "pid P" at start and "batch N" after every batch; writes FOLDER/final-weights.pt when done. Under
+// and losses of an uninterrupted run. Usage: resume_worker FOLDER LOG_FILE MAX_BATCHES [WEIGHTS_FILE]
+// FOLDER is the save folder (a path or an object-store URI such as s3://bucket/run).
+// Prints "pid P" at start and "batch N" after every batch; writes WEIGHTS_FILE (default FOLDER/final-weights.pt)
+// when done. Under
 // composer-cpp launch (WORLD_SIZE > 1) each rank trains on its shard and rank R > 0 logs to LOG_FILE.rankR.
 #include "composer/composer.h"
 
@@ -18,8 +20,8 @@ class PrintBatch : public Callback {
 };
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: resume_worker FOLDER LOG_FILE MAX_BATCHES\n";
+  if (argc != 4 && argc != 5) {
+    std::cerr << "usage: resume_worker FOLDER LOG_FILE MAX_BATCHES [WEIGHTS_FILE]\n";
     return 2;
   }
   const int64_t rank = dist::get_global_rank(), world = dist::get_world_size();
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
   }
   Dict weights(c10::StringType::get(), c10::TensorType::get());
   for (const auto& p : model->named_parameters()) weights.insert(p.key(), p.value());
-  write_file_atomically(folder + "/final-weights.pt", torch::pickle_save(weights));
+  write_file_atomically(argc == 5 ? argv[4] : folder + "/final-weights.pt", torch::pickle_save(weights));
   std::cout << "DONE" << std::endl;
   return 0;
 }

@@ -2,6 +2,7 @@
 #include "composer/checkpoint/safetensors.h"
 #include "composer/composer.h"
 #include "support/data_paths.h"
+#include "support/moto_server.h"
 #include "support/python.h"
 
 #include <gtest/gtest.h>
@@ -314,6 +315,30 @@ TEST_F(CliTest, ProfilerSectionWritesTracesAndNamesBadKeys) {
   EXPECT_NE(err.str().find("profiler schedule active: must be >= 1"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("bad2.yaml", synthetic("profiler: {trace_handlers: [{name: chrome}]}\n"))), 2);
   EXPECT_NE(err.str().find("unknown trace handler 'chrome'; registered: json"), std::string::npos) << err.str();
+}
+
+// save_folder and a RemoteUploaderDownloader logger in YAML, against a real S3 server; a bad bucket URI is a config
+// error naming the key.
+TEST_F(CliTest, SavesToS3AndUploadsLogsFromYaml) {
+  COMPOSER_REQUIRE_PYTHON("moto boto3");
+  testing::MotoServer server(dir / "moto", {"runs"});
+  const std::string log = (dir / "log.jsonl").string();
+  const std::string cfg =
+      config("s3.yaml", synthetic("run_name: yaml-s3\nsave_folder: s3://runs/{run_name}/ckpt\nsave_interval: 1ba\n"
+                                  "loggers:\n  - {name: file, filename: " +
+                                  log +
+                                  ", remote_file_name: '{run_name}/log.jsonl'}\n"
+                                  "  - {name: remote_uploader_downloader, bucket_uri: s3://runs}\n"));
+  ASSERT_EQ(train(cfg), 0) << err.str();
+  const auto keys = server.list("runs", "yaml-s3/");
+  for (const char* k : {"yaml-s3/ckpt/ep0-ba1-rank0.pt", "yaml-s3/ckpt/ep0-ba2-rank0.pt",
+                        "yaml-s3/ckpt/latest-rank0.pt.symlink", "yaml-s3/log.jsonl"})
+    EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k << " in " << nlohmann::json(keys).dump();
+  EXPECT_EQ(train(config("bad.yaml", synthetic("loggers: [{name: remote_uploader_downloader, bucket_uri: runs}]\n"))),
+            2);
+  EXPECT_NE(err.str().find("bucket_uri = 'runs': expected an object-store URI"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("bad2.yaml", synthetic("save_folder: gs://runs/x\n"))), 2);
+  EXPECT_NE(err.str().find("save_folder 'gs://runs/x': unknown object store 'gs://'"), std::string::npos) << err.str();
 }
 
 TEST_F(CliTest, ListShowsRegistries) {

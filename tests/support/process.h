@@ -30,6 +30,27 @@ inline int unused_port() {
   return ntohs(a.sin_port);
 }
 
+/// Starts `argv` in its own session (so killing -pid ends its worker processes too) with stdout and stderr appended
+/// to `log` and the extra environment `env` ("NAME=value"); returns its pid. For servers the tests start.
+inline pid_t spawn_server(const std::vector<std::string>& argv, const std::string& log,
+                          const std::vector<std::string>& env = {}) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::setsid();
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 class ChildProcess {
  public:
   explicit ChildProcess(const std::vector<std::string>& argv) {

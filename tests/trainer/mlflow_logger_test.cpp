@@ -24,18 +24,9 @@ class MlflowServer {
     const std::string log = (dir / "server.log").string();
     const std::string store = "sqlite:///" + (dir / "mlflow.db").string();
     const std::string artifacts = (dir / "artifacts").string();
-    const std::string port = std::to_string(port_);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setsid();
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      ::execl(mlflow.c_str(), mlflow.c_str(), "server", "--host", "127.0.0.1", "--port", port.c_str(),
-              "--backend-store-uri", store.c_str(), "--artifacts-destination", artifacts.c_str(), "--workers", "1",
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    pid_ = testing::spawn_server({mlflow, "server", "--host", "127.0.0.1", "--port", std::to_string(port_),
+                                  "--backend-store-uri", store, "--artifacts-destination", artifacts, "--workers", "1"},
+                                 log);
   }
   ~MlflowServer() {
     if (pid_ > 0) {

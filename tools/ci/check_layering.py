@@ -17,17 +17,18 @@ LAYERS = {
     "metrics": {"utils"},
     "nn": {"utils"},
     "dist": {"utils"},
+    "storage": {"utils"},
     "core": {"utils", "data", "metrics", "dist"},
     "models": {"utils", "data", "metrics", "nn", "core"},
     "optim": {"utils", "core"},
     "algorithms": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim"},
-    "loggers": {"utils", "dist", "core"},
+    "loggers": {"utils", "dist", "core", "storage"},
     "datasets": {"utils", "data", "dist", "core"},
-    "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms"},
-    "callbacks": {"utils", "data", "metrics", "dist", "core", "models", "optim", "checkpoint"},
-    "profiler": {"utils", "dist", "core", "callbacks"},
+    "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "storage"},
+    "callbacks": {"utils", "data", "metrics", "dist", "core", "models", "optim", "checkpoint", "storage"},
+    "profiler": {"utils", "dist", "core", "callbacks", "storage"},
     "trainer": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "loggers",
-                "checkpoint", "callbacks", "profiler"},
+                "checkpoint", "callbacks", "profiler", "storage"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:composer/)?([a-z_]+)/')
 

@@ -8,6 +8,7 @@
 
 #include <torch/arg.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,8 +16,11 @@
 
 namespace composer {
 
+class RemoteUploader;
+
 struct CheckpointSaverOptions {
-  /// Folder; format variables allowed ({run_name}, ...).
+  /// Folder; format variables allowed ({run_name}, ...). An object-store URI ("s3://bucket/{run_name}/checkpoints")
+  /// saves into a local temporary folder and uploads each checkpoint there in the background.
   TORCH_ARG(std::string, folder) = "{run_name}/checkpoints";
   /// File name inside the folder (see format_name for the variables).
   TORCH_ARG(std::string, filename) = "ep{epoch}-ba{batch}-rank{rank}.pt";
@@ -34,6 +38,8 @@ struct CheckpointSaverOptions {
   /// Where each checkpoint is sent through Logger::upload_file to the destinations that upload files (MLflow's
   /// artifacts); format variables allowed. Empty: none. A failed upload is a warning: the file is safe on disk.
   TORCH_ARG(std::string, remote_file_name) = "{run_name}/checkpoints/ep{epoch}-ba{batch}-rank{rank}";
+  /// Uploads running at once when folder is an object-store URI.
+  TORCH_ARG(int64_t, num_concurrent_uploads) = 1;
 
  public:
   /// Throws std::invalid_argument naming the bad field.
@@ -50,9 +56,15 @@ struct CheckpointSaverOptions {
     visit("weights_only", self.weights_only_, "save only the model weights");
     visit("num_checkpoints_to_keep", self.num_checkpoints_to_keep_, "newest checkpoints kept; -1: all");
     visit("remote_file_name", self.remote_file_name_, "name each checkpoint is uploaded under; empty: none");
+    visit("num_concurrent_uploads", self.num_concurrent_uploads_, "uploads at once to an object-store folder");
   }
 };
 
+/// The names among `names` that match `filename_pattern` (as find_checkpoints reads them), with their numbers,
+/// newest first.
+std::vector<std::pair<int64_t, std::string>> match_checkpoint_names(const std::vector<std::string>& names,
+                                                                    const std::string& filename_pattern,
+                                                                    const State& state);
 /// Checkpoint files in `folder` whose names match `filename_pattern` (its {batch} or else {epoch} read back as a
 /// number; other variables filled from `state`), newest first. Patterns with neither variable match nothing.
 std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder,
@@ -62,10 +74,19 @@ std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string&
 /// to a temporary name, fsynced and renamed; the latest link moves only after that; older checkpoints are deleted
 /// only after the new one is complete. At FIT_START, without overwrite, checkpoints from later in training in the
 /// folder are an error (they would be mixed with this run's).
+///
+/// With an object-store folder (Composer's remote save_folder) each checkpoint is written locally as above and then
+/// uploaded in the background (storage/remote_uploader.h): the "<latest_filename>.symlink" pointer object, holding
+/// the checkpoint's key, goes up only after the checkpoint object is complete, and retention deletes remote
+/// checkpoints only after that. A failed upload stops the run at the next batch with the error; at FIT_END the run
+/// waits for pending uploads and reports what it uploaded.
 class CheckpointSaver : public Callback {
  public:
   explicit CheckpointSaver(CheckpointSaverOptions options = CheckpointSaverOptions());
+  ~CheckpointSaver() override;
   void fit_start(State& state, Logger& logger) override;
+  void batch_end(State& state, Logger& logger) override;
+  void fit_end(State& state, Logger& logger) override;
   void batch_checkpoint(State& state, Logger& logger) override;
   void epoch_checkpoint(State& state, Logger& logger) override;
   void iteration_checkpoint(State& state, Logger& logger) override;
@@ -77,18 +98,31 @@ class CheckpointSaver : public Callback {
   /// Paths of the checkpoints this run has written and kept, oldest first.
   const std::vector<std::string>& saved_checkpoints() const { return saved_; }
   const CheckpointSaverOptions& options() const { return options_; }
-  /// The folder with format variables filled in.
+  /// The local folder with format variables filled in (a temporary folder's subfolder for an object-store folder).
   std::string folder(const State& state) const;
+  /// The object-store folder's path inside its bucket, formatted ("run/checkpoints"); "" for a local folder.
+  std::string remote_folder(const State& state) const;
+  /// The uploader of an object-store folder (rank 0, from FIT_START on); nullptr otherwise.
+  RemoteUploader* remote_uploader() const { return uploader_.get(); }
 
  private:
   void maybe_save(State& state, Logger& logger, Event event);
   void save(State& state, Logger& logger);
   /// Rank 0's part of save(): the file, the latest link, retention.
   void write(State& state, Logger& logger, const std::optional<c10::IValue>& rng);
+  /// Queues the checkpoint's upload, then its pointer object (after it) to the object-store folder.
+  void upload(const State& state, const std::string& path);
+  /// Without overwrite: checkpoints from later in training in the object-store folder are an error.
+  void check_remote_folder(const State& state);
   CheckpointSaverOptions options_;
   IntervalScheduler due_;
   int64_t last_saved_batch_ = -1;
   std::vector<std::string> saved_;
+  /// For an object-store folder: the local temporary root, and the uploader (rank 0).
+  std::string local_root_;
+  std::unique_ptr<RemoteUploader> uploader_;
+  int64_t pointer_count_ = 0;
+  std::string last_key_;
 };
 
 }  // namespace composer

@@ -21,7 +21,8 @@ struct State;
 /// load_strict_model_weights, load_ignore_keys, load_exclude_algorithms and autoresume (the Trainer's keys put load_
 /// in front of the first five).
 struct LoadOptions {
-  /// A checkpoint to start from when autoresume finds none ({run_name} allowed); "" = none.
+  /// A checkpoint to start from when autoresume finds none ({run_name} allowed): a file or an object-store URI
+  /// ("s3://bucket/run/ep1.pt", downloaded first); "" = none.
   TORCH_ARG(std::string, path);
   /// Load only the model weights from path.
   TORCH_ARG(bool, weights_only) = false;
@@ -71,10 +72,12 @@ struct ResumePoint {
 
 /// Runs between BEFORE_LOAD and AFTER_LOAD. Autoresume tries save_folder's checkpoints newest first (the latest
 /// link's target, then by batch number), setting unreadable files aside as <name>.corrupt with a message; if none
-/// loads it falls back to load_path. Algorithms a checkpoint requires (model surgery) that the run lacks and does not
-/// exclude are re-created from the registry and join through engine.add_late_algorithms (INIT for them alone) before
-/// it is applied. Throws CheckpointError naming the file when a checkpoint cannot be applied, std::invalid_argument
-/// for autoresume without a run name.
+/// loads it falls back to load_path. An object-store save folder is searched by listing it (every listed object is
+/// complete; one that does not read is skipped with a message) and the pointer object "<latest_filename>.symlink";
+/// the chosen checkpoint is downloaded to a temporary file. Algorithms a checkpoint requires (model surgery) that the
+/// run lacks and does not exclude are re-created from the registry and join through engine.add_late_algorithms (INIT
+/// for them alone) before it is applied. Throws CheckpointError naming the file when a checkpoint cannot be applied,
+/// std::invalid_argument for autoresume without a run name.
 ResumePoint load_for_run(State& state, Engine& engine, const ResumeOptions& options);
 
 }  // namespace composer

@@ -19,6 +19,9 @@ struct FileLoggerOptions {
   TORCH_ARG(bool, log_traces) = true;
   /// Replace an existing file instead of failing.
   TORCH_ARG(bool, overwrite) = false;
+  /// The name the file is uploaded under (Logger::upload_file, at every flush) to destinations that upload files,
+  /// such as RemoteUploaderDownloader; {run_name} and {rank} are filled in. Empty: the filename.
+  TORCH_ARG(std::string, remote_file_name);
 
  public:
   template <class Self, class Visit>
@@ -27,6 +30,7 @@ struct FileLoggerOptions {
     visit("flush_interval", self.flush_interval_, "flush every this many batches");
     visit("log_traces", self.log_traces_, "also write the algorithms' traces");
     visit("overwrite", self.overwrite_, "replace an existing file instead of failing");
+    visit("remote_file_name", self.remote_file_name_, "name the file is uploaded under; empty: the filename");
   }
 };
 
@@ -51,8 +55,10 @@ class FileLogger : public LoggerDestination {
 
  private:
   void write(const nlohmann::json& line);
+  /// Flushes the file and sends it to the destinations that upload files.
+  void flush(Logger& logger);
   FileLoggerOptions options_;
-  std::string path_;
+  std::string path_, remote_name_;
   std::ofstream out_;
   std::vector<nlohmann::json> pending_;  // lines logged before INIT opened the file
 };

@@ -153,6 +153,7 @@ struct TrainerOptions {
   COMPOSER_TRAINER_FORWARD(bool, save_weights_only, save, weights_only)
   COMPOSER_TRAINER_FORWARD(int64_t, save_num_checkpoints_to_keep, save, num_checkpoints_to_keep)
   COMPOSER_TRAINER_FORWARD(std::string, save_remote_file_name, save, remote_file_name)
+  COMPOSER_TRAINER_FORWARD(int64_t, save_num_concurrent_uploads, save, num_concurrent_uploads)
   COMPOSER_TRAINER_FORWARD(std::string, load_path, load, path)
   COMPOSER_TRAINER_FORWARD(bool, load_weights_only, load, weights_only)
   COMPOSER_TRAINER_FORWARD(bool, load_strict_model_weights, load, strict_model_weights)
@@ -176,7 +177,7 @@ struct TrainerOptions {
   static constexpr std::array<std::pair<const char*, const char*>, 1> kEvalKeys{{
       {"subset_num_batches", "eval_subset_num_batches"},
   }};
-  static constexpr std::array<std::pair<const char*, const char*>, 7> kSaveKeys{{
+  static constexpr std::array<std::pair<const char*, const char*>, 8> kSaveKeys{{
       {"folder", "save_folder"},
       {"filename", "save_filename"},
       {"latest_filename", "save_latest_filename"},
@@ -184,6 +185,7 @@ struct TrainerOptions {
       {"weights_only", "save_weights_only"},
       {"num_checkpoints_to_keep", "save_num_checkpoints_to_keep"},
       {"remote_file_name", "save_remote_file_name"},
+      {"num_concurrent_uploads", "save_num_concurrent_uploads"},
   }};
   static constexpr std::array<std::pair<const char*, const char*>, 5> kLoadKeys{{
       {"path", "load_path"},

@@ -1,0 +1,90 @@
+#include "checkpoint/detail/remote_checkpoints.h"
+
+#include "composer/checkpoint/checkpoint.h"
+#include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/core/format_name.h"
+#include "composer/core/state.h"
+#include "composer/storage/object_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace composer::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A fresh temporary path for a download (this process, this call).
+std::string download_path(const std::string& name) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const fs::path dir = fs::temp_directory_path() / ("composer-download-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return (dir / (std::to_string(rng() % 1000000000) + "-" + fs::path(name).filename().string())).string();
+}
+
+}  // namespace
+
+c10::IValue read_checkpoint_from(const std::string& source) {
+  if (!is_object_store_uri(source)) return read_checkpoint(source);
+  std::unique_ptr<ObjectStore> store;
+  try {
+    store = make_object_store(source);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(std::string("checkpoint ") + e.what());
+  }
+  const std::string local = download_path(parse_uri(source).path);
+  try {
+    store->download_object(parse_uri(source).path, local, true);
+  } catch (const ObjectStoreError& e) {
+    throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
+  }
+  c10::IValue payload;
+  std::error_code ec;
+  try {
+    payload = read_checkpoint(local);
+  } catch (const CheckpointError& e) {
+    fs::remove(local, ec);
+    // The message names the downloaded copy; name the object too.
+    throw CheckpointError(source + " (downloaded): " + e.what());
+  }
+  fs::remove(local, ec);
+  return payload;
+}
+
+std::vector<std::string> remote_checkpoint_candidates(const std::string& folder_uri, const std::string& filename,
+                                                      const std::string& latest_filename, const State& state) {
+  auto store = make_object_store(folder_uri);
+  const std::string folder = format_name(parse_uri(folder_uri).path, state);
+  const std::string prefix = folder.empty() ? "" : folder + "/";
+  std::vector<std::string> names;
+  for (const auto& object : store->list_objects(prefix)) {
+    const std::string rest = object.name.substr(prefix.size());
+    if (rest.find('/') == std::string::npos) names.push_back(rest);
+  }
+  std::vector<std::string> out;
+  for (const auto& [count, name] : match_checkpoint_names(names, filename, state))
+    out.push_back(store->get_uri(prefix + name));
+  if (!latest_filename.empty()) {
+    const std::string pointer = prefix + format_name(latest_filename, state) + ".symlink";
+    if (std::find(names.begin(), names.end(), pointer.substr(prefix.size())) != names.end()) {
+      const std::string local = download_path(pointer);
+      store->download_object(pointer, local, true);
+      std::ifstream in(local);
+      std::stringstream target;
+      target << in.rdbuf();
+      std::error_code ec;
+      fs::remove(local, ec);
+      const std::string uri = store->get_uri(target.str());
+      if (!target.str().empty() && std::find(out.begin(), out.end(), uri) == out.end()) out.push_back(uri);
+    }
+  }
+  return out;
+}
+
+}  // namespace composer::detail

@@ -1,0 +1,26 @@
+// Checkpoints in object stores, for loading: downloading one to read it, and finding a run's newest checkpoints in
+// an object-store save folder (the pointer object first, then the listing).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+namespace composer {
+struct State;
+}  // namespace composer
+
+namespace composer::detail {
+
+/// Reads a checkpoint from a local path or an object-store URI (downloaded to a temporary file, read and checked as
+/// read_checkpoint does, then removed). Throws CheckpointError naming the path or URI.
+c10::IValue read_checkpoint_from(const std::string& source);
+
+/// The URIs of the checkpoints of `save` (an object-store folder) to try for autoresume, newest first: every object
+/// matching the filename pattern by its number, then the pointer object's target when it is not among them.
+/// Objects of an upload in progress are not listed (S3 objects appear only complete).
+std::vector<std::string> remote_checkpoint_candidates(const std::string& folder_uri, const std::string& filename,
+                                                      const std::string& latest_filename, const State& state);
+
+}  // namespace composer::detail

@@ -1,0 +1,47 @@
+// One HTTP request over libcurl for the object stores: a body from memory or a byte range of a file, the answer into
+// memory or a file, response headers kept, optional AWS Signature V4 (signed by libcurl).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace composer::detail {
+
+struct CurlRequest {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  /// The body, from memory (body) or from upload_file's bytes [upload_offset, upload_offset + upload_size).
+  std::string body;
+  std::string upload_file;
+  int64_t upload_offset = 0;
+  int64_t upload_size = -1;  // -1: to the end of the file
+  /// When set, a 2xx answer's body goes to this file (opened for writing, truncated) instead of into memory.
+  std::string download_file;
+  /// "aws:amz:<region>:s3" and "key:secret" sign the request; empty: unsigned.
+  std::string aws_sigv4;
+  std::string user_pwd;
+  double timeout_s = 120.0;
+  double connect_timeout_s = 10.0;
+};
+
+struct CurlResponse {
+  long status = 0;                             // the HTTP status; 0 when no answer came
+  std::string error;                           // libcurl's reason when status is 0
+  std::string body;                            // the answer (error bodies too, when download_file is set)
+  std::map<std::string, std::string> headers;  // lower-cased names
+  /// Whether the failure may pass: no answer, 5xx, 429, or S3's throttling codes.
+  bool transient() const;
+};
+
+/// Performs the request once (the callers retry). Throws std::runtime_error when a local file cannot be read or
+/// written.
+CurlResponse perform(const CurlRequest& request);
+/// Percent-encodes text (RFC 3986 unreserved characters stay); keep_slash leaves '/' as is (object keys in paths).
+std::string uri_escape(const std::string& text, bool keep_slash);
+/// Waits before attempt `attempt` (1-based after the first): 0.5 s, 1 s, 2 s, ... capped at 8 s.
+void backoff(int attempt);
+
+}  // namespace composer::detail

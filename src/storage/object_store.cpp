@@ -1,0 +1,88 @@
+#include "composer/storage/object_store.h"
+
+#include "composer/storage/http_object_store.h"
+#include "composer/storage/local_object_store.h"
+#include "composer/storage/s3_object_store.h"
+
+#include <stdexcept>
+
+namespace composer {
+
+void ObjectStoreOptions::validate() const {
+  auto bad = [](const std::string& field, const std::string& value, const std::string& expected) {
+    throw std::invalid_argument("ObjectStoreOptions: " + field + " = " + value + ": expected " + expected);
+  };
+  if (!(timeout_ > 0)) bad("timeout", std::to_string(timeout_), "seconds > 0");
+  if (!(connect_timeout_ > 0)) bad("connect_timeout", std::to_string(connect_timeout_), "seconds > 0");
+  if (num_attempts_ < 1) bad("num_attempts", std::to_string(num_attempts_), ">= 1");
+  if (part_size_ < (int64_t{5} << 20)) bad("part_size", std::to_string(part_size_), ">= 5 MiB (5242880), S3's minimum");
+  if (max_concurrency_ < 1) bad("max_concurrency", std::to_string(max_concurrency_), ">= 1");
+  if (multipart_threshold_ < 1) bad("multipart_threshold", std::to_string(multipart_threshold_), "bytes >= 1");
+  if (!endpoint_url_.empty() && endpoint_url_.find("://") == std::string::npos)
+    bad("endpoint_url", "'" + endpoint_url_ + "'", "a URL such as http://127.0.0.1:9000");
+}
+
+bool ObjectStore::object_exists(const std::string& object_name) {
+  try {
+    get_object_size(object_name);
+    return true;
+  } catch (const ObjectNotFoundError&) {
+    return false;
+  }
+}
+
+ParsedUri parse_uri(const std::string& uri) {
+  ParsedUri p;
+  const auto sep = uri.find("://");
+  if (sep == std::string::npos) {
+    p.path = uri;
+    return p;
+  }
+  p.backend = uri.substr(0, sep);
+  const std::string rest = uri.substr(sep + 3);
+  const auto slash = rest.find('/');
+  p.bucket = rest.substr(0, slash);
+  if (slash != std::string::npos) {
+    p.path = rest.substr(slash);
+    while (!p.path.empty() && p.path.front() == '/') p.path.erase(0, 1);
+  }
+  return p;
+}
+
+bool is_object_store_uri(const std::string& text) {
+  const auto sep = text.find("://");
+  if (sep == std::string::npos || sep == 0) return false;
+  for (size_t i = 0; i < sep; ++i)
+    if (!std::isalnum(static_cast<unsigned char>(text[i])) && text[i] != '+' && text[i] != '-') return false;
+  return true;
+}
+
+std::unique_ptr<ObjectStore> make_object_store(const std::string& uri, const ObjectStoreOptions& options) {
+  const ParsedUri p = parse_uri(uri);
+  if (p.backend == "file") {
+    if (!p.bucket.empty() && p.bucket != "localhost")
+      throw std::invalid_argument("'" + uri + "': a file URI names no host (expected file:///absolute/path)");
+    return std::make_unique<LocalObjectStore>("/");
+  }
+#if COMPOSER_WITH_OBJECT_STORES
+  if (p.backend == "s3") {
+    if (p.bucket.empty()) throw std::invalid_argument("'" + uri + "': no bucket (expected s3://bucket/path)");
+    return std::make_unique<S3ObjectStore>(p.bucket, "", options);
+  }
+  if (p.backend == "http" || p.backend == "https") {
+    if (p.bucket.empty())
+      throw std::invalid_argument("'" + uri + "': no host (expected " + p.backend + "://host/path)");
+    return std::make_unique<HttpObjectStore>(p.backend + "://" + p.bucket, options);
+  }
+#else
+  (void)options;
+  if (p.backend == "s3" || p.backend == "http" || p.backend == "https")
+    throw std::invalid_argument("'" + uri + "': this build has no " + p.backend +
+                                " object store (configure with -DCOMPOSER_WITH_OBJECT_STORES=ON and libcurl)");
+#endif
+  if (p.backend.empty()) throw std::invalid_argument("'" + uri + "' is a local path, not an object-store URI");
+  throw std::invalid_argument("'" + uri + "': unknown object store '" + p.backend +
+                              "://' (expected s3://, file://, http:// or https://)");
+}
+
+}  // namespace composer
