@@ -7,15 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
 ROUNDS="${2:-3}"
-PY=.venv/bin/python
-work="$(mktemp -d)"
-port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-.venv/bin/moto_server -H 127.0.0.1 -p "$port" > "$work/moto.log" 2>&1 &
-moto=$!
-trap 'kill $moto 2>/dev/null; rm -rf "$work"' EXIT
-export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench AWS_REGION=us-east-1
-$PY tests/storage/moto_s3.py wait "$AWS_ENDPOINT_URL"
-$PY -c "import boto3; boto3.client('s3').create_bucket(Bucket='bench')"
+source bench/moto.sh
 head -c $((256 << 20)) /dev/urandom > "$work/big.bin"
 out="$work/out"
 for r in $(seq 1 "$ROUNDS"); do

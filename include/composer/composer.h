@@ -38,7 +38,9 @@
 #include "composer/data/dataset.h"
 #include "composer/data/dataset_loader.h"
 #include "composer/data/idx.h"
+#include "composer/data/mds_writer.h"  // built with COMPOSER_WITH_STREAMING (on by default)
 #include "composer/data/sampler.h"
+#include "composer/data/streaming_dataset.h"  // built with COMPOSER_WITH_STREAMING (on by default)
 #include "composer/data/tensor_data_loader.h"
 #include "composer/data/text.h"
 #include "composer/data/vision.h"

@@ -53,6 +53,7 @@ DatasetLoader::DatasetLoader(std::shared_ptr<const Dataset> dataset, DatasetLoad
 DatasetLoader::~DatasetLoader() { stop_workers(); }
 
 std::optional<int64_t> DatasetLoader::length() const {
+  if (options_.sample_order()) return full_batches_;
   const int64_t r = options_.num_replicas();
   const int64_t per_rank = (dataset_->size() + r - 1) / r;
   const int64_t b = options_.batch_size();
@@ -61,8 +62,22 @@ std::optional<int64_t> DatasetLoader::length() const {
 
 void DatasetLoader::set_epoch(int64_t epoch) { epoch_ = epoch; }
 
+namespace {
+
+int64_t batches_of(int64_t samples, int64_t batch_size, bool drop_last) {
+  return drop_last ? samples / batch_size : (samples + batch_size - 1) / batch_size;
+}
+
+}  // namespace
+
 void DatasetLoader::reset() {
   stop_workers();
+  cursor_ = 0;
+  if (options_.sample_order()) {
+    order_ = options_.sample_order()(epoch_, 0);
+    num_batches_ = full_batches_ = batches_of(order_.size(0), options_.batch_size(), options_.drop_last());
+    return;
+  }
   order_ = sample_indices(dataset_->size(), epoch_,
                           SamplerOptions()
                               .shuffle(options_.shuffle())
@@ -70,6 +85,14 @@ void DatasetLoader::reset() {
                               .num_replicas(options_.num_replicas())
                               .rank(options_.rank()));
   num_batches_ = *length();
+  cursor_ = 0;
+}
+
+void DatasetLoader::resume(int64_t batch_in_epoch, int64_t sample_in_epoch) {
+  if (!options_.sample_order()) return skip(batch_in_epoch);
+  stop_workers();
+  order_ = options_.sample_order()(epoch_, sample_in_epoch);
+  num_batches_ = batches_of(order_.size(0), options_.batch_size(), options_.drop_last());
   cursor_ = 0;
 }
 

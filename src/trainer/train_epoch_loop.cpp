@@ -122,7 +122,7 @@ void TrainEpochLoop::run() {
   DataLoader& loader = *s.train_dataloader;
   loader.set_epoch(s.timestamp.epoch);
   loader.reset();
-  if (s.timestamp.batch_in_epoch > 0) loader.skip(s.timestamp.batch_in_epoch);
+  if (s.timestamp.batch_in_epoch > 0) loader.resume(s.timestamp.batch_in_epoch, s.timestamp.sample_in_epoch);
   bool finished_early = false;
   int64_t batches = 0;
   auto last_batch_end = Clock::now();

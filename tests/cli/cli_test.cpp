@@ -341,6 +341,57 @@ TEST_F(CliTest, SavesToS3AndUploadsLogsFromYaml) {
   EXPECT_NE(err.str().find("save_folder 'gs://runs/x': unknown object store 'gs://'"), std::string::npos) << err.str();
 }
 
+// dataset: streaming in YAML, on Fashion-MNIST shards written by streaming.MDSWriter.
+TEST_F(CliTest, TrainsOnStreamingShardsFromYaml) {
+  COMPOSER_REQUIRE_PYTHON("streaming PIL");
+  COMPOSER_REQUIRE_DATA(testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"));
+  const auto w =
+      testing::run_python({testing::source_dir() + "/tests/data/mds_write.py", "fashion", (dir / "mds").string(),
+                           testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"),
+                           testing::data_path("fashion-mnist/train-labels-idx1-ubyte.gz"), "256"});
+  ASSERT_EQ(w.status, 0) << w.output;
+  const std::string cfg = config("mds.yaml",
+                                 "model: {name: mlp, in_features: 784, hidden: [32]}\n"
+                                 "train_data: {dataset: streaming, local: " +
+                                     (dir / "mds").string() +
+                                     ", batch_size: 32, num_classes: 10, num_workers: 1, validate_hash: sha1,"
+                                     " normalize: {mean: [0.286], std: [0.353]}}\n"
+                                     "max_duration: 1ep\nprogress_bar: false\nrun_name: mds\n");
+  ASSERT_EQ(train(cfg), 0) << err.str();
+  EXPECT_NE(out.str().find("trained run 'mds' to 1ep"), std::string::npos) << out.str();
+  EXPECT_EQ(train(config("bad.yaml",
+                         "model: {name: mlp, in_features: 784, hidden: [32]}\n"
+                         "train_data: {dataset: streaming, local: " +
+                             (dir / "none").string() +
+                             "}\n"
+                             "max_duration: 1ba\n")),
+            2);
+  EXPECT_NE(err.str().find("no index at"), std::string::npos) << err.str();
+
+  // convert: our Fashion-MNIST as MDS (zstd), read back by MosaicML Streaming and by StreamingDataset.
+  const std::string fm =
+      config("fm.yaml",
+             "train_data: {dataset: fashion_mnist, path: " + testing::data_path("fashion-mnist") + ", limit: 300}\n");
+  std::ostringstream cout_, cerr_;
+  ASSERT_EQ(convert_command(fm, (dir / "conv").string(), "train", "zstd:5", cout_, cerr_), 0) << cerr_.str();
+  EXPECT_NE(cout_.str().find("wrote 300 samples"), std::string::npos) << cout_.str();
+  const auto py = testing::run_python(
+      {testing::source_dir() + "/tests/data/mds_write.py", "read", (dir / "conv").string(), "0", "299"});
+  ASSERT_EQ(py.status, 0) << py.output;
+  auto ours = load_mnist(testing::data_path("fashion-mnist"), true, 300);
+  const Batch b = ours->get_batch(at::tensor({0, 299}, at::kLong));
+  const auto rows = nlohmann::json::parse(
+      py.output.substr(py.output.rfind("\n{") == std::string::npos ? 0 : py.output.rfind("\n{") + 1));
+  const auto keys = b.keys();
+  EXPECT_EQ(rows["299"][keys[1]].get<int64_t>(), b.at(keys[1])[1].item<int64_t>());
+  StreamingDataset back(StreamingDatasetOptions().local((dir / "conv").string()).validate_hash("sha1"));
+  EXPECT_EQ(back.size(), 300);
+  const Batch c = back.get_batch(at::tensor({0, 299}, at::kLong));
+  for (const auto& k : keys) EXPECT_TRUE(at::equal(c.at(k), b.at(k))) << k;
+  EXPECT_EQ(convert_command(fm, (dir / "conv").string(), "train", "", cout_, cerr_), 1);  // refuses to overwrite
+  EXPECT_NE(cerr_.str().find("already holds an index.json"), std::string::npos) << cerr_.str();
+}
+
 TEST_F(CliTest, ListShowsRegistries) {
   std::ostringstream o, e;
   ASSERT_EQ(list_command("schedulers", o, e), 0);

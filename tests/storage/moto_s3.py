@@ -7,6 +7,7 @@
   moto_s3.py get URL ID SECRET BUCKET KEY      prints the object's bytes as text
   moto_s3.py list URL ID SECRET BUCKET PREFIX  prints the keys as a JSON list
   moto_s3.py put URL ID SECRET BUCKET KEY FILE uploads a file with boto3
+  moto_s3.py put_dir URL ID SECRET BUCKET PREFIX DIR  uploads every file of DIR under PREFIX with boto3
   moto_s3.py composer_get URL ID SECRET BUCKET NAME DEST  MosaicML Composer's get_file("s3://BUCKET/NAME"), which
                                   follows a NAME.symlink pointer; then torch.load; prints {"batch": n}
 """
@@ -64,6 +65,10 @@ def main():
         print(json.dumps([o["Key"] for page in pages for o in page.get("Contents", [])]))
     elif cmd == "put":
         s3.upload_file(sys.argv[7], bucket, key)
+    elif cmd == "put_dir":
+        import os
+        for name in sorted(os.listdir(sys.argv[7])):
+            s3.upload_file(os.path.join(sys.argv[7], name), bucket, key.rstrip("/") + "/" + name)
     elif cmd == "composer_get":
         import os
         import torch

@@ -1,5 +1,6 @@
 // The object stores against a real S3 server (moto, started here on loopback with signature checking on), read back
 // with boto3; the local and HTTP stores; the background uploader's ordering and retries.
+#include "support/errors.h"
 #include "support/moto_server.h"
 #include "support/run_files.h"
 
@@ -30,16 +31,6 @@ std::string write_random(const fs::path& path, size_t size, uint32_t seed) {
 
 std::string slurp(const fs::path& path) { return testing::read_text(path.string()); }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(S3ObjectStoreTest, RoundTripsSmallAndMultipartObjectsReadableByBoto3) {
   COMPOSER_REQUIRE_PYTHON("moto boto3");
   const fs::path dir = testing::fresh_dir("s3_roundtrip");
@@ -60,7 +51,7 @@ TEST(S3ObjectStoreTest, RoundTripsSmallAndMultipartObjectsReadableByBoto3) {
   EXPECT_TRUE(slurp(dir / "back" / "big.bin") == big);
   store.download_object("runs/a b+c/small.bin", (dir / "back" / "small.bin").string());
   EXPECT_TRUE(slurp(dir / "back" / "small.bin") == small);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(testing::any_error_of([&] {
               store.download_object("runs/big.bin", (dir / "back" / "big.bin").string());
             }).find("already exists"),
             std::string::npos);
@@ -103,7 +94,7 @@ TEST(S3ObjectStoreTest, RefusedCredentialsMissingBucketsAndObjectsNameBucketAndK
     testing::ScopedEnv env;
     env.set("AWS_SECRET_ACCESS_KEY", "not-the-secret");
     S3ObjectStore store("composer-data");
-    const std::string e = error_of([&] { store.upload_object("run/f.bin", (dir / "f.bin").string()); });
+    const std::string e = testing::any_error_of([&] { store.upload_object("run/f.bin", (dir / "f.bin").string()); });
     EXPECT_NE(e.find("s3://composer-data/run/f.bin"), std::string::npos) << e;
     EXPECT_NE(e.find("SignatureDoesNotMatch"), std::string::npos) << e;
     EXPECT_NE(e.find("AWS_SECRET_ACCESS_KEY"), std::string::npos) << e;
@@ -112,18 +103,19 @@ TEST(S3ObjectStoreTest, RefusedCredentialsMissingBucketsAndObjectsNameBucketAndK
     testing::ScopedEnv env;
     env.set("AWS_ACCESS_KEY_ID", "AKIAUNKNOWNKEY000000");
     S3ObjectStore store("composer-data");
-    const std::string e = error_of([&] { store.list_objects("run/"); });
+    const std::string e = testing::any_error_of([&] { store.list_objects("run/"); });
     EXPECT_NE(e.find("InvalidAccessKeyId"), std::string::npos) << e;
     EXPECT_NE(e.find("s3://composer-data/run/"), std::string::npos) << e;
   }
   S3ObjectStore missing("no-such-bucket");
   EXPECT_THROW(missing.upload_object("k", (dir / "f.bin").string()), ObjectNotFoundError);
-  const std::string e = error_of([&] { missing.get_object_size("ckpt/latest.pt"); });
+  const std::string e = testing::any_error_of([&] { missing.get_object_size("ckpt/latest.pt"); });
   EXPECT_NE(e.find("bucket 'no-such-bucket' does not exist"), std::string::npos) << e;
   EXPECT_NE(e.find("s3://no-such-bucket/ckpt/latest.pt"), std::string::npos) << e;
 
   S3ObjectStore store("composer-data");
-  const std::string nf = error_of([&] { store.download_object("run/none.pt", (dir / "none.pt").string()); });
+  const std::string nf =
+      testing::any_error_of([&] { store.download_object("run/none.pt", (dir / "none.pt").string()); });
   EXPECT_NE(nf.find("s3://composer-data/run/none.pt"), std::string::npos) << nf;
   EXPECT_NE(nf.find("no such object"), std::string::npos) << nf;
   EXPECT_FALSE(fs::exists(dir / "none.pt"));  // nothing half-written
@@ -136,7 +128,7 @@ TEST(S3ObjectStoreTest, RefusedCredentialsMissingBucketsAndObjectsNameBucketAndK
                          .endpoint_url("http://127.0.0.1:" + std::to_string(testing::unused_port()))
                          .num_attempts(2)
                          .connect_timeout(1));
-  const std::string d = error_of([&] { down.get_object_size("k"); });
+  const std::string d = testing::any_error_of([&] { down.get_object_size("k"); });
   EXPECT_NE(d.find("2 attempts"), std::string::npos) << d;
   EXPECT_THROW(down.get_object_size("k"), ObjectStoreTransientError);
 }
@@ -167,18 +159,24 @@ TEST(ObjectStoreTest, UrisLocalStoreAndBadInputs) {
   EXPECT_FALSE(store->object_exists(name));
   EXPECT_THROW(store->download_object(name, (dir / "none.bin").string()), ObjectNotFoundError);
   LocalObjectStore root(dir.string());
-  EXPECT_NE(error_of([&] { root.get_object_size("../etc/passwd"); }).find("'..'"), std::string::npos);
+  EXPECT_NE(testing::any_error_of([&] { root.get_object_size("../etc/passwd"); }).find("'..'"), std::string::npos);
 
-  EXPECT_NE(error_of([] { make_object_store("gs://bucket/x"); }).find("unknown object store 'gs://'"),
+  EXPECT_NE(testing::any_error_of([] { make_object_store("gs://bucket/x"); }).find("unknown object store 'gs://'"),
             std::string::npos);
-  EXPECT_NE(error_of([] { make_object_store("s3:///x"); }).find("no bucket"), std::string::npos);
-  EXPECT_NE(error_of([] { ObjectStoreOptions().part_size(1024).validate(); }).find("part_size"), std::string::npos);
-  EXPECT_NE(error_of([] { ObjectStoreOptions().endpoint_url("localhost:9000").validate(); }).find("endpoint_url"),
+  EXPECT_NE(testing::any_error_of([] { make_object_store("s3:///x"); }).find("no bucket"), std::string::npos);
+  EXPECT_NE(testing::any_error_of([] { ObjectStoreOptions().part_size(1024).validate(); }).find("part_size"),
             std::string::npos);
-  EXPECT_NE(error_of([] { RemoteUploader("runs/local"); }).find("not an object-store URI"), std::string::npos);
-  EXPECT_NE(error_of([] { RemoteUploader("https://example.com/x"); }).find("read-only"), std::string::npos);
+  EXPECT_NE(testing::any_error_of([] {
+              ObjectStoreOptions().endpoint_url("localhost:9000").validate();
+            }).find("endpoint_url"),
+            std::string::npos);
+  EXPECT_NE(testing::any_error_of([] { RemoteUploader("runs/local"); }).find("not an object-store URI"),
+            std::string::npos);
+  EXPECT_NE(testing::any_error_of([] { RemoteUploader("https://example.com/x"); }).find("read-only"),
+            std::string::npos);
   HttpObjectStore http("http://127.0.0.1:1");
-  EXPECT_NE(error_of([&] { http.upload_object("x", (dir / "f.bin").string()); }).find("read-only"), std::string::npos);
+  EXPECT_NE(testing::any_error_of([&] { http.upload_object("x", (dir / "f.bin").string()); }).find("read-only"),
+            std::string::npos);
 }
 
 TEST(HttpObjectStoreTest, DownloadsAndSizesFromARealHttpServer) {
@@ -225,7 +223,7 @@ TEST(RemoteUploaderTest, PointerGoesUpAfterTheCheckpointAndUploadsRetryThroughAP
   std::ofstream(dir / "x.pt") << "x";
   uploader.upload_file_async("run/x.pt", (dir / "x.pt").string());
   uploader.upload_file_after_pending("run/latest.symlink", (dir / "latest.symlink").string());
-  const std::string e = error_of([&] { uploader.wait(); });
+  const std::string e = testing::any_error_of([&] { uploader.wait(); });
   EXPECT_NE(e.find("no-such-bucket"), std::string::npos) << e;
   EXPECT_NE(e.find("(and 1 more)"), std::string::npos) << e;
   EXPECT_TRUE(uploader.uploaded().empty());
@@ -234,7 +232,7 @@ TEST(RemoteUploaderTest, PointerGoesUpAfterTheCheckpointAndUploadsRetryThroughAP
   RemoteUploader again("s3://ckpt/run");
   write_random(dir / "ckpt2.pt", 10, 7);
   again.upload_file_async("run/ckpt.pt", (dir / "ckpt2.pt").string(), false);
-  EXPECT_NE(error_of([&] { again.wait(); }).find("already exists"), std::string::npos);
+  EXPECT_NE(testing::any_error_of([&] { again.wait(); }).find("already exists"), std::string::npos);
 }
 
 }  // namespace

@@ -19,6 +19,16 @@ inline std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
+/// The message of any std::exception `f` throws (object-store, checkpoint and data errors), or "(no error)".
+inline std::string any_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 /// Fails unless `f` throws std::invalid_argument with `needle` in its message.
 inline void expect_error_containing(const std::function<void()>& f, const std::string& needle) {
   try {

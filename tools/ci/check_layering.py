@@ -13,7 +13,7 @@ import sys
 # folder -> the folders it may include. Lower layers first; no folder may reach back up.
 LAYERS = {
     "utils": set(),
-    "data": {"utils"},
+    "data": {"utils", "storage", "dist"},
     "metrics": {"utils"},
     "nn": {"utils"},
     "dist": {"utils"},

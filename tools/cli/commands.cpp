@@ -86,7 +86,9 @@ int train_command(const std::string& config, const std::vector<std::string>& ove
     for (const auto& p : spec.log_file_patterns) out << "  logs: " << format_name_with_dist(p, s.run_name) << "\n";
     for (const auto& cb : s.callbacks) {
       const auto* saver = dynamic_cast<const CheckpointSaver*>(cb.get());
-      if (saver && !saver->saved_checkpoints().empty()) {
+      if (saver && saver->remote_uploader()) {
+        out << "  checkpoints: " << saver->remote_uploader()->get_uri(saver->remote_folder(s)) << "/\n";
+      } else if (saver && !saver->saved_checkpoints().empty()) {
         out << "  checkpoint: " << saver->saved_checkpoints().back()
             << " (composer-cpp eval CONFIG load_path=... to evaluate it)\n";
       }
@@ -99,6 +101,29 @@ int train_command(const std::string& config, const std::vector<std::string>& ove
       return 3;
     }
     return 0;
+  });
+}
+
+int convert_command(const std::string& config, const std::string& out_dir, const std::string& split,
+                    const std::string& compression, std::ostream& out, std::ostream& err) {
+  return run_guarded(err, [&]() -> int {
+    if (split != "train" && split != "test") throw ConfigError("--split '" + split + "': expected train or test");
+    const ConfigNode root(load_with_overrides(config, {}), "");
+    const std::string section = split == "train" ? "train_data" : "eval_data";
+    if (!root.has(section)) throw ConfigError(section + ": required to convert the " + split + " split");
+    const DataSpec data = build_data(root.child(section), split == "train", 42);
+    const auto* loader = dynamic_cast<const DatasetLoader*>(data.loader.get());
+    if (!loader) throw ConfigError(section + ": this data set has no samples to convert");
+#if COMPOSER_WITH_STREAMING
+    const int64_t shards = write_mds(loader->dataset(), out_dir, MdsWriterOptions().compression(compression));
+    out << "composer-cpp: wrote " << loader->dataset().size() << " samples in " << shards << " MDS shard(s) to "
+        << out_dir << "\n";
+    return 0;
+#else
+    (void)loader;
+    (void)compression;
+    throw ConfigError("convert: this build has no MDS support (COMPOSER_WITH_STREAMING=OFF)");
+#endif
   });
 }
 

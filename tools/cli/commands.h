@@ -20,5 +20,9 @@ int export_command(const std::string& checkpoint, const std::string& format, con
                    std::ostream& out, std::ostream& err);
 /// Lists what is registered under `kind`, one line each.
 int list_command(const std::string& kind, std::ostream& out, std::ostream& err);
+/// composer-cpp convert CONFIG OUT: writes the config's train_data (or, with split "test", its eval_data) as MDS
+/// shards (data/mds_writer.h) that MosaicML Streaming and StreamingDataset read, before any transform.
+int convert_command(const std::string& config, const std::string& out_dir, const std::string& split,
+                    const std::string& compression, std::ostream& out, std::ostream& err);
 
 }  // namespace composer::cli

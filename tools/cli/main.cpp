@@ -30,6 +30,13 @@ int main(int argc, char** argv) {
   exporter->add_option("--format", format, "output format (safetensors)");
   exporter->add_option("--output,-o", output, "output file (default: the checkpoint's name with .safetensors)");
 
+  std::string out_dir, split = "train", compression;
+  auto* convert = app.add_subcommand("convert", "Write a config's train_data (or eval_data) as MDS shards");
+  convert->add_option("config", config, "YAML config file")->required();
+  convert->add_option("out", out_dir, "output folder (must not hold an index.json)")->required();
+  convert->add_option("--split", split, "train (train_data) or test (eval_data)");
+  convert->add_option("--compression", compression, "none (default) or zstd[:level]");
+
   composer::cli::LaunchOptions lo;
   auto* launch = app.add_subcommand(
       "launch", "Start N ranks: composer-cpp launch -n N [options] -- PROGRAM ARGS... (or: train CONFIG)");
@@ -54,6 +61,7 @@ int main(int argc, char** argv) {
   if (*launch) {
     return composer::cli::launch_command(lo, std::cout, std::cerr);
   }
+  if (*convert) return composer::cli::convert_command(config, out_dir, split, compression, std::cout, std::cerr);
   if (*inspect) return composer::cli::inspect_command(checkpoint, std::cout, std::cerr);
   if (*exporter) return composer::cli::export_command(checkpoint, format, output, std::cout, std::cerr);
   return composer::cli::list_command(kind, std::cout, std::cerr);

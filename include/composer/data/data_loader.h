@@ -28,6 +28,14 @@ class DataLoader {
     for (int64_t i = 0; i < n && next(); ++i) {
     }
   }
+  /// Resumes the current pass mid-epoch, right after reset(): `batch_in_epoch` batches of this rank and
+  /// `sample_in_epoch` samples of all ranks together were consumed before. The default skips the batches; a loader
+  /// whose order is global (StreamingDataset) continues from the sample count, so a run saved on N ranks can resume
+  /// on M.
+  virtual void resume(int64_t batch_in_epoch, int64_t sample_in_epoch) {
+    (void)sample_in_epoch;
+    skip(batch_in_epoch);
+  }
   /// True when each rank reads a disjoint shard (required when the world size is above 1).
   virtual bool is_distributed() const { return false; }
 };

@@ -15,6 +15,9 @@ namespace composer {
 /// A batch transform run in a worker (normalize, crop, flip, ...). `gen` is seeded from (seed, epoch, batch index),
 /// so results do not depend on thread scheduling.
 using BatchTransform = std::function<Batch(Batch batch, at::Generator& gen)>;
+/// This rank's sample indices for `epoch`, leaving out what the first `samples_seen` samples of the epoch's global
+/// order went to (all ranks together). Replaces the DistributedSampler order (StreamingDataset::sample_order).
+using SampleOrder = std::function<at::Tensor(int64_t epoch, int64_t samples_seen)>;
 
 struct DatasetLoaderOptions {
   explicit DatasetLoaderOptions(int64_t batch_size) : batch_size_(batch_size) {}
@@ -33,6 +36,8 @@ struct DatasetLoaderOptions {
   TORCH_ARG(BatchTransform, transform);
   /// Pin batches in page-locked memory (CUDA builds) for asynchronous host-to-device copies.
   TORCH_ARG(bool, pin_memory) = false;
+  /// When set, the order of every epoch (shuffle, seed, num_replicas and rank are then the order's business).
+  TORCH_ARG(SampleOrder, sample_order);
 
  public:
   void validate() const;
@@ -53,6 +58,8 @@ class DatasetLoader : public DataLoader {
   void reset() override;
   std::optional<Batch> next() override;
   void skip(int64_t n) override;
+  /// With a sample_order: continues after sample_in_epoch samples of the global order; else skip(batch_in_epoch).
+  void resume(int64_t batch_in_epoch, int64_t sample_in_epoch) override;
   bool is_distributed() const override { return options_.num_replicas() > 1; }
 
   /// Position in the current pass: (epoch, batches consumed).
@@ -72,7 +79,8 @@ class DatasetLoader : public DataLoader {
   int64_t epoch_ = 0;
   at::Tensor order_;  // this rank's indices for the epoch
   int64_t num_batches_ = 0;
-  int64_t cursor_ = 0;  // next batch to hand out
+  int64_t full_batches_ = 0;  // batches of a whole epoch (length())
+  int64_t cursor_ = 0;        // next batch to hand out
   std::unique_ptr<Pipeline> pipeline_;
 };
 

@@ -11,6 +11,8 @@ DatasetRegistry::Entry synthetic_images_entry();
 /// mobydick_chars, gpt2_tokens (a Gutenberg text) and synthetic_tokens.
 DatasetRegistry::Entry text_entry(bool gpt2);
 DatasetRegistry::Entry synthetic_tokens_entry();
+/// streaming (MDS shards through StreamingDataset; built with COMPOSER_WITH_STREAMING).
+DatasetRegistry::Entry streaming_entry();
 
 /// A data set entry: `Fields` read from the hyperparameters, then `build(hparams, fields, request)` -> DataSource.
 template <class Fields, class Build>

@@ -1,0 +1,237 @@
+// StreamingDataset against shards written by MosaicML Streaming's own MDSWriter (tests/data/mds_write.py) and read
+// back by its StreamingDataset: Fashion-MNIST images and labels, a text corpus with zstd and hashes streamed from a
+// real S3 server (moto) into a cache; the order's partition over ranks, mid-epoch and elastic resume; bad inputs.
+#include "support/data_paths.h"
+#include "support/errors.h"
+#include "support/moto_server.h"
+#include "support/run_files.h"
+
+#include "composer/data/streaming_dataset.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace composer {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json python_read(const fs::path& dir, const std::vector<int64_t>& indices) {
+  std::vector<std::string> args{testing::source_dir() + "/tests/data/mds_write.py", "read", dir.string()};
+  for (int64_t i : indices) args.push_back(std::to_string(i));
+  const auto r = testing::run_python(args);
+  EXPECT_EQ(r.status, 0) << r.output;
+  return nlohmann::json::parse(
+      r.output.substr(r.output.rfind("\n{") == std::string::npos ? 0 : r.output.rfind("\n{") + 1));
+}
+
+void write_mds(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{testing::source_dir() + "/tests/data/mds_write.py"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto r = testing::run_python(argv);
+  ASSERT_EQ(r.status, 0) << r.output;
+}
+
+TEST(StreamingDatasetTest, ReadsFashionMnistShardsAsStreamingReadsThem) {
+  COMPOSER_REQUIRE_PYTHON("streaming PIL");
+  COMPOSER_REQUIRE_DATA(testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"));
+  const fs::path dir = testing::fresh_dir("mds_fashion");
+  write_mds({"fashion", (dir / "mds").string(), testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"),
+             testing::data_path("fashion-mnist/train-labels-idx1-ubyte.gz"), "1000"});
+  auto ds =
+      std::make_shared<StreamingDataset>(StreamingDatasetOptions().local((dir / "mds").string()).validate_hash("sha1"));
+  EXPECT_EQ(ds->size(), 1000);
+  EXPECT_GT(ds->num_shards(), 5);
+  const Batch b = ds->get_batch(at::tensor({0, 500, 999}, at::kLong));
+  ASSERT_EQ(b.at("image").sizes(), (std::vector<int64_t>{3, 1, 28, 28}));
+  EXPECT_EQ(b.at("image").scalar_type(), at::kByte);
+  const auto ref = python_read(dir / "mds", {0, 500, 999});
+  int k = 0;
+  for (const char* i : {"0", "500", "999"}) {
+    const auto pixels = ref[i]["image"].get<std::vector<std::vector<int>>>();
+    for (int y = 0; y < 28; ++y)
+      for (int x = 0; x < 28; ++x) ASSERT_EQ(b.at("image")[k][0][y][x].item<int>(), pixels[y][x]) << i;
+    EXPECT_EQ(b.at("label")[k].item<int64_t>(), ref[i]["label"].get<int64_t>());
+    ++k;
+  }
+  // A loader over it: every sample once per epoch, batches of 64.
+  auto loader = make_streaming_loader(ds, DatasetLoaderOptions(64).num_workers(2), 0, 1);
+  loader->set_epoch(0);
+  loader->reset();
+  int64_t seen = 0;
+  while (auto batch = loader->next()) seen += batch->num_samples();
+  EXPECT_EQ(seen, 1000);
+  EXPECT_EQ(*loader->length(), 16);
+}
+
+TEST(StreamingDatasetTest, StreamsZstdTextShardsFromS3IntoACacheWithHashesChecked) {
+  COMPOSER_REQUIRE_PYTHON("streaming moto boto3");
+  COMPOSER_REQUIRE_DATA(testing::data_path("text/mobydick.txt"));
+  const fs::path dir = testing::fresh_dir("mds_s3");
+  write_mds({"text", (dir / "mds").string(), testing::data_path("text/mobydick.txt"), "600"});
+  testing::MotoServer server(dir / "server", {"data"});
+  ASSERT_EQ(server.boto("put_dir", {"data", "corpus/train", (dir / "mds").string()}).status, 0);
+  const fs::path cache = dir / "cache";
+  auto ds = std::make_shared<StreamingDataset>(
+      StreamingDatasetOptions().remote("s3://data/corpus").split("train").local(cache.string()).validate_hash("sha1"));
+  EXPECT_EQ(ds->size(), 600);
+  EXPECT_GT(ds->num_shards(), 3);
+  const Batch b = ds->get_batch(at::tensor({3, 599}, at::kLong));
+  // MDSWriter sorts the columns by name: meta, offset, raw, score, text, tokens; the tensor ones form the batch.
+  EXPECT_EQ(b.keys(), (std::vector<std::string>{"offset", "score", "tokens"}));
+  const auto ref = python_read(dir / "mds", {3, 599});
+  EXPECT_EQ(b.at("tokens").sizes(), (std::vector<int64_t>{2, 128}));
+  const auto tokens = ref["3"]["tokens"].get<std::vector<int64_t>>();
+  for (int i = 0; i < 128; ++i) ASSERT_EQ(b.at("tokens")[0][i].item<int64_t>(), tokens[i]);
+  EXPECT_EQ(b.at("offset")[1].item<int64_t>(), ref["599"]["offset"].get<int64_t>());
+  EXPECT_DOUBLE_EQ(b.at("score")[1].item<double>(), ref["599"]["score"].get<double>());
+  const auto strings = ds->sample_strings(599);
+  ASSERT_EQ(strings.size(), 3u);
+  EXPECT_EQ(nlohmann::json::parse(strings[0].second), ref["599"]["meta"]);
+  EXPECT_EQ(strings[1].second, ref["599"]["raw"].get<std::string>());
+  EXPECT_EQ(strings[2].second, ref["599"]["text"].get<std::string>());
+  // The cache holds the decompressed shards that were read, not the zstd files.
+  int raw = 0;
+  for (const auto& e : fs::directory_iterator(cache / "train")) {
+    EXPECT_NE(e.path().extension(), ".zstd") << e.path();
+    raw += e.path().extension() == ".mds";
+  }
+  EXPECT_GE(raw, 2);
+  // A whole epoch through a loader; the prefetcher fetched ahead; with a cache of ~2 shards, evicted as it went.
+  auto small = std::make_shared<StreamingDataset>(StreamingDatasetOptions()
+                                                      .remote("s3://data/corpus")
+                                                      .split("train")
+                                                      .local((dir / "small").string())
+                                                      .cache_limit(2 * 40000)
+                                                      .columns({"tokens"}));
+  auto loader = make_streaming_loader(small, DatasetLoaderOptions(50).num_workers(0), 0, 1);
+  loader->set_epoch(0);
+  loader->reset();
+  at::Tensor all;
+  while (auto batch = loader->next()) all = all.defined() ? at::cat({all, batch->at("tokens")}) : batch->at("tokens");
+  ASSERT_EQ(all.size(0), 600);
+  EXPECT_TRUE(at::equal(all[3], b.at("tokens")[0]));
+  int64_t bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir / "small" / "train"))
+    if (e.path().extension() == ".mds") bytes += static_cast<int64_t>(fs::file_size(e.path()));
+  EXPECT_LE(bytes, 2 * 40000 + 40000);
+
+  // A damaged shard in the bucket: the hash check names it, and the damaged file does not stay in the cache.
+  std::string victim;
+  for (const auto& e : fs::directory_iterator(dir / "mds"))
+    if (e.path().extension() == ".zstd") victim = e.path().filename().string();
+  ASSERT_FALSE(victim.empty());
+  {
+    std::fstream f(dir / "mds" / victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20);
+    f.put('\x55');
+  }
+  ASSERT_EQ(server.boto("put", {"data", "corpus/train/" + victim, (dir / "mds" / victim).string()}).status, 0);
+  auto damaged = std::make_shared<StreamingDataset>(StreamingDatasetOptions()
+                                                        .remote("s3://data/corpus")
+                                                        .split("train")
+                                                        .local((dir / "d").string())
+                                                        .validate_hash("sha1"));
+  std::string e;
+  for (int64_t i = 0; i < damaged->size() && e.empty(); i += 10) {
+    try {
+      damaged->get_batch(at::tensor({i}, at::kLong));
+    } catch (const std::exception& ex) {
+      e = ex.what();
+    }
+  }
+  EXPECT_NE(e.find(victim), std::string::npos) << e;
+  EXPECT_NE(e.find("sha1 check"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(dir / "d" / "train" / victim));
+}
+
+TEST(StreamingDatasetTest, OrderPartitionsOverRanksAndResumesOnAnotherWorldSize) {
+  COMPOSER_REQUIRE_PYTHON("streaming PIL");
+  COMPOSER_REQUIRE_DATA(testing::data_path("text/mobydick.txt"));
+  const fs::path dir = testing::fresh_dir("mds_order");
+  write_mds({"text", (dir / "mds").string(), testing::data_path("text/mobydick.txt"), "301"});
+  auto ds = std::make_shared<StreamingDataset>(
+      StreamingDatasetOptions().local((dir / "mds").string()).shuffle(true).shuffle_block_size(50));
+  const auto order0 = ds->global_order(0), order1 = ds->global_order(1);
+  EXPECT_EQ(std::set<int64_t>(order0.begin(), order0.end()).size(), 301u);
+  EXPECT_NE(order0, order1);
+  EXPECT_EQ(order0, ds->global_order(0));
+  // Three ranks: disjoint, together every sample once, sizes within one.
+  std::multiset<int64_t> together;
+  for (int64_t r = 0; r < 3; ++r) {
+    const at::Tensor o = ds->sample_order(0, 0, r, 3);
+    EXPECT_NEAR(o.size(0), 100, 1);
+    for (int64_t i = 0; i < o.size(0); ++i) together.insert(o[i].item<int64_t>());
+  }
+  EXPECT_EQ(together.size(), 301u);
+  EXPECT_EQ(std::set<int64_t>(together.begin(), together.end()).size(), 301u);
+
+  // Saved on 2 ranks after 4 batches of 8 each (64 samples in all), resumed on 3: the rest of the epoch exactly once.
+  std::multiset<int64_t> before, after;
+  for (int64_t r = 0; r < 2; ++r) {
+    auto loader = make_streaming_loader(ds, DatasetLoaderOptions(8).num_workers(1), r, 2);
+    loader->set_epoch(0);
+    loader->reset();
+    for (int i = 0; i < 4; ++i) {
+      const Batch b = *loader->next();
+      for (int64_t k = 0; k < b.num_samples(); ++k) before.insert(b.at("offset")[k].item<int64_t>());
+    }
+  }
+  for (int64_t r = 0; r < 3; ++r) {
+    auto loader = make_streaming_loader(ds, DatasetLoaderOptions(8).num_workers(2), r, 3);
+    loader->set_epoch(0);
+    loader->reset();
+    loader->resume(4, 64);
+    while (auto b = loader->next())
+      for (int64_t k = 0; k < b->num_samples(); ++k) after.insert(b->at("offset")[k].item<int64_t>());
+  }
+  EXPECT_EQ(before.size(), 64u);
+  EXPECT_EQ(after.size(), 301u - 64u);
+  std::set<int64_t> all(before.begin(), before.end());
+  all.insert(after.begin(), after.end());
+  EXPECT_EQ(all.size(), 301u);  // no sample twice, none missed
+}
+
+TEST(StreamingDatasetTest, BadInputsAreClearErrors) {
+  COMPOSER_REQUIRE_PYTHON("streaming");
+  const fs::path dir = testing::fresh_dir("mds_bad");
+  EXPECT_NE(testing::any_error_of([&] {
+              StreamingDataset(StreamingDatasetOptions().local((dir / "none").string()));
+            }).find("no index at"),
+            std::string::npos);
+  EXPECT_NE(testing::any_error_of([&] { StreamingDataset{StreamingDatasetOptions()}; }).find("local = ''"),
+            std::string::npos);
+  EXPECT_NE(testing::any_error_of([&] {
+              StreamingDataset(StreamingDatasetOptions().local("x").remote("bucket/x"));
+            }).find("remote = 'bucket/x'"),
+            std::string::npos);
+  EXPECT_NE(testing::any_error_of([&] {
+              StreamingDataset(StreamingDatasetOptions().local("x").validate_hash("crc"));
+            }).find("validate_hash = 'crc'"),
+            std::string::npos);
+  write_mds({"pkl", (dir / "pkl").string()});
+  const std::string pkl =
+      testing::any_error_of([&] { StreamingDataset(StreamingDatasetOptions().local((dir / "pkl").string())); });
+  EXPECT_NE(pkl.find("column 'obj'"), std::string::npos) << pkl;
+  EXPECT_NE(pkl.find("'pkl' runs arbitrary code"), std::string::npos) << pkl;
+  fs::create_directories(dir / "json");
+  std::ofstream(dir / "json" / "index.json") << "{not json";
+  EXPECT_NE(testing::any_error_of([&] {
+              StreamingDataset(StreamingDatasetOptions().local((dir / "json").string()));
+            }).find("is not JSON"),
+            std::string::npos);
+  std::ofstream(dir / "json" / "index.json") << R"({"version": 2, "shards": [{"format": "mds", "version": 2,
+    "column_names": ["x"], "column_encodings": ["int"], "column_sizes": [8], "compression": "lz4",
+    "raw_data": {"basename": "s.mds", "bytes": 10}, "samples": 1}]})";
+  EXPECT_NE(testing::any_error_of([&] {
+              StreamingDataset(StreamingDatasetOptions().local((dir / "json").string()));
+            }).find("compression 'lz4' is not supported"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace composer
