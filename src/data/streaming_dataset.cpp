@@ -36,14 +36,35 @@ void StreamingDatasetOptions::validate() const {
     bad("validate_hash", "'" + h + "'", "one of sha1, sha224, sha256, sha384, sha512, sha3_256, md5");
 }
 
+namespace {
+
+/// Shards fetched ahead: predownload, and with a cache_limit no more than fit in the cache beside the one read.
+int64_t prefetch_depth(const StreamingDatasetOptions& o, const std::vector<std::shared_ptr<detail::MdsShard>>& shards) {
+  if (o.cache_limit() <= 0) return o.predownload();
+  int64_t largest = 1;
+  for (const auto& s : shards) largest = std::max(largest, s->raw.bytes);
+  return std::min(o.predownload(), std::max<int64_t>(0, o.cache_limit() / largest - 1));
+}
+
+}  // namespace
+
 // Fetches the shards of this rank's order ahead of use: `target` moves forward as the readers reach new shards.
 struct StreamingDataset::Prefetcher {
   std::mutex mu;
   std::condition_variable wake;
   std::vector<int64_t> order;
-  int64_t done = 0, target = 0;
+  int64_t done = 0, target = 0, depth = 0;
   bool stop = false;
   std::thread thread;
+  /// A reader reached `shard`: fetch up to `depth` shards past it.
+  void advance(int64_t shard) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      const auto pos = std::find(order.begin(), order.end(), shard) - order.begin();
+      target = std::max<int64_t>(target, pos + 1 + depth);
+    }
+    wake.notify_all();
+  }
 };
 
 StreamingDataset::StreamingDataset(StreamingDatasetOptions options) : options_(std::move(options)) {
@@ -208,12 +229,7 @@ std::shared_ptr<const detail::MappedFile> StreamingDataset::shard_file(int64_t s
     std::lock_guard<std::mutex> lock(mutex_);
     if (mapped_[shard]) {
       last_used_[shard] = ++use_clock_;
-      if (prefetcher_) {
-        std::lock_guard<std::mutex> plock(prefetcher_->mu);
-        const auto& order = prefetcher_->order;
-        const auto pos = std::find(order.begin(), order.end(), shard) - order.begin();
-        prefetcher_->target = std::max<int64_t>(prefetcher_->target, pos + 1 + options_.predownload());
-      }
+      if (prefetcher_) prefetcher_->advance(shard);
       return mapped_[shard];
     }
   }
@@ -229,18 +245,13 @@ std::shared_ptr<const detail::MappedFile> StreamingDataset::shard_file(int64_t s
     file = mapped_[shard];
   }
   evict_if_needed(shard);
-  if (prefetcher_) {
-    std::lock_guard<std::mutex> plock(prefetcher_->mu);
-    const auto& order = prefetcher_->order;
-    const auto pos = std::find(order.begin(), order.end(), shard) - order.begin();
-    prefetcher_->target = std::max<int64_t>(prefetcher_->target, pos + 1 + options_.predownload());
-    prefetcher_->wake.notify_all();
-  }
+  if (prefetcher_) prefetcher_->advance(shard);
   return file;
 }
 
 void StreamingDataset::prefetch(std::vector<int64_t> shards) const {
-  if (options_.remote().empty() || options_.predownload() == 0) return;
+  const int64_t depth = prefetch_depth(options_, shards_);
+  if (options_.remote().empty() || depth == 0) return;
   if (!prefetcher_) {
     prefetcher_ = std::make_unique<Prefetcher>();
     Prefetcher& p = *prefetcher_;
@@ -264,7 +275,8 @@ void StreamingDataset::prefetch(std::vector<int64_t> shards) const {
   std::lock_guard<std::mutex> lock(prefetcher_->mu);
   prefetcher_->order = std::move(shards);
   prefetcher_->done = 0;
-  prefetcher_->target = options_.predownload();
+  prefetcher_->depth = depth;
+  prefetcher_->target = depth;
   prefetcher_->wake.notify_all();
 }
 

@@ -20,6 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Removes a downloaded file and, when it is empty, its per-process folder.
+void remove_download(const std::string& local) {
+  std::error_code ec;
+  fs::remove(local, ec);
+  fs::remove(fs::path(local).parent_path(), ec);  // fails, harmlessly, while another download uses it
+}
+
 /// A fresh temporary path for a download (this process, this call).
 std::string download_path(const std::string& name) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -42,18 +49,18 @@ c10::IValue read_checkpoint_from(const std::string& source) {
   try {
     store->download_object(parse_uri(source).path, local, true);
   } catch (const ObjectStoreError& e) {
+    remove_download(local);
     throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
   }
   c10::IValue payload;
-  std::error_code ec;
   try {
     payload = read_checkpoint(local);
   } catch (const CheckpointError& e) {
-    fs::remove(local, ec);
+    remove_download(local);
     // The message names the downloaded copy; name the object too.
     throw CheckpointError(source + " (downloaded): " + e.what());
   }
-  fs::remove(local, ec);
+  remove_download(local);
   return payload;
 }
 
@@ -78,8 +85,7 @@ std::vector<std::string> remote_checkpoint_candidates(const std::string& folder_
       std::ifstream in(local);
       std::stringstream target;
       target << in.rdbuf();
-      std::error_code ec;
-      fs::remove(local, ec);
+      remove_download(local);
       const std::string uri = store->get_uri(target.str());
       if (!target.str().empty() && std::find(out.begin(), out.end(), uri) == out.end()) out.push_back(uri);
     }
