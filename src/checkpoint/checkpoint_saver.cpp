@@ -1,5 +1,6 @@
 #include "composer/checkpoint/checkpoint_saver.h"
 
+#include "checkpoint/detail/remote_checkpoints.h"
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/core/logger.h"
 #include "composer/core/serialization.h"
@@ -140,10 +141,8 @@ void CheckpointSaver::fit_start(State& state, Logger&) {
 }
 
 void CheckpointSaver::check_remote_folder(const State& state) {
-  const std::string prefix = remote_folder(state).empty() ? "" : remote_folder(state) + "/";
-  std::vector<std::string> names;
-  for (const auto& object : uploader_->remote_backend().list_objects(prefix))
-    if (object.name.find('/', prefix.size()) == std::string::npos) names.push_back(object.name.substr(prefix.size()));
+  const std::string prefix = detail::folder_prefix(remote_folder(state));
+  const std::vector<std::string> names = detail::objects_in_folder(uploader_->remote_backend(), prefix);
   const bool by_batch = options_.filename().find("{batch}") != std::string::npos;
   const int64_t now = by_batch ? state.timestamp.batch : state.timestamp.epoch;
   for (const auto& [count, name] : match_checkpoint_names(names, options_.filename(), state)) {
@@ -229,7 +228,7 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
     std::error_code ec;
     fs::remove(saved_.front(), ec);
     if (uploader_) {
-      const std::string prefix = remote_folder(state).empty() ? "" : remote_folder(state) + "/";
+      const std::string prefix = detail::folder_prefix(remote_folder(state));
       uploader_->delete_file_after_pending(prefix + fs::path(saved_.front()).filename().string());
     }
     saved_.erase(saved_.begin());
@@ -245,7 +244,7 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
 }
 
 void CheckpointSaver::upload(const State& state, const std::string& path) {
-  const std::string prefix = remote_folder(state).empty() ? "" : remote_folder(state) + "/";
+  const std::string prefix = detail::folder_prefix(remote_folder(state));
   const std::string key = prefix + fs::path(path).filename().string();
   uploader_->upload_file_async(key, path, options_.overwrite());
   last_key_ = key;

@@ -10,15 +10,8 @@ namespace composer {
 namespace {
 
 detail::CurlResponse get(detail::CurlRequest request, const ObjectStoreOptions& options) {
-  request.timeout_s = options.timeout();
-  request.connect_timeout_s = options.connect_timeout();
-  detail::CurlResponse r;
-  for (int attempt = 0; attempt < options.num_attempts(); ++attempt) {
-    detail::backoff(attempt);
-    r = detail::perform(request);
-    if (!r.transient()) return r;
-  }
-  return r;
+  return detail::perform_with_retries(std::move(request), options.timeout(), options.connect_timeout(),
+                                      options.num_attempts());
 }
 
 [[noreturn]] void fail(const std::string& what, const std::string& uri, const detail::CurlResponse& r) {

@@ -74,15 +74,8 @@ CurlResponse S3ObjectStore::send(CurlRequest request) const {
   }
   // libcurl 7.88 signs the payload hash only when it is given; S3 accepts an unsigned payload with signed headers.
   request.headers.push_back("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-  request.timeout_s = options_.timeout();
-  request.connect_timeout_s = options_.connect_timeout();
-  CurlResponse r;
-  for (int attempt = 0; attempt < options_.num_attempts(); ++attempt) {
-    detail::backoff(attempt);
-    r = detail::perform(request);
-    if (!r.transient()) return r;
-  }
-  return r;
+  return detail::perform_with_retries(std::move(request), options_.timeout(), options_.connect_timeout(),
+                                      options_.num_attempts());
 }
 
 void S3ObjectStore::fail(const std::string& what, const std::string& uri, const CurlResponse& r) const {

@@ -37,6 +37,17 @@ std::string download_path(const std::string& name) {
 
 }  // namespace
 
+std::string folder_prefix(const std::string& folder) { return folder.empty() ? "" : folder + "/"; }
+
+std::vector<std::string> objects_in_folder(ObjectStore& store, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& object : store.list_objects(prefix)) {
+    const std::string rest = object.name.substr(prefix.size());
+    if (rest.find('/') == std::string::npos) names.push_back(rest);
+  }
+  return names;
+}
+
 c10::IValue read_checkpoint_from(const std::string& source) {
   if (!is_object_store_uri(source)) return read_checkpoint(source);
   std::unique_ptr<ObjectStore> store;
@@ -67,13 +78,8 @@ c10::IValue read_checkpoint_from(const std::string& source) {
 std::vector<std::string> remote_checkpoint_candidates(const std::string& folder_uri, const std::string& filename,
                                                       const std::string& latest_filename, const State& state) {
   auto store = make_object_store(folder_uri);
-  const std::string folder = format_name(parse_uri(folder_uri).path, state);
-  const std::string prefix = folder.empty() ? "" : folder + "/";
-  std::vector<std::string> names;
-  for (const auto& object : store->list_objects(prefix)) {
-    const std::string rest = object.name.substr(prefix.size());
-    if (rest.find('/') == std::string::npos) names.push_back(rest);
-  }
+  const std::string prefix = folder_prefix(format_name(parse_uri(folder_uri).path, state));
+  const std::vector<std::string> names = objects_in_folder(*store, prefix);
   std::vector<std::string> out;
   for (const auto& [count, name] : match_checkpoint_names(names, filename, state))
     out.push_back(store->get_uri(prefix + name));

@@ -9,9 +9,15 @@
 
 namespace composer {
 struct State;
+class ObjectStore;
 }  // namespace composer
 
 namespace composer::detail {
+
+/// "folder/" for an object-store folder path, "" for the bucket's top (object names are prefix + file name).
+std::string folder_prefix(const std::string& folder);
+/// The names of the objects directly in `prefix` (no deeper '/'), without the prefix, sorted.
+std::vector<std::string> objects_in_folder(ObjectStore& store, const std::string& prefix);
 
 /// Reads a checkpoint from a local path or an object-store URI (downloaded to a temporary file, read and checked as
 /// read_checkpoint does, then removed). Throws CheckpointError naming the path or URI.

@@ -160,6 +160,18 @@ CurlResponse perform(const CurlRequest& request) {
   return r;
 }
 
+CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double connect_timeout_s, int64_t attempts) {
+  request.timeout_s = timeout_s;
+  request.connect_timeout_s = connect_timeout_s;
+  CurlResponse r;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    backoff(attempt);
+    r = perform(request);
+    if (!r.transient()) return r;
+  }
+  return r;
+}
+
 std::string uri_escape(const std::string& text, bool keep_slash) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;

@@ -39,6 +39,9 @@ struct CurlResponse {
 /// Performs the request once (the callers retry). Throws std::runtime_error when a local file cannot be read or
 /// written.
 CurlResponse perform(const CurlRequest& request);
+/// perform() with `timeout_s` / `connect_timeout_s` set, retried while the answer is transient, at most `attempts`
+/// times with backoff() in between; returns the last answer.
+CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double connect_timeout_s, int64_t attempts);
 /// Percent-encodes text (RFC 3986 unreserved characters stay); keep_slash leaves '/' as is (object keys in paths).
 std::string uri_escape(const std::string& text, bool keep_slash);
 /// Waits before attempt `attempt` (1-based after the first): 0.5 s, 1 s, 2 s, ... capped at 8 s.
