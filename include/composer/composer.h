@@ -84,6 +84,7 @@
 #include "composer/storage/s3_object_store.h"  // built with COMPOSER_WITH_OBJECT_STORES (on by default)
 #include "composer/trainer/eval_loop.h"
 #include "composer/trainer/fit_loop.h"
+#include "composer/trainer/microbatch_search.h"
 #include "composer/trainer/precision_context.h"
 #include "composer/trainer/predict_loop.h"
 #include "composer/trainer/train_epoch_loop.h"

@@ -44,6 +44,13 @@ void DataParallel::after_backward(bool sync) {
   if (sync) reducer_->finalize();
 }
 
+// No hook has fired since prepare(true), so finalize() copies every accumulated gradient into its bucket.
+void DataParallel::sync_gradients() {
+  if (!reducer_) throw std::logic_error("DataParallel: setup() was not called before training");
+  reducer_->prepare(true);
+  reducer_->finalize();
+}
+
 BatchTotals DataParallel::reduce_batch(BatchTotals local) {
   std::vector<double> values;
   for (const auto& [name, v] : local.losses) values.push_back(v);

@@ -4,14 +4,17 @@
 #include "composer/core/evaluator.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
+#include "composer/dist/env.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
+#include "composer/trainer/microbatch_search.h"
 #include "trainer/detail/global_metric.h"
 #include "trainer/detail/loader_swap.h"
 
 #include <torch/torch.h>
 
 #include <chrono>
+#include <iostream>
 
 namespace composer {
 
@@ -23,6 +26,44 @@ EvalLoop::EvalLoop(State& state, Engine& engine, Logger& logger, EvalLoopOptions
                                   IntervalSchedulerOptions().checkpoint_events(false).final_events({Event::FIT_END})));
   }
 }
+
+namespace {
+
+// Evaluator.auto_microbatching: runs the batch's microbatches, and when any rank runs out of memory puts the
+// metrics back as they were before the batch, halves the evaluator's size and runs them again (EVAL_BATCH_START
+// is not repeated, as in Composer). Logs trainer/<label>/device_eval_microbatch_size.
+template <class RunMicrobatches>
+void search_microbatch_size(Evaluator& evaluator, int64_t batch_samples, MetricMap& metrics, State& s, Logger& logger,
+                            RunMicrobatches&& run_microbatches) {
+  const MicrobatchSearch search(evaluator.label, s.device);
+  std::vector<std::pair<Metric*, at::Tensor>> before;
+  for (auto& [name, m] : metrics) before.emplace_back(m.get(), m->state().clone());
+  for (;;) {
+    bool out_of_memory = false;
+    try {
+      run_microbatches();
+    } catch (const std::exception& e) {
+      if (!is_out_of_memory(e)) throw;
+      out_of_memory = true;
+    }
+    if (!search.any_out_of_memory(out_of_memory)) break;
+    s.outputs = at::Tensor();
+    release_cached_memory(s.device);
+    for (auto& [metric, state] : before) metric->set_state(state);
+    const int64_t size = evaluator.device_eval_microbatch_size.value_or(0);
+    const int64_t from = size > 0 ? std::min(size, batch_samples) : batch_samples;
+    evaluator.device_eval_microbatch_size = MicrobatchSearch::halve(from, evaluator.label + " evaluation");
+    if (dist::get_global_rank() == 0) {
+      std::cerr << "composer: warning: out of memory evaluating " << evaluator.label << " at microbatch size " << from
+                << "; redoing the batch with " << *evaluator.device_eval_microbatch_size << "\n";
+    }
+  }
+  const int64_t size = evaluator.device_eval_microbatch_size.value_or(0);
+  logger.log_metrics({{"trainer/" + evaluator.label + "/device_eval_microbatch_size",
+                       static_cast<double>(size > 0 ? std::min(size, batch_samples) : batch_samples)}});
+}
+
+}  // namespace
 
 void EvalLoop::run(Evaluator& evaluator) {
   State& s = state_;
@@ -39,7 +80,6 @@ void EvalLoop::run(Evaluator& evaluator) {
   DataLoader& loader = *evaluator.dataloader;
   loader.set_epoch(s.timestamp.batch);
   loader.reset();
-  const int64_t mb_size = evaluator.device_eval_microbatch_size.value_or(0);
   auto batch_start = std::chrono::steady_clock::now();
   for (int64_t i = 0; !s.dataloader_len || i < *s.dataloader_len; ++i) {
     auto batch = loader.next();
@@ -47,16 +87,24 @@ void EvalLoop::run(Evaluator& evaluator) {
     s.batch = batch->to(s.device);
     engine_.run_event(Event::EVAL_BATCH_START);
     const Batch full = s.batch;
-    for (const Batch& mb : mb_size > 0 ? full.split(mb_size) : std::vector<Batch>{full}) {
-      s.batch = mb;
-      engine_.run_event(Event::EVAL_BEFORE_FORWARD);
-      {
-        auto scope = s.strategy->enter(dist::Phase::EVAL_FORWARD);
-        auto autocast = precision_.enter();
-        s.outputs = s.model->eval_forward(s.batch);
+    auto run_microbatches = [&] {
+      const int64_t mb_size = evaluator.device_eval_microbatch_size.value_or(0);
+      for (const Batch& mb : mb_size > 0 ? full.split(mb_size) : std::vector<Batch>{full}) {
+        s.batch = mb;
+        engine_.run_event(Event::EVAL_BEFORE_FORWARD);
+        {
+          auto scope = s.strategy->enter(dist::Phase::EVAL_FORWARD);
+          auto autocast = precision_.enter();
+          s.outputs = s.model->eval_forward(s.batch);
+        }
+        engine_.run_event(Event::EVAL_AFTER_FORWARD);
+        for (auto& [name, m] : metrics) s.model->update_metric(s.batch, s.outputs, *m);
       }
-      engine_.run_event(Event::EVAL_AFTER_FORWARD);
-      for (auto& [name, m] : metrics) s.model->update_metric(s.batch, s.outputs, *m);
+    };
+    if (evaluator.auto_microbatching) {
+      search_microbatch_size(evaluator, full.num_samples(), metrics, s, logger_, run_microbatches);
+    } else {
+      run_microbatches();
     }
     s.batch = full;
     const auto now = std::chrono::steady_clock::now();

@@ -196,12 +196,8 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
   s.strategy = dist::default_strategy();
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
-  (void)PrecisionContext(s.precision, s.device);  // throws for a precision the device cannot run
-  if (o.device_train_microbatch_size().is_auto) {
-    throw std::invalid_argument(
-        "device_train_microbatch_size='auto' is not available yet: automatic microbatching (CUDA out-of-memory search) "
-        "has its own issue; pass a number of samples");
-  }
+  (void)PrecisionContext(s.precision, s.device);                    // throws for a precision the device cannot run
+  s.auto_microbatching = o.device_train_microbatch_size().is_auto;  // searched from the whole batch down
   s.device_train_microbatch_size = o.device_train_microbatch_size().value;
   detail::agree_on_seed_and_run_name(t);
   seed_all(s.seed);

@@ -85,6 +85,11 @@ void TrainerOptions::validate() const {
     throw std::invalid_argument("TrainerOptions.device_train_microbatch_size must be positive, got " +
                                 std::to_string(device_train_microbatch_size_.value));
   }
+  if (device_train_microbatch_size_.is_auto && profiler_) {
+    throw std::invalid_argument(
+        "TrainerOptions.device_train_microbatch_size 'auto' cannot run with the profiler (as in Composer): find the "
+        "size with a short 'auto' run, then profile with that number");
+  }
   for (const auto& e : evaluators_) {
     if (!e.dataloader) throw std::invalid_argument("Evaluator '" + e.label + "' has no dataloader");
     if (e.label.empty()) throw std::invalid_argument("every Evaluator needs a non-empty label");

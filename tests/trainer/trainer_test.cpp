@@ -64,6 +64,89 @@ TEST(TrainerMicrobatchTest, FourMicrobatchesOfEightEqualOneBatchOfThirtyTwo) {
   for (size_t i = 0; i < whole.size(); ++i) EXPECT_LT((whole[i] - uneven[i]).abs().max().item<double>(), 1e-10);
 }
 
+// Out-of-memory errors from the real CPU allocator: a 1 PiB request fails in posix_memalign. LibTorch raises it as
+// a plain c10::Error; is_out_of_memory recognises it, and std::bad_alloc, but not other LibTorch errors.
+TEST(AutoMicrobatchTest, OutOfMemoryIsRecognisedByTheAllocatorsError) {
+  bool caught = false;
+  try {
+    at::empty({int64_t{1} << 50}, at::kByte);
+  } catch (const std::exception& e) {
+    caught = true;
+    EXPECT_TRUE(is_out_of_memory(e)) << e.what();
+  }
+  EXPECT_TRUE(caught);
+  try {
+    at::mm(at::ones({2, 3}), at::ones({2, 3}));
+    ADD_FAILURE() << "mm of mismatched shapes should throw";
+  } catch (const std::exception& e) {
+    EXPECT_FALSE(is_out_of_memory(e)) << e.what();
+  }
+  EXPECT_TRUE(is_out_of_memory(std::bad_alloc()));
+  EXPECT_TRUE(is_out_of_memory(OutOfMemoryOnAnotherRank()));
+  EXPECT_FALSE(is_out_of_memory(std::runtime_error("CUDA out of memory")));  // only LibTorch's errors by text
+}
+
+// Stands for activations that grow with the microbatch: a microbatch of more than `fits` samples asks the CPU
+// allocator for 1 PiB at BEFORE_FORWARD, which it cannot give.
+class NeedsMemoryPerSample : public Callback {
+ public:
+  explicit NeedsMemoryPerSample(int64_t fits) : fits_(fits) {}
+  void before_forward(State& s, Logger&) override {
+    if (s.batch.num_samples() > fits_) (void)at::empty({int64_t{1} << 50}, at::kByte);
+  }
+
+ private:
+  int64_t fits_;
+};
+
+struct AutoRun {
+  std::vector<at::Tensor> weights;
+  std::vector<Event> events;
+  int64_t final_size;
+};
+
+AutoRun train_auto(MicrobatchSize size, std::vector<std::shared_ptr<Callback>> extra = {}) {
+  const Batch data = testing::make_blobs(96, 8, 4, 1, at::kDouble);
+  auto model = testing::make_classifier(8, 16, 4, 3, at::kDouble);
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  auto recorder = std::make_shared<testing::RecordingCallback>();
+  extra.push_back(recorder);
+  Trainer trainer(testing::quiet_options(model)
+                      .train_dataloader(testing::make_loader(data, 32))
+                      .optimizer(opt)
+                      .max_duration("3ba")
+                      .callbacks(extra)
+                      .device_train_microbatch_size(size));
+  trainer.fit();
+  AutoRun r{{}, recorder->events, trainer.state().device_train_microbatch_size};
+  for (auto& p : model->parameters()) r.weights.push_back(p.detach().clone());
+  return r;
+}
+
+// The first batch fails at 32 and 16 samples and fits at 8: BEFORE_TRAIN_BATCH fires three times for it, once for
+// the others, and the weights are those of a run with 8 from the start.
+TEST(AutoMicrobatchTest, RedoesTheBatchFromBeforeTrainBatchAndEqualsTheFoundSize) {
+  const AutoRun automatic = train_auto(MicrobatchSize::automatic(), {std::make_shared<NeedsMemoryPerSample>(8)});
+  EXPECT_EQ(automatic.final_size, 8);
+  EXPECT_EQ(std::count(automatic.events.begin(), automatic.events.end(), Event::BEFORE_TRAIN_BATCH), 5);
+  EXPECT_EQ(std::count(automatic.events.begin(), automatic.events.end(), Event::AFTER_TRAIN_BATCH), 3);
+  EXPECT_EQ(std::count(automatic.events.begin(), automatic.events.end(), Event::AFTER_BACKWARD), 12);
+  const AutoRun fixed = train_auto(MicrobatchSize(8));
+  ASSERT_EQ(automatic.weights.size(), fixed.weights.size());
+  for (size_t i = 0; i < fixed.weights.size(); ++i) EXPECT_TRUE(automatic.weights[i].equal(fixed.weights[i])) << i;
+}
+
+class FailsAtForward : public Callback {
+ public:
+  void before_forward(State&, Logger&) override { throw std::invalid_argument("input has the wrong shape"); }
+};
+
+// Only running out of memory is retried; any other error ends the step as it would without "auto".
+TEST(AutoMicrobatchTest, OtherErrorsAreNotRetried) {
+  testing::expect_error_containing(
+      [] { train_auto(MicrobatchSize::automatic(), {std::make_shared<FailsAtForward>()}); }, "wrong shape");
+}
+
 class DtypeProbe : public Callback {
  public:
   void after_forward(State& s, Logger&) override { dtype = s.outputs.scalar_type(); }
@@ -209,8 +292,12 @@ TEST(TrainerTest, BadOptionsAreClearErrors) {
   expect_error([&] { Trainer t(testing::quiet_options(model).max_duration("0.5dur")); }, "max_duration");
   expect_error([&] { Trainer t(testing::quiet_options(model).device("tpu:9")); }, "device");
   expect_error(
-      [&] { Trainer t(testing::quiet_options(model).device_train_microbatch_size(MicrobatchSize::automatic())); },
-      "auto");
+      [&] {
+        Trainer t(testing::quiet_options(model)
+                      .device_train_microbatch_size(MicrobatchSize::automatic())
+                      .profiler(std::make_shared<Profiler>(std::vector<std::shared_ptr<TraceHandler>>{})));
+      },
+      "profiler");
   expect_error(
       [&] {
         Trainer t(testing::quiet_options(model).max_duration("2ep"));

@@ -24,6 +24,9 @@ struct Evaluator {
   std::optional<Time> eval_interval;
   /// Samples per eval microbatch; unset = the loader's batch size.
   std::optional<int64_t> device_eval_microbatch_size;
+  /// Composer's device_eval_microbatch_size="auto": start at device_eval_microbatch_size (unset: the whole batch)
+  /// and halve it whenever memory runs out, redoing the batch (EvalLoop::run); the size found is kept here.
+  bool auto_microbatching = false;
 };
 
 }  // namespace composer

@@ -73,7 +73,7 @@ struct State {
   c10::Device device = c10::Device(c10::kCPU);
   /// Samples per microbatch; 0 = the whole batch.
   int64_t device_train_microbatch_size = 0;
-  /// Set when device_train_microbatch_size is "auto" (searched on CUDA out-of-memory).
+  /// Set when device_train_microbatch_size is "auto": TrainStep halves it when memory runs out (trainer/train_step.h).
   bool auto_microbatching = false;
 
   MetricMap train_metrics;

@@ -54,6 +54,10 @@ class Strategy {
   /// averaged across ranks after it; earlier microbatches only accumulate locally).
   virtual void before_backward(bool /*sync*/) {}
   virtual void after_backward(bool /*sync*/) {}
+  /// Averages the accumulated gradients across ranks now, after backward passes that all ran with sync false
+  /// (Composer's forced_sync; automatic microbatching uses it so that no gradient collective starts before every
+  /// rank has got through its microbatches).
+  virtual void sync_gradients() {}
   /// One collective for the batch's losses, samples and tokens.
   virtual BatchTotals reduce_batch(BatchTotals local) = 0;
   /// Sums a metric's state tensor over ranks in place (metrics computed over every rank's data).
@@ -90,6 +94,7 @@ class DataParallel final : public Strategy {
   double mean_batch_samples(double local_samples) override;
   void before_backward(bool sync) override;
   void after_backward(bool sync) override;
+  void sync_gradients() override;
   BatchTotals reduce_batch(BatchTotals local) override;
   void sum_metric_state(at::Tensor& state) override;
 

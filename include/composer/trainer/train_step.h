@@ -6,6 +6,7 @@
 // examples/train_step_loop.cpp is a complete one.
 #pragma once
 
+#include "composer/trainer/microbatch_search.h"
 #include "composer/trainer/precision_context.h"
 
 #include <ATen/core/Tensor.h>
@@ -33,17 +34,30 @@ class TrainStep {
   /// optimizer (through the grad scaler for amp_fp16). Each microbatch's loss is weighted by its samples over
   /// state.strategy's mean batch size, so the summed gradient equals the full-batch gradient (over every rank).
   /// Returns this rank's batch losses, detached: "total" and each named loss, the sample-weighted mean over
-  /// microbatches. Seam for automatic microbatching: a retry with a smaller size starts again at BEFORE_TRAIN_BATCH.
+  /// microbatches. Logs trainer/device_train_microbatch_size (the samples per microbatch) every step, as Composer.
+  ///
+  /// With state.auto_microbatching (Composer's "auto") the size starts at the whole batch; when any rank runs out
+  /// of memory inside the microbatches (is_out_of_memory), every rank drops what the attempt held (outputs, losses,
+  /// gradients, the grad scaler's step record, the device's cached memory), puts back the generator states and
+  /// train metrics as they were, halves state.device_train_microbatch_size and redoes the same batch from
+  /// BEFORE_TRAIN_BATCH, so the step equals one run with the smaller size from the start. The ranks agree through
+  /// MicrobatchSearch's collectives, and average gradients only after every rank is through its microbatches.
+  /// Throws std::runtime_error when 1 sample does not fit, or when memory runs out after the microbatches
+  /// (gradient averaging, AFTER_TRAIN_BATCH, the optimizer step), where a smaller microbatch would not help.
   std::map<std::string, at::Tensor> run();
 
  private:
   void train_microbatch(double weight, std::map<std::string, at::Tensor>& totals, bool sync_gradients);
   std::map<std::string, at::Tensor> train_microbatches();
+  std::map<std::string, at::Tensor> step_optimizer(int& closure_runs);
+  std::map<std::string, at::Tensor> run_searching();
+  void release_attempt();
 
   State& state_;
   Engine& engine_;
   Logger& logger_;
   PrecisionContext precision_;
+  MicrobatchSearch search_;
 };
 
 }  // namespace composer

@@ -34,7 +34,8 @@ class ComposerScheduler;
 class LoggerDestination;
 class Profiler;
 
-/// Samples per microbatch: a number, the whole batch (unset), or "auto" (searched on CUDA out-of-memory).
+/// Samples per microbatch: a number, the whole batch (unset), or "auto" (start at the whole batch, halve when memory
+/// runs out on CUDA or the CPU; TrainStep::run).
 struct MicrobatchSize {
   MicrobatchSize() = default;
   MicrobatchSize(int64_t samples) : value(samples) {}  // NOLINT: implicit like Composer's int argument

@@ -1,0 +1,39 @@
+// Runs a test's worker process to the end and keeps what it printed (stdout and stderr, in order).
+#pragma once
+
+#include "support/process.h"
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace composer::testing {
+
+struct WorkerResult {
+  int status;
+  std::string output;
+};
+
+inline WorkerResult run_worker(const std::vector<std::string>& argv, double timeout_s = 120) {
+  ChildProcess p(argv);
+  std::string line, all;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline && p.read_line(line, timeout_s)) all += line + "\n";
+  return {p.wait(), all};
+}
+
+/// The numbers after `prefix` on the lines of `output` that start with it (after an optional "[rank R] " tag when
+/// `rank_tag` is given, as composer-cpp launch prefixes its ranks' lines).
+inline std::vector<double> printed_values(const std::string& output, const std::string& prefix,
+                                          const std::string& rank_tag = "") {
+  std::vector<double> values;
+  std::istringstream in(output);
+  std::string line;
+  const std::string start = rank_tag + prefix;
+  while (std::getline(in, line))
+    if (line.rfind(start, 0) == 0) values.push_back(std::stod(line.substr(start.size())));
+  return values;
+}
+
+}  // namespace composer::testing
