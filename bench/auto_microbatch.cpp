@@ -7,6 +7,8 @@
 // 2. The search itself (last, since it limits the process): an MLP 64-1024-10 with dropout, 4096 samples per rank;
 //    rank 0 caps its address space (RLIMIT_AS) at what it maps plus M MiB at the first batch. Prints the size found,
 //    the first step (with its failed attempts) and the median of the following steps.
+#include "support/memory_limit.h"
+
 #include "composer/composer.h"
 
 #include <torch/torch.h>
@@ -19,7 +21,6 @@
 #include <thread>
 
 #include <malloc.h>
-#include <sys/resource.h>
 
 using namespace composer;
 using Clock = std::chrono::steady_clock;
@@ -54,15 +55,7 @@ class LimitMemory : public Callback {
   void before_train_batch(State&, Logger&) override {
     if (applied_) return;
     applied_ = true;
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    int64_t mapped = 0;
-    while (std::getline(status, line))
-      if (line.rfind("VmSize:", 0) == 0) mapped = std::stoll(line.substr(7)) * 1024;
-    rlimit r{};
-    ::getrlimit(RLIMIT_AS, &r);
-    r.rlim_cur = static_cast<rlim_t>(mapped + budget_);
-    ::setrlimit(RLIMIT_AS, &r);
+    testing::limit_address_space(budget_);
   }
 
  private:

@@ -2,10 +2,12 @@
 
 #include "composer/core/fields.h"
 #include "composer/core/state.h"
+#include "composer/dist/strategy.h"
 #include "composer/models/composer_model.h"
 
 #include <ATen/ATen.h>
 
+#include <limits>
 #include <stdexcept>
 
 namespace composer {
@@ -88,6 +90,17 @@ bool GradientClipping::match(Event event, const State&) {
 
 std::optional<int> GradientClipping::apply(Event event, State& state, Logger&) {
   if (event != Event::AFTER_TRAIN_BATCH || !state.model) return std::nullopt;
+  if (state.strategy && state.strategy->holds_gradients()) {  // FSDP: as Composer, a norm clip over the shards
+    const functional::ClippingType type = *options_.clipping_type();
+    if (type == functional::ClippingType::ADAPTIVE) {
+      throw std::invalid_argument(
+          "GradientClipping.clipping_type 'adaptive' does not work with parallelism_config.fsdp (as in Composer); "
+          "use 'norm' or 'value'");
+    }
+    const double norm_type = type == functional::ClippingType::NORM ? 2.0 : std::numeric_limits<double>::infinity();
+    state.strategy->clip_gradient_norm(*options_.clipping_threshold(), norm_type);
+    return std::nullopt;
+  }
   functional::apply_gradient_clipping(state.model->parameters(), *options_.clipping_type(),
                                       *options_.clipping_threshold());
   return std::nullopt;

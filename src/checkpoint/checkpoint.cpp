@@ -9,8 +9,8 @@
 #include "composer/dist/env.h"
 #include "composer/utils/atomic_file.h"
 #include "composer/utils/error_text.h"
+#include "composer/utils/reproducibility.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <fnmatch.h>
 #include <torch/cuda.h>
 #include <torch/serialize.h>
@@ -18,29 +18,17 @@
 
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 
 namespace composer {
 namespace {
 
 // This rank's generator states: {"torch": uint8 tensor, "cuda": [uint8 tensor per device]}.
 Dict rank_rng_state() {
+  const GeneratorStates states = GeneratorStates::capture();
   Dict rank_rng = new_dict();
-  rank_rng.insert("torch", at::detail::getDefaultCPUGenerator().get_state());
-  if (torch::cuda::is_available()) {
-    c10::List<at::Tensor> cuda;
-    for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
-      cuda.push_back(
-          at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))).get_state());
-    }
-    rank_rng.insert("cuda", cuda);
-  }
+  rank_rng.insert("torch", states.cpu);
+  if (!states.cuda.empty()) rank_rng.insert("cuda", c10::List<at::Tensor>(states.cuda));
   return rank_rng;
-}
-
-void set_generator_state(at::Generator gen, const at::Tensor& s) {
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(s);
 }
 
 bool matches_any(const std::string& path, const std::vector<std::string>& patterns) {
@@ -146,15 +134,11 @@ void restore_rng(const c10::IValue& rng, int64_t rank) {
   if (list.size() == 0) return;
   const Dict mine =
       list.get(static_cast<size_t>(std::min<int64_t>(rank, static_cast<int64_t>(list.size()) - 1))).toGenericDict();
-  set_generator_state(at::detail::getDefaultCPUGenerator(), mine.at("torch").toTensor());
-  if (mine.contains("cuda") && torch::cuda::is_available()) {
-    const auto cuda = mine.at("cuda").toList();
-    for (size_t i = 0; i < cuda.size() && i < torch::cuda::device_count(); ++i) {
-      set_generator_state(
-          at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))),
-          cuda.get(i).toTensor());
-    }
-  }
+  GeneratorStates states;
+  states.cpu = mine.at("torch").toTensor();
+  if (mine.contains("cuda"))
+    for (const c10::IValue& t : mine.at("cuda").toList()) states.cuda.push_back(t.toTensor());
+  states.restore();
 }
 
 c10::IValue remove_keys(c10::IValue payload, const std::vector<std::string>& patterns) {

@@ -16,7 +16,7 @@ DataParallel::~DataParallel() = default;
 
 int64_t DataParallel::num_replicas() const { return get_world_size(); }
 
-void DataParallel::setup(torch::nn::Module& model) {
+void DataParallel::setup(torch::nn::Module& model, torch::optim::Optimizer*) {
   std::vector<at::Tensor> tensors = model.parameters();
   buffers_ = model.buffers();
   tensors.insert(tensors.end(), buffers_.begin(), buffers_.end());
@@ -29,7 +29,9 @@ void DataParallel::begin_step() {
   for (auto& b : buffers_) broadcast(b);
 }
 
-double DataParallel::mean_batch_samples(double local_samples) {
+double DataParallel::mean_batch_samples(double local_samples) { return mean_over_ranks(local_samples); }
+
+double mean_over_ranks(double local_samples) {
   at::Tensor samples = at::full({1}, local_samples, at::kDouble);
   all_reduce(samples);
   return samples.item<double>() / static_cast<double>(get_world_size());
@@ -51,7 +53,9 @@ void DataParallel::sync_gradients() {
   reducer_->finalize();
 }
 
-BatchTotals DataParallel::reduce_batch(BatchTotals local) {
+BatchTotals DataParallel::reduce_batch(BatchTotals local) { return reduce_over_ranks(std::move(local)); }
+
+BatchTotals reduce_over_ranks(BatchTotals local) {
   std::vector<double> values;
   for (const auto& [name, v] : local.losses) values.push_back(v);
   values.push_back(static_cast<double>(local.samples));

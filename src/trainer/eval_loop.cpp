@@ -36,8 +36,7 @@ template <class RunMicrobatches>
 void search_microbatch_size(Evaluator& evaluator, int64_t batch_samples, MetricMap& metrics, State& s, Logger& logger,
                             RunMicrobatches&& run_microbatches) {
   const MicrobatchSearch search(evaluator.label, s.device);
-  std::vector<std::pair<Metric*, at::Tensor>> before;
-  for (auto& [name, m] : metrics) before.emplace_back(m.get(), m->state().clone());
+  const MetricStates before(metrics);
   for (;;) {
     bool out_of_memory = false;
     try {
@@ -49,18 +48,16 @@ void search_microbatch_size(Evaluator& evaluator, int64_t batch_samples, MetricM
     if (!search.any_out_of_memory(out_of_memory)) break;
     s.outputs = at::Tensor();
     release_cached_memory(s.device);
-    for (auto& [metric, state] : before) metric->set_state(state);
-    const int64_t size = evaluator.device_eval_microbatch_size.value_or(0);
-    const int64_t from = size > 0 ? std::min(size, batch_samples) : batch_samples;
+    before.restore();
+    const int64_t from = MicrobatchSearch::used_size(evaluator.device_eval_microbatch_size.value_or(0), batch_samples);
     evaluator.device_eval_microbatch_size = MicrobatchSearch::halve(from, evaluator.label + " evaluation");
     if (dist::get_global_rank() == 0) {
       std::cerr << "composer: warning: out of memory evaluating " << evaluator.label << " at microbatch size " << from
                 << "; redoing the batch with " << *evaluator.device_eval_microbatch_size << "\n";
     }
   }
-  const int64_t size = evaluator.device_eval_microbatch_size.value_or(0);
-  logger.log_metrics({{"trainer/" + evaluator.label + "/device_eval_microbatch_size",
-                       static_cast<double>(size > 0 ? std::min(size, batch_samples) : batch_samples)}});
+  const int64_t used = MicrobatchSearch::used_size(evaluator.device_eval_microbatch_size.value_or(0), batch_samples);
+  logger.log_metrics({{"trainer/" + evaluator.label + "/device_eval_microbatch_size", static_cast<double>(used)}});
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "composer/trainer/microbatch_search.h"
 
+#include "composer/metrics/metric.h"
+
 #include "composer/dist/dist.h"
 
 #include <ATen/ATen.h>
@@ -71,6 +73,14 @@ int64_t MicrobatchSearch::halve(int64_t size, const std::string& loop) {
                              "(free memory, shrink the model or its inputs, or use a device with more memory)");
   }
   return std::max<int64_t>(size / 2, 1);
+}
+
+MetricStates::MetricStates(const MetricMap& metrics) {
+  for (const auto& [name, m] : metrics) states_.emplace_back(m.get(), m->state().clone());
+}
+
+void MetricStates::restore() const {
+  for (const auto& [metric, state] : states_) metric->set_state(state);
 }
 
 void release_cached_memory(const c10::Device& device) {

@@ -2,6 +2,7 @@
 
 #include "composer/core/algorithm.h"
 #include "composer/core/engine.h"
+#include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/dist/env.h"
 #include "composer/metrics/metric.h"
@@ -66,19 +67,22 @@ TrainStep::TrainStep(State& state, Engine& engine, Logger& logger)
 void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor>& totals, bool sync_gradients) {
   State& s = state_;
   const Batch original = s.batch;
-  engine_.run_event(Event::BEFORE_FORWARD);
   {
-    auto autocast = precision_.enter();
-    s.outputs = s.model->forward(s.batch);
+    auto scope = s.strategy->enter(dist::Phase::TRAIN_FORWARD);  // FSDP: the weights gathered until the loss
+    engine_.run_event(Event::BEFORE_FORWARD);
+    {
+      auto autocast = precision_.enter();
+      s.outputs = s.model->forward(s.batch);
+    }
+    engine_.run_event(Event::AFTER_FORWARD);
+    engine_.run_event(Event::BEFORE_LOSS);
+    {
+      auto autocast = precision_.enter();
+      s.losses = s.model->losses(s.outputs, s.batch);
+      s.loss = total_of(s.losses, s.model->name());
+    }
+    engine_.run_event(Event::AFTER_LOSS);
   }
-  engine_.run_event(Event::AFTER_FORWARD);
-  engine_.run_event(Event::BEFORE_LOSS);
-  {
-    auto autocast = precision_.enter();
-    s.losses = s.model->losses(s.outputs, s.batch);
-    s.loss = total_of(s.losses, s.model->name());
-  }
-  engine_.run_event(Event::AFTER_LOSS);
   engine_.run_event(Event::BEFORE_BACKWARD);
   add_weighted(totals, "total", s.loss, weight);
   for (const auto& [name, l] : s.losses)
@@ -108,6 +112,7 @@ std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
   try {
     engine_.run_event(Event::BEFORE_TRAIN_BATCH);
     s.optimizer->zero_grad(/*set_to_none=*/true);
+    s.strategy->zero_grad();
     batch = s.batch;  // algorithms at BEFORE_TRAIN_BATCH may have changed it
     const int64_t size = s.device_train_microbatch_size;
     const std::vector<Batch> microbatches = size > 0 ? batch.split(size) : std::vector<Batch>{batch};
@@ -115,7 +120,6 @@ std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
     const double mean_samples = s.strategy->mean_batch_samples(static_cast<double>(batch.num_samples()));
     for (size_t i = 0; i < microbatches.size(); ++i) {
       s.batch = microbatches[i];
-      auto scope = s.strategy->enter(dist::Phase::TRAIN_FORWARD);
       train_microbatch(static_cast<double>(microbatches[i].num_samples()) / mean_samples, totals,
                        sync && !searching && i + 1 == microbatches.size());
       if (searching) search_.check_in_attempt();
@@ -161,6 +165,7 @@ void TrainStep::release_attempt() {
   s.loss = at::Tensor();
   s.losses.clear();
   s.optimizer->zero_grad(/*set_to_none=*/true);
+  s.strategy->zero_grad();
   if (s.scaler) s.scaler->reset_step();
   release_cached_memory(s.device);
 }
@@ -170,8 +175,7 @@ std::map<std::string, at::Tensor> TrainStep::run_searching() {
   const Batch full_batch = s.batch;
   if (s.device_train_microbatch_size <= 0) s.device_train_microbatch_size = full_batch.num_samples();
   const GeneratorStates generators = GeneratorStates::capture();
-  std::vector<std::pair<Metric*, at::Tensor>> metric_states;
-  for (auto& [name, m] : s.train_metrics) metric_states.emplace_back(m.get(), m->state().clone());
+  const MetricStates metric_states(s.train_metrics);
   for (;;) {
     int closure_runs = 0;
     try {
@@ -192,7 +196,7 @@ std::map<std::string, at::Tensor> TrainStep::run_searching() {
     }
     release_attempt();
     generators.restore();
-    for (auto& [metric, state] : metric_states) metric->set_state(state);
+    metric_states.restore();
     const int64_t before = s.device_train_microbatch_size;
     s.device_train_microbatch_size = MicrobatchSearch::halve(before, "train");
     if (dist::get_global_rank() == 0) {
@@ -220,7 +224,7 @@ std::map<std::string, at::Tensor> TrainStep::run() {
   }
   const int64_t size = s.device_train_microbatch_size;
   logger_.log_metrics({{"trainer/device_train_microbatch_size",
-                        static_cast<double>(size > 0 ? std::min(size, batch_samples) : batch_samples)}});
+                        static_cast<double>(MicrobatchSearch::used_size(size, batch_samples))}});
   return totals;
 }
 

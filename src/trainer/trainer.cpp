@@ -5,6 +5,7 @@
 #include "composer/core/algorithm.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
+#include "composer/dist/fully_sharded.h"
 #include "composer/dist/strategy.h"
 #include "composer/loggers/console_logger.h"
 #include "composer/loggers/progress_bar_logger.h"
@@ -118,7 +119,7 @@ void setup_strategy(TrainerImpl& t) {
         ") > 1 but the training dataloader does not shard the data across ranks; build it with "
         "num_replicas = world size and rank = this rank (DatasetLoaderOptions / TensorDataLoaderOptions)");
   }
-  strategy.setup(*s.model);
+  strategy.setup(*s.model, s.optimizer.get());
 }
 
 ResumeOptions resume_options(const TrainerOptions& o) {
@@ -194,7 +195,10 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   if (o.tune_allocator()) tune_allocator();
   s.device = detail::resolve_device(o.device());
   dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
-  s.strategy = dist::default_strategy();
+  if (o.parallelism_config().fsdp())
+    s.strategy = std::make_unique<dist::FullyShardedDataParallel>(*o.parallelism_config().fsdp());
+  else
+    s.strategy = dist::default_strategy();
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
   (void)PrecisionContext(s.precision, s.device);                    // throws for a precision the device cannot run
   s.auto_microbatching = o.device_train_microbatch_size().is_auto;  // searched from the whole batch down

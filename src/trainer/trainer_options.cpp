@@ -98,6 +98,26 @@ void TrainerOptions::validate() const {
   if (autoresume() && save_folder().empty()) {
     throw std::invalid_argument("TrainerOptions.autoresume needs save_folder (where to look for checkpoints)");
   }
+  if (parallelism_config_.fsdp()) {
+    const char* what = !save_folder().empty() ? "save_folder"
+                       : !load_path().empty() ? "load_path"
+                       : autoresume()         ? "autoresume"
+                                              : nullptr;
+    if (what) {
+      throw std::invalid_argument(std::string("TrainerOptions.") + what +
+                                  " with parallelism_config.fsdp: checkpoints of a sharded model (state_dict_type "
+                                  "full or sharded) are not built yet in Composer C++; train without checkpoints or "
+                                  "use DDP");
+    }
+    for (const auto& a : algorithms_) {
+      const std::string n = a->name();
+      if (n == "SAM" || n == "EMA" || n == "SWA") {
+        throw std::invalid_argument("TrainerOptions.algorithms " + n +
+                                    " with parallelism_config.fsdp: it reads or moves the whole model's weights "
+                                    "between steps, which FSDP keeps sharded; not supported yet");
+      }
+    }
+  }
   if (console_log_interval_.unit() != TimeUnit::BATCH && console_log_interval_.unit() != TimeUnit::EPOCH) {
     throw std::invalid_argument("TrainerOptions.console_log_interval '" + console_log_interval_.to_string() +
                                 "' must be in ba or ep");

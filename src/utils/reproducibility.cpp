@@ -22,10 +22,10 @@ void seed_all(uint64_t seed) {
 
 GeneratorStates GeneratorStates::capture() {
   GeneratorStates s;
-  s.cpu_ = at::detail::getDefaultCPUGenerator().get_state();
+  s.cpu = at::detail::getDefaultCPUGenerator().get_state();
   if (torch::cuda::is_available()) {
     for (size_t i = 0; i < static_cast<size_t>(torch::cuda::device_count()); ++i)
-      s.cuda_.push_back(cuda_generator(i).get_state());
+      s.cuda.push_back(cuda_generator(i).get_state());
   }
   return s;
 }
@@ -35,8 +35,10 @@ void GeneratorStates::restore() const {
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(state);
   };
-  put(at::detail::getDefaultCPUGenerator(), cpu_);
-  for (size_t i = 0; i < cuda_.size(); ++i) put(cuda_generator(i), cuda_[i]);
+  put(at::detail::getDefaultCPUGenerator(), cpu);
+  if (cuda.empty() || !torch::cuda::is_available()) return;
+  const size_t devices = static_cast<size_t>(torch::cuda::device_count());
+  for (size_t i = 0; i < cuda.size() && i < devices; ++i) put(cuda_generator(i), cuda[i]);
 }
 
 }  // namespace composer

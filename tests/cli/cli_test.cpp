@@ -125,6 +125,34 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_NE(err.str().find("LabelSmoothing.smoothing must be in [0.0, 1.0], got 1.5"), std::string::npos) << err.str();
 }
 
+// parallelism_config.fsdp trains (one process: every shard is the whole buffer); Composer's other FSDP keys are
+// accepted at Composer's default only, and checkpoints of a sharded model are refused up front.
+TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
+  EXPECT_EQ(train(config("a.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: SHARD_GRAD_OP, "
+                                             "state_dict_type: full, limit_all_gathers: true}}\n"))),
+            0)
+      << err.str();
+  EXPECT_EQ(train(config("b.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: HYBRID_SHARD}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.sharding_strategy HYBRID_SHARD is not supported yet"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(train(config("c.yaml", synthetic("parallelism_config: {fsdp: {activation_checkpointing: true}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.activation_checkpointing: only Composer's default (false)"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(train(config("d.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategi: FULL_SHARD}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.sharding_strategi: unknown key"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("e.yaml", synthetic("parallelism_config: {tp: {tensor_parallel_degree: 2}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.tp: tensor parallelism is not supported"), std::string::npos)
+      << err.str();
+  const std::string saving = "parallelism_config: {fsdp: {}}\nsave_folder: " + (dir / "ckpt").string() + "\n";
+  EXPECT_EQ(train(config("f.yaml", synthetic(saving))), 2);
+  EXPECT_NE(err.str().find("save_folder with parallelism_config.fsdp: checkpoints of a sharded model"),
+            std::string::npos)
+      << err.str();
+  EXPECT_FALSE(fs::exists(dir / "ckpt"));
+}
+
 TEST_F(CliTest, MissingFilesAndBadYaml) {
   EXPECT_EQ(train((dir / "nope.yaml").string()), 2);
   EXPECT_NE(err.str().find("nope.yaml' cannot be opened"), std::string::npos) << err.str();

@@ -1,6 +1,7 @@
 // Distributed data parallel with real processes over Gloo, started by composer-cpp launch.
 #include "support/process.h"
 #include "support/run_files.h"
+#include "support/worker_run.h"
 
 #include "composer/composer.h"
 #include "composer/utils/compat.h"
@@ -22,25 +23,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ProcessResult {
-  int status;
-  std::string output;
-};
-
-ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s = 120) {
-  testing::ChildProcess p(argv);
-  std::string line, all;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < deadline && p.read_line(line, timeout_s)) all += line + "\n";
-  return {p.wait(), all};
-}
+using ProcessResult = testing::WorkerResult;
+using testing::run_worker;
 
 std::vector<std::string> launch(int n, std::vector<std::string> command, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{COMPOSER_CPP, "launch", "-n", std::to_string(n)};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), command.begin(), command.end());
-  return argv;
+  return testing::launch_argv(COMPOSER_CPP, n, command, extra);
 }
 
 struct DistTest : ::testing::Test {
@@ -53,11 +40,11 @@ struct DistTest : ::testing::Test {
 // ranks start from different initial weights (the start-up broadcast makes them rank 0's).
 TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
   const std::string single = (dir / "single.pt").string();
-  const ProcessResult one = run_process({DDP_WORKER, "train", single, "0", "32"});
+  const ProcessResult one = run_worker({DDP_WORKER, "train", single, "0", "32"});
   ASSERT_EQ(one.status, 0) << one.output;
   for (const char* microbatch : {"0", "8"}) {
     const std::string out = (dir / (std::string("two-") + microbatch + ".pt")).string();
-    const ProcessResult two = run_process(launch(2, {DDP_WORKER, "train", out, microbatch, "32"}));
+    const ProcessResult two = run_worker(launch(2, {DDP_WORKER, "train", out, microbatch, "32"}));
     ASSERT_EQ(two.status, 0) << two.output;
     EXPECT_NE(two.output.find("[rank 0] loss "), std::string::npos) << two.output;
     const auto a = testing::read_pickled_tensors(single), b = testing::read_pickled_tensors(out);
@@ -71,13 +58,13 @@ TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
 // microbatches) equals a clipped 1-rank run with the global batch; the thresholds are small enough to clip.
 TEST_F(DistTest, TwoRanksClipTheAveragedGradients) {
   const std::string plain = (dir / "plain.pt").string();
-  ASSERT_EQ(run_process({DDP_WORKER, "train", plain, "0", "32"}).status, 0);
+  ASSERT_EQ(run_worker({DDP_WORKER, "train", plain, "0", "32"}).status, 0);
   for (const char* clipping : {"norm:0.05", "adaptive:0.01"}) {
     const std::string single = (dir / (std::string("one-") + clipping + ".pt")).string();
     const std::string out = (dir / (std::string("two-") + clipping + ".pt")).string();
-    const ProcessResult one = run_process({DDP_WORKER, "train", single, "0", "32", clipping});
+    const ProcessResult one = run_worker({DDP_WORKER, "train", single, "0", "32", clipping});
     ASSERT_EQ(one.status, 0) << one.output;
-    const ProcessResult two = run_process(launch(2, {DDP_WORKER, "train", out, "8", "32", clipping}));
+    const ProcessResult two = run_worker(launch(2, {DDP_WORKER, "train", out, "8", "32", clipping}));
     ASSERT_EQ(two.status, 0) << two.output;
     const auto a = testing::read_pickled_tensors(single), b = testing::read_pickled_tensors(out),
                unclipped = testing::read_pickled_tensors(plain);
@@ -95,12 +82,12 @@ TEST_F(DistTest, TwoRanksClipTheAveragedGradients) {
 // with the global batch ascends along the averaged gradient and so ends elsewhere.
 TEST_F(DistTest, TwoRankSAMAscendsPerRankAndDescendsTogether) {
   const std::string reference = (dir / "sam-reference.pt").string();
-  const ProcessResult ref = run_process({DDP_WORKER, "sam_reference", reference, "32", "0.5"});
+  const ProcessResult ref = run_worker({DDP_WORKER, "sam_reference", reference, "32", "0.5"});
   ASSERT_EQ(ref.status, 0) << ref.output;
   const std::string single = (dir / "sam-one.pt").string();
-  ASSERT_EQ(run_process({DDP_WORKER, "train", single, "0", "32", "sam:0.5"}).status, 0);
+  ASSERT_EQ(run_worker({DDP_WORKER, "train", single, "0", "32", "sam:0.5"}).status, 0);
   const std::string two = (dir / "sam-two.pt").string();
-  const ProcessResult run = run_process(launch(2, {DDP_WORKER, "train", two, "8", "32", "sam:0.5"}));
+  const ProcessResult run = run_worker(launch(2, {DDP_WORKER, "train", two, "8", "32", "sam:0.5"}));
   ASSERT_EQ(run.status, 0) << run.output;
   const auto expected = testing::read_pickled_tensors(reference), got = testing::read_pickled_tensors(two),
              one_rank = testing::read_pickled_tensors(single);
@@ -113,7 +100,7 @@ TEST_F(DistTest, TwoRankSAMAscendsPerRankAndDescendsTogether) {
 }
 
 TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
-  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "reducer"}));
+  const ProcessResult r = run_worker(launch(2, {DDP_WORKER, "reducer"}));
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* rank : {"[rank 0] buckets ", "[rank 1] buckets "}) {
     const auto pos = r.output.find(rank);
@@ -164,7 +151,7 @@ TEST_F(DistTest, TwoNodesOnSeparateAddressesConnect) {
 // An unset seed and run name are rank 0's on every rank (Composer broadcasts the seed); each rank seeds with
 // rank_zero_seed + rank.
 TEST_F(DistTest, UnsetSeedAndRunNameAreRankZeros) {
-  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "seed"}));
+  const ProcessResult r = run_worker(launch(2, {DDP_WORKER, "seed"}));
   ASSERT_EQ(r.status, 0) << r.output;
   std::map<int, std::string> seed, name;
   std::map<int, uint64_t> own;
@@ -189,7 +176,7 @@ TEST_F(DistTest, UnsetSeedAndRunNameAreRankZeros) {
 
 TEST_F(DistTest, LauncherStopsTheOtherRanksWhenOneDies) {
   const auto start = std::chrono::steady_clock::now();
-  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "die", "60"}, {"--grace", "2"}));
+  const ProcessResult r = run_worker(launch(2, {DDP_WORKER, "die", "60"}, {"--grace", "2"}));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.status, 3) << r.output;
   EXPECT_NE(r.output.find("rank 1 failed with exit code 3"), std::string::npos) << r.output;
@@ -246,7 +233,7 @@ TEST_F(DistTest, WrongWorldSizeTimesOutWithAClearError) {
   ::setenv("RANK", "0", 1);
   ::setenv("MASTER_PORT", std::to_string(testing::unused_port()).c_str(), 1);
   const auto start = std::chrono::steady_clock::now();
-  const ProcessResult r = run_process({DDP_WORKER, "rendezvous", "3"});
+  const ProcessResult r = run_worker({DDP_WORKER, "rendezvous", "3"});
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::unsetenv("WORLD_SIZE");
   ::unsetenv("RANK");
@@ -257,14 +244,14 @@ TEST_F(DistTest, WrongWorldSizeTimesOutWithAClearError) {
 }
 
 TEST_F(DistTest, CollectiveWithADeadPeerFailsWithAMessage) {
-  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "orphan", "10"}, {"--grace", "2"}));
+  const ProcessResult r = run_worker(launch(2, {DDP_WORKER, "orphan", "10"}, {"--grace", "2"}));
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("barrier failed on rank 0"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
 }
 
 TEST_F(DistTest, TrainerRefusesAnUnshardedLoaderInAMultiRankRun) {
-  const ProcessResult r = run_process(launch(2, {DDP_WORKER, "unsharded"}, {"--grace", "2"}));
+  const ProcessResult r = run_worker(launch(2, {DDP_WORKER, "unsharded"}, {"--grace", "2"}));
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("The world_size(2) > 1 but the training dataloader does not shard"), std::string::npos)
       << r.output;
@@ -294,7 +281,7 @@ TEST_F(DistTest, LaunchTrainFromAConfig) {
          "0}\n"
          "eval_data: {dataset: synthetic_images, split: test, channels: 1, size: 8, num_samples: 64, batch_size: 64}\n"
          "max_duration: 1ep\nprogress_bar: false\nrun_name: ddp\n";
-  const ProcessResult r = run_process({COMPOSER_CPP, "launch", "-n", "2", "train", cfg});
+  const ProcessResult r = run_worker({COMPOSER_CPP, "launch", "-n", "2", "train", cfg});
   ASSERT_EQ(r.status, 0) << r.output;
   // 256 samples over 2 ranks with 16 per rank per batch: 8 batches, 256 samples counted globally.
   EXPECT_NE(r.output.find("[rank 0] composer-cpp: trained run 'ddp' to 1ep (8 batches)"), std::string::npos)

@@ -23,6 +23,17 @@ inline WorkerResult run_worker(const std::vector<std::string>& argv, double time
   return {p.wait(), all};
 }
 
+/// `composer-cpp launch -n N [EXTRA...] -- COMMAND...` as an argv.
+inline std::vector<std::string> launch_argv(const std::string& composer_cpp, int n,
+                                            const std::vector<std::string>& command,
+                                            const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv{composer_cpp, "launch", "-n", std::to_string(n)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
 /// The numbers after `prefix` on the lines of `output` that start with it (after an optional "[rank R] " tag when
 /// `rank_tag` is given, as composer-cpp launch prefixes its ranks' lines).
 inline std::vector<double> printed_values(const std::string& output, const std::string& prefix,

@@ -10,6 +10,8 @@
 // Prints "train_microbatch N" per batch and "eval_microbatch N" per eval batch (the values the Trainer logs),
 // "accuracy A" after the final evaluation, and rank 0 writes the final weights to OUT. Under composer-cpp launch
 // each rank trains on its shard.
+#include "support/memory_limit.h"
+
 #include "composer/composer.h"
 
 #include <torch/serialize.h>
@@ -24,19 +26,10 @@
 #endif
 
 #include <malloc.h>
-#include <sys/resource.h>
 
 using namespace composer;
 
 namespace {
-
-int64_t mapped_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmSize:", 0) == 0) return std::stoll(line.substr(7)) * 1024;  // "VmSize:  123 kB"
-  throw std::runtime_error("no VmSize in /proc/self/status");
-}
 
 class LimitMemory : public Callback {
  public:
@@ -47,10 +40,7 @@ class LimitMemory : public Callback {
     if (cuda_) {
       limit_cuda();
     } else {
-      rlimit r{};
-      ::getrlimit(RLIMIT_AS, &r);
-      r.rlim_cur = static_cast<rlim_t>(mapped_bytes() + budget_);
-      if (::setrlimit(RLIMIT_AS, &r) != 0) throw std::runtime_error("setrlimit(RLIMIT_AS) failed");
+      testing::limit_address_space(budget_);
     }
     std::cout << "limited to " << (budget_ >> 20) << " MiB more" << std::endl;
   }

@@ -144,7 +144,7 @@ class RecordingStrategy : public dist::Strategy {
  public:
   std::string name() const override { return "recording"; }
   int64_t num_replicas() const override { return replicas; }
-  void setup(torch::nn::Module&) override { calls.push_back("setup"); }
+  void setup(torch::nn::Module&, torch::optim::Optimizer*) override { calls.push_back("setup"); }
   void begin_step() override { calls.push_back("begin_step"); }
   double mean_batch_samples(double n) override {
     calls.push_back("mean_batch_samples");

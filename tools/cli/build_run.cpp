@@ -1,6 +1,7 @@
 #include "cli/build_run.h"
 
 #include "cli/build_from.h"
+#include "cli/build_parallelism.h"
 #include "composer/callbacks/registry.h"
 #include "composer/composer.h"
 #include "composer/loggers/registry.h"
@@ -113,7 +114,7 @@ std::shared_ptr<Profiler> build_profiler(const ConfigNode& n) {
 
 // The keys that hold objects; every other top-level key is a field of TrainerOptions.
 const std::vector<std::string> kObjectKeys{"model",      "train_data", "eval_data", "optimizer", "schedulers",
-                                           "algorithms", "callbacks",  "loggers",   "profiler"};
+                                           "algorithms", "callbacks",  "loggers",   "profiler",  "parallelism_config"};
 
 void check_top_level_keys(const ConfigNode& root) {
   std::vector<std::string> allowed = kObjectKeys;
@@ -175,6 +176,10 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   for (const auto& l : root.children("loggers")) loggers.push_back(build_logger(l, spec));
   o.loggers(loggers);
   if (root.has("profiler")) o.profiler(build_profiler(root.child("profiler")));
+  if (root.has("parallelism_config")) {
+    o.parallelism_config(
+        guard("parallelism_config", [&] { return build_parallelism(root.child("parallelism_config")); }));
+  }
   if (o.save_folder().empty() && (o.autoresume() || root.has("save_interval"))) {
     throw ConfigError(std::string(o.autoresume() ? "autoresume" : "save_interval") + ": needs save_folder");
   }

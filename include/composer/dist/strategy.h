@@ -9,10 +9,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace torch::nn {
 class Module;
+}
+namespace torch::optim {
+class Optimizer;
 }
 
 namespace composer::dist {
@@ -43,13 +48,17 @@ class Strategy {
   /// Processes taking part (the world size).
   virtual int64_t num_replicas() const = 0;
   /// Once, after the model is on its device and loaded, before the first step (DDP: rank 0's weights everywhere,
-  /// the gradient reducer). Requires: the same model on every rank.
-  virtual void setup(torch::nn::Module& model) = 0;
+  /// the gradient reducer; FSDP: the shards, and `optimizer`'s groups pointed at them). Requires: the same model on
+  /// every rank.
+  virtual void setup(torch::nn::Module& model, torch::optim::Optimizer* optimizer) = 0;
   /// At the start of every optimisation step (DDP: broadcast buffers, as torch DDP's broadcast_buffers).
   virtual void begin_step() {}
   /// The batch size a microbatch's loss weight divides by: the mean over ranks of the local batch sizes, so that
   /// the gradients averaged across ranks are the sample-weighted mean over the global batch. A collective.
   virtual double mean_batch_samples(double local_samples) = 0;
+  /// At the start of every attempt at a batch, with the optimizer's zero_grad: drops gradients the strategy keeps
+  /// outside the optimizer's parameters (FSDP: the full-size ones accumulated between microbatches).
+  virtual void zero_grad() {}
   /// Around the backward pass of one microbatch; `sync` is true for the step's last microbatch (gradients are
   /// averaged across ranks after it; earlier microbatches only accumulate locally).
   virtual void before_backward(bool /*sync*/) {}
@@ -67,6 +76,14 @@ class Strategy {
   /// Whether each rank holds a different part of the model and optimizer state (then each rank writes its own
   /// shard of a checkpoint). False for replicated strategies.
   virtual bool shards_state() const { return false; }
+  /// Whether the gradients live in the strategy's flat shards (the optimizer's parameters) rather than on the
+  /// model's parameters after the backward (FSDP): then gradient clipping goes through clip_gradient_norm.
+  virtual bool holds_gradients() const { return false; }
+  /// Scales the gradients by min(1, max_norm / (total norm + 1e-6)), the total `norm_type`-norm over every rank's
+  /// shard (torch FSDP's clip_grad_norm_). Only for strategies that hold the gradients.
+  virtual void clip_gradient_norm(double /*max_norm*/, double /*norm_type*/) {
+    throw std::logic_error(name() + ": the gradients are on the model's parameters; clip them there");
+  }
   /// Whether the training data must be split across ranks (DataLoader::is_distributed()).
   virtual bool needs_sharded_data() const { return num_replicas() > 1; }
 };
@@ -76,7 +93,7 @@ class SingleProcess final : public Strategy {
  public:
   std::string name() const override { return "single_process"; }
   int64_t num_replicas() const override { return 1; }
-  void setup(torch::nn::Module&) override {}
+  void setup(torch::nn::Module&, torch::optim::Optimizer*) override {}
   double mean_batch_samples(double local_samples) override { return local_samples; }
   BatchTotals reduce_batch(BatchTotals local) override { return local; }
 };
@@ -89,7 +106,7 @@ class DataParallel final : public Strategy {
   ~DataParallel() override;
   std::string name() const override { return "ddp"; }
   int64_t num_replicas() const override;
-  void setup(torch::nn::Module& model) override;
+  void setup(torch::nn::Module& model, torch::optim::Optimizer* optimizer) override;
   void begin_step() override;
   double mean_batch_samples(double local_samples) override;
   void before_backward(bool sync) override;
@@ -103,6 +120,11 @@ class DataParallel final : public Strategy {
   std::vector<at::Tensor> buffers_;
   std::unique_ptr<GradientReducer> reducer_;
 };
+
+/// The collectives every data-parallel strategy shares: the mean of `local_samples` over the ranks, and
+/// reduce_batch's one all-reduce (losses averaged, samples and tokens summed).
+double mean_over_ranks(double local_samples);
+BatchTotals reduce_over_ranks(BatchTotals local);
 
 /// SingleProcess for a world size of 1, else DataParallel.
 std::unique_ptr<Strategy> default_strategy();

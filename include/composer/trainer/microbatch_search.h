@@ -13,12 +13,18 @@
 //   }
 #pragma once
 
+#include "composer/core/state.h"
+
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace composer {
 
@@ -51,10 +57,26 @@ class MicrobatchSearch {
   /// The next size to try, as Composer: max(size / 2, 1). Throws std::runtime_error naming the loop when `size` is
   /// already 1 (not even one sample fits).
   static int64_t halve(int64_t size, const std::string& loop);
+  /// The microbatch size a batch of `batch_samples` ran with: `size` capped at the batch, the whole batch when
+  /// `size` is unset (0 or below). What trainer/device_*_microbatch_size logs.
+  static int64_t used_size(int64_t size, int64_t batch_samples) {
+    return size > 0 ? std::min(size, batch_samples) : batch_samples;
+  }
 
  private:
   std::string loop_;
   c10::Device device_;
+};
+
+/// The metrics' states before an attempt, put back by restore() when the batch is redone, so that a batch counts
+/// once.
+class MetricStates {
+ public:
+  explicit MetricStates(const MetricMap& metrics);
+  void restore() const;
+
+ private:
+  std::vector<std::pair<Metric*, at::Tensor>> states_;
 };
 
 /// Returns what the device's caching allocator holds but does not use to the device (CUDA's empty_cache); nothing

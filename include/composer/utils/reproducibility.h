@@ -13,15 +13,15 @@ namespace composer {
 void seed_all(uint64_t seed);
 
 /// The default generators' states (the CPU one and each CUDA device's), taken now and put back by restore(): a batch
-/// redone after an out-of-memory error draws the same dropout masks and augmentations as its first attempt.
-class GeneratorStates {
- public:
-  static GeneratorStates capture();
-  void restore() const;
+/// redone after an out-of-memory error draws the same dropout masks and augmentations as its first attempt, and a
+/// checkpoint carries them as Composer's `rng` entry.
+struct GeneratorStates {
+  at::Tensor cpu;                ///< the CPU generator's state (uint8)
+  std::vector<at::Tensor> cuda;  ///< one per CUDA device, in device order
 
- private:
-  at::Tensor cpu_;
-  std::vector<at::Tensor> cuda_;
+  static GeneratorStates capture();
+  /// Sets the CPU generator and the first min(cuda.size(), device count) CUDA generators.
+  void restore() const;
 };
 
 }  // namespace composer

@@ -1,0 +1,132 @@
+// bench/fsdp_scaling: step time and per-rank memory of DDP, FULL_SHARD and SHARD_GRAD_OP (run under
+// composer-cpp launch -n N; bench/fsdp_scaling.sh runs 1, 2 and 4 ranks).
+//   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
+//                [--batch 2] [--steps 4]
+// A GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at seq 1024; the position table
+// is --seq long here) on random tokens, DecoupledAdamW, float32. Prints on every rank, after the steps:
+//   RESULT fsdp_scaling strategy=S world=N step_ms=T param_bytes=P grad_bytes=G optim_bytes=O peak_rss_mib=R
+// param_bytes/grad_bytes/optim_bytes: what the rank keeps between steps (FSDP: its shards; DDP: full replicas);
+// step_ms: the median of the steps after the first; peak_rss_mib: the process's high-water resident memory.
+#include "composer/composer.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+using namespace composer;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Step times, and the gradient bytes the optimizer's parameters hold right after a step.
+class StepTimes : public Callback {
+ public:
+  void before_train_batch(State&, Logger&) override { start_ = Clock::now(); }
+  void batch_end(State& state, Logger&) override {
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start_).count());
+    grad_bytes = 0;
+    for (const auto& group : state.optimizer->param_groups())
+      for (const auto& p : group.params())
+        if (p.grad().defined()) grad_bytes += p.grad().numel() * static_cast<int64_t>(p.grad().element_size());
+  }
+  std::vector<double> ms;
+  int64_t grad_bytes = 0;
+
+ private:
+  Clock::time_point start_;
+};
+
+int64_t tensor_bytes(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().numel() * static_cast<int64_t>(v.toTensor().element_size());
+  int64_t n = 0;
+  if (v.isGenericDict())
+    for (const auto& e : v.toGenericDict()) n += tensor_bytes(e.value());
+  if (v.isList())
+    for (const auto& e : v.toList()) n += tensor_bytes(e);
+  if (v.isTuple())
+    for (const auto& e : v.toTupleRef().elements()) n += tensor_bytes(e);
+  return n;
+}
+
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return static_cast<double>(std::stoll(line.substr(6))) / 1024.0;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string strategy = "ddp";
+  int64_t layers = 12, d_model = 768, heads = 12, seq = 64, batch = 2, steps = 4;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--strategy")
+      strategy = v;
+    else if (k == "--layers")
+      layers = std::stoll(v);
+    else if (k == "--d-model")
+      d_model = std::stoll(v);
+    else if (k == "--heads")
+      heads = std::stoll(v);
+    else if (k == "--seq")
+      seq = std::stoll(v);
+    else if (k == "--batch")
+      batch = std::stoll(v);
+    else if (k == "--steps")
+      steps = std::stoll(v);
+    else
+      throw std::invalid_argument("unknown option " + k);
+  }
+  const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
+  torch::manual_seed(0);
+  auto model = std::make_shared<ComposerLanguageModel>(std::make_shared<models::GPT>(
+      models::TransformerConfig().vocab_size(50257).max_seq_len(seq).n_layer(layers).n_head(heads).d_model(d_model)));
+  auto opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-4));
+  auto gen = at::detail::createCPUGenerator(1);
+  const at::Tensor tokens = at::randint(50257, {(seq + 1) * batch * world * (steps + 1)}, gen, at::kLong);
+  auto loader = std::make_shared<DatasetLoader>(
+      make_lm_dataset(tokens, seq),
+      DatasetLoaderOptions(batch).shuffle(false).num_workers(0).num_replicas(world).rank(rank).drop_last(true));
+  auto times = std::make_shared<StepTimes>();
+  TrainerOptions options = TrainerOptions(model)
+                               .train_dataloader(loader)
+                               .optimizer(opt)
+                               .max_duration(std::to_string(steps) + "ba")
+                               .device("cpu")
+                               .progress_bar(false)
+                               .callbacks({times});
+  if (strategy != "ddp") {
+    options.parallelism_config(dist::ParallelismConfig().fsdp(
+        dist::FSDPOptions().sharding_strategy(dist::sharding_strategy_from_string(strategy, "--strategy"))));
+  }
+  Trainer trainer(options);
+  trainer.fit();
+
+  int64_t param_bytes = 0;
+  const int64_t grad_bytes = times->grad_bytes;
+  if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get())) {
+    param_bytes = fsdp->memory().parameter_bytes;
+  } else {
+    for (const auto& p : model->parameters()) param_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  }
+  const int64_t optim_bytes = tensor_bytes(opt->state_dict());
+  std::vector<double> ms(times->ms.begin() + (times->ms.size() > 1 ? 1 : 0), times->ms.end());
+  std::sort(ms.begin(), ms.end());
+  std::cout << "RESULT fsdp_scaling strategy=" << strategy << " world=" << world << " rank=" << rank
+            << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2]) << " param_bytes=" << param_bytes
+            << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << peak_rss_mib()
+            << std::endl;
+  trainer.close();
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "fsdp_scaling: " << brief_error(e) << "\n";
+  return 1;
+}

@@ -1,0 +1,120 @@
+// A rank for the FSDP tests: float64 training of a small classifier whose parameter sizes do not divide by 2, 3 or 4
+// (Linear 7->31, Tanh, Linear 31->5: 217, 31, 155 and 5 elements), each Linear a sharding unit, weights and biases in
+// two optimizer groups (no weight decay on biases).
+// Usage: fsdp_worker OUT STRATEGY OPTIMIZER MICROBATCH [CLIP]
+//   STRATEGY: ddp (the default strategy: one process or DDP), FULL_SHARD, SHARD_GRAD_OP or NO_SHARD
+//   OPTIMIZER: adamw (DecoupledAdamW) or sgdw (DecoupledSGDW with momentum)
+//   MICROBATCH: device_train_microbatch_size (0: the whole batch)
+//   CLIP: TYPE:THRESHOLD for GradientClipping
+// 6 steps of 24 samples in all (24 / world size per rank). Rank 0 writes the final full weights to OUT; every rank
+// under FSDP prints "shard_bytes B" (its parameters' shards), "full_bytes B" (a replica's) and "units N"; rank 0
+// prints "loss L".
+#include "composer/composer.h"
+
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <iostream>
+
+using namespace composer;
+
+namespace {
+
+Batch data() {
+  auto gen = at::detail::createCPUGenerator(1);
+  at::Tensor x = at::randn({256, 7}, gen, at::TensorOptions().dtype(at::kDouble));
+  at::Tensor y = x.matmul(at::randn({7, 5}, gen, at::TensorOptions().dtype(at::kDouble))).argmax(1);
+  return Batch(x, y);
+}
+
+std::shared_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, torch::nn::Module& model) {
+  std::vector<at::Tensor> weights, biases;
+  for (const auto& p : model.named_parameters())
+    (p.key().find("bias") != std::string::npos ? biases : weights).push_back(p.value());
+  if (name == "adamw") {
+    const auto opts = optim::DecoupledAdamWOptions(0.01).weight_decay(1e-4);
+    std::vector<torch::optim::OptimizerParamGroup> groups{
+        torch::optim::OptimizerParamGroup(weights, std::make_unique<optim::DecoupledAdamWOptions>(opts)),
+        torch::optim::OptimizerParamGroup(biases, std::make_unique<optim::DecoupledAdamWOptions>(
+                                                      optim::DecoupledAdamWOptions(opts).weight_decay(0)))};
+    return std::make_shared<optim::DecoupledAdamW>(std::move(groups), opts);
+  }
+  if (name == "sgdw") {
+    const auto opts = optim::DecoupledSGDWOptions(0.1).momentum(0.9).weight_decay(0.01);
+    std::vector<torch::optim::OptimizerParamGroup> groups{
+        torch::optim::OptimizerParamGroup(weights, std::make_unique<optim::DecoupledSGDWOptions>(opts)),
+        torch::optim::OptimizerParamGroup(
+            biases, std::make_unique<optim::DecoupledSGDWOptions>(optim::DecoupledSGDWOptions(opts).weight_decay(0)))};
+    return std::make_shared<optim::DecoupledSGDW>(std::move(groups), opts);
+  }
+  throw std::invalid_argument("fsdp_worker: optimizer must be adamw or sgdw, got " + name);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 5) {
+    std::cerr << "usage: fsdp_worker OUT STRATEGY OPTIMIZER MICROBATCH [CLIP]\n";
+    return 2;
+  }
+  const std::string out = argv[1], strategy = argv[2], optimizer = argv[3];
+  const int64_t microbatch = std::stoll(argv[4]);
+  const std::string clipping = argc > 5 ? argv[5] : "";
+  const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
+
+  torch::manual_seed(100);  // the same initial weights on every rank (sync_module_states is off by default)
+  torch::nn::Sequential net(torch::nn::Linear(7, 31), torch::nn::Tanh(), torch::nn::Linear(31, 5));
+  net->to(at::kDouble);
+  auto model = ComposerClassifier::wrap(net);
+  auto opt = make_optimizer(optimizer, *model);
+  auto loader = std::make_shared<DatasetLoader>(
+      std::make_shared<TensorDataset>(data()),
+      DatasetLoaderOptions(24 / world).shuffle(true).seed(3).num_workers(0).num_replicas(world).rank(rank));
+  std::vector<std::shared_ptr<Algorithm>> algos;
+  if (!clipping.empty()) {
+    const auto colon = clipping.find(':');
+    algos.push_back(algorithms::make_algorithm(
+        "gradient_clipping",
+        {{"clipping_type", clipping.substr(0, colon)}, {"clipping_threshold", clipping.substr(colon + 1)}}));
+  }
+  TrainerOptions options = TrainerOptions(model)
+                               .algorithms(algos)
+                               .train_dataloader(loader)
+                               .optimizer(opt)
+                               .max_duration("6ba")
+                               .device("cpu")
+                               .seed(7)
+                               .progress_bar(false)
+                               .dist_timeout(60)
+                               .device_train_microbatch_size(microbatch);
+  if (strategy != "ddp") {
+    const auto units = [](const std::string&, const torch::nn::Module& m) {
+      return m.name().find("Linear") != std::string::npos;
+    };
+    options.parallelism_config(
+        dist::ParallelismConfig().fsdp(dist::FSDPOptions()
+                                           .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
+                                           .wrap_policy(units)));
+  }
+  Trainer trainer(options);
+  trainer.fit();
+
+  Dict w(c10::StringType::get(), c10::TensorType::get());
+  if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get())) {
+    const dist::ShardedMemory mem = fsdp->memory();
+    std::cout << "shard_bytes " << mem.parameter_bytes << "\nfull_bytes " << mem.full_parameter_bytes << "\nunits "
+              << mem.num_units << std::endl;
+    for (const auto& [name, value] : fsdp->gathered_parameters()) w.insert(name, value);
+  } else {
+    for (const auto& p : model->named_parameters()) w.insert(p.key(), p.value().detach().clone());
+  }
+  if (rank == 0) {
+    write_file_atomically(out, torch::pickle_save(w));
+    std::cout << "loss " << trainer.state().total_loss_dict["loss/train/total"] << std::endl;
+  }
+  trainer.close();
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "fsdp_worker: " << brief_error(e) << "\n";
+  return 1;
+}

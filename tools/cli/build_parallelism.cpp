@@ -1,0 +1,76 @@
+#include "cli/build_parallelism.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace composer::cli {
+namespace {
+
+// Composer's FSDPConfig keys this engine does not vary, with the default it matches (lower case).
+const std::map<std::string, std::string> kComposerDefaults{
+    {"activation_checkpointing", "false"},
+    {"activation_checkpointing_reentrant", "true"},
+    {"activation_cpu_offload", "false"},
+    {"backward_prefetch", "backward_post"},
+    {"backward_prefetch_limit", "1"},
+    {"cpu_offload", "false"},
+    {"data_parallel_shard_degree", "-1"},
+    {"forward_prefetch", "false"},
+    {"forward_prefetch_limit", "1"},
+    {"keep_low_precision_grads", "false"},
+    {"limit_all_gathers", "true"},
+    {"load_monolith_rank0_only", "false"},
+    {"mixed_precision", "default"},
+    {"sharded_ckpt_prefix_dir", "ep{epoch}-ba{batch}"},
+    {"state_dict_type", "full"},
+    {"use_orig_params", "true"},
+    {"verbose", "false"},
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bool read_bool(const ConfigNode& n, const std::string& key) {
+  const std::string v = lower(n.require_string(key));
+  if (v == "true") return true;
+  if (v == "false") return false;
+  throw ConfigError(n.key_path(key) + ": expected true or false, got '" + v + "'");
+}
+
+}  // namespace
+
+dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
+  n.expect_keys({"fsdp", "tp"});
+  if (n.has("tp")) throw ConfigError(n.key_path("tp") + ": tensor parallelism is not supported by Composer C++");
+  dist::ParallelismConfig config;
+  if (!n.has("fsdp")) return config;
+  const ConfigNode f = n.child("fsdp");
+  std::vector<std::string> allowed{"sharding_strategy", "sync_module_states", "auto_wrap"};
+  for (const auto& [key, value] : kComposerDefaults) allowed.push_back(key);
+  f.expect_keys(allowed);
+  dist::FSDPOptions o;
+  if (f.has("sharding_strategy")) {
+    try {
+      o.sharding_strategy(
+          dist::sharding_strategy_from_string(f.require_string("sharding_strategy"), f.key_path("sharding_strategy")));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(e.what());  // names the key already
+    }
+  }
+  if (f.has("sync_module_states")) o.sync_module_states(read_bool(f, "sync_module_states"));
+  if (f.has("auto_wrap")) o.auto_wrap(read_bool(f, "auto_wrap"));
+  for (const auto& [key, fixed] : kComposerDefaults) {
+    if (!f.has(key) || lower(f.require_string(key)) == fixed) continue;
+    throw ConfigError(f.key_path(key) + ": only Composer's default (" + fixed +
+                      ") is supported by Composer C++ so far, got '" + f.require_string(key) + "'");
+  }
+  config.fsdp(o);
+  return config;
+}
+
+}  // namespace composer::cli
