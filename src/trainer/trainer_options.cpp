@@ -109,6 +109,11 @@ void TrainerOptions::validate() const {
                                   "full or sharded) are not built yet in Composer C++; train without checkpoints or "
                                   "use DDP");
     }
+    if (device_train_microbatch_size_.is_auto) {
+      throw std::invalid_argument(
+          "TrainerOptions.device_train_microbatch_size 'auto' with parallelism_config.fsdp: not supported yet (a rank "
+          "that runs out of memory inside a parameter all-gather would leave the others waiting); give a number");
+    }
     for (const auto& a : algorithms_) {
       const std::string n = a->name();
       if (n == "SAM" || n == "EMA" || n == "SWA") {

@@ -145,6 +145,9 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
   EXPECT_EQ(train(config("e.yaml", synthetic("parallelism_config: {tp: {tensor_parallel_degree: 2}}\n"))), 2);
   EXPECT_NE(err.str().find("parallelism_config.tp: tensor parallelism is not supported"), std::string::npos)
       << err.str();
+  EXPECT_EQ(train(config("g.yaml", synthetic("parallelism_config: {fsdp: {}}\ndevice_train_microbatch_size: auto\n"))),
+            2);
+  EXPECT_NE(err.str().find("'auto' with parallelism_config.fsdp: not supported yet"), std::string::npos) << err.str();
   const std::string saving = "parallelism_config: {fsdp: {}}\nsave_folder: " + (dir / "ckpt").string() + "\n";
   EXPECT_EQ(train(config("f.yaml", synthetic(saving))), 2);
   EXPECT_NE(err.str().find("save_folder with parallelism_config.fsdp: checkpoints of a sharded model"),

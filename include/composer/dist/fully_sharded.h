@@ -3,8 +3,8 @@
 // one flat buffer per optimizer parameter group, split evenly over the ranks (padded to a multiple of the world
 // size); the optimizer steps on the local shard only, so parameters, gradients and optimizer state between steps
 // take 1/N of the memory on each rank. Before a forward (and, for FULL_SHARD, again before the backward) the shards
-// are all-gathered into the module's parameters; after the backward the flat gradient is reduce-scattered (Gloo has
-// no reduce-scatter: an all-reduce and a slice, twice a reduce-scatter's traffic) and averaged over the ranks.
+// are all-gathered into the module's parameters; after the backward the flat gradient is averaged over the ranks and
+// each keeps its slice (an all-reduce and a slice, as Gloo has no reduce-scatter: twice a reduce-scatter's traffic).
 //
 // Outside a forward or backward the module's sharded parameters hold no values (shape [0]): read the weights through
 // gathered_parameters(), not the module, while training.
