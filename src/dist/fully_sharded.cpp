@@ -120,7 +120,7 @@ struct FullyShardedDataParallel::Impl {
     at::NoGradGuard no_grad;
     const at::Tensor empty = at::empty({0}, f.shard.options().requires_grad(false));
     for (auto& p : f.params) p.set_data(empty);
-    detail::release_storage(f.full);
+    if (f.full.defined()) detail::release_storage(f.full);  // undefined until the first gather
     f.gathered = false;
   }
 
@@ -252,7 +252,6 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
       f.shard = (m.sharded() ? flat.narrow(0, m.rank * f.shard_numel, f.shard_numel).clone() : flat);
       f.shard.set_requires_grad(true);
       if (m.sharded()) {
-        f.full = at::empty({f.shard_numel * parts}, flat.options());
         f.gathered = true;  // the parameters still hold their values until release()
         m.release(f);
       } else {

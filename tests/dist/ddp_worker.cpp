@@ -8,6 +8,8 @@
 //   ddp_worker reducer                             bucketed all-reduce vs a plain all-reduce of every gradient
 //   ddp_worker die TIMEOUT_S                       rank 1 exits with code 3; rank 0 keeps running for 60 s
 //   ddp_worker rendezvous TIMEOUT_S                only joins the process group
+#include "support/clipping_spec.h"
+
 #include "composer/composer.h"
 
 #include <torch/serialize.h>
@@ -53,10 +55,7 @@ int train(const std::string& out, int64_t microbatch, int64_t global_batch, cons
   if (clipping.rfind("sam:", 0) == 0) {
     algos.push_back(algorithms::make_algorithm("sam", {{"rho", clipping.substr(4)}}));
   } else if (!clipping.empty()) {
-    const auto colon = clipping.find(':');
-    algos.push_back(algorithms::make_algorithm(
-        "gradient_clipping",
-        {{"clipping_type", clipping.substr(0, colon)}, {"clipping_threshold", clipping.substr(colon + 1)}}));
+    algos.push_back(testing::gradient_clipping_from_spec(clipping));
   }
   Trainer trainer(TrainerOptions(model)
                       .algorithms(algos)

@@ -10,6 +10,8 @@
 // under FSDP prints "shard_bytes B" (its parameters' shards), "full_bytes B" (a replica's) and "units N"; rank 0
 // prints "loss L" and "eval NAME VALUE" for each metric of the evaluation at the end of fit (240 samples, split over
 // the ranks).
+#include "support/clipping_spec.h"
+
 #include "composer/composer.h"
 
 #include <torch/serialize.h>
@@ -77,12 +79,7 @@ int main(int argc, char** argv) try {
       std::make_shared<TensorDataset>(Batch(all.input().narrow(0, 0, 240), all.target().narrow(0, 0, 240))),
       DatasetLoaderOptions(20).num_workers(0).num_replicas(world).rank(rank));
   std::vector<std::shared_ptr<Algorithm>> algos;
-  if (!clipping.empty()) {
-    const auto colon = clipping.find(':');
-    algos.push_back(algorithms::make_algorithm(
-        "gradient_clipping",
-        {{"clipping_type", clipping.substr(0, colon)}, {"clipping_threshold", clipping.substr(colon + 1)}}));
-  }
+  if (!clipping.empty()) algos.push_back(testing::gradient_clipping_from_spec(clipping));
   TrainerOptions options = TrainerOptions(model)
                                .algorithms(algos)
                                .train_dataloader(loader)
