@@ -1,12 +1,16 @@
 // bench/fsdp_scaling: step time and per-rank memory of DDP, FULL_SHARD and SHARD_GRAD_OP (run under
 // composer-cpp launch -n N; bench/fsdp_scaling.sh runs 1, 2 and 4 ranks).
 //   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
-//                [--batch 2] [--steps 4]
+//                [--batch 2] [--steps 4] [--checkpoint full|sharded --checkpoint-dir DIR]
 // A GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at seq 1024; the position table
 // is --seq long here) on random tokens, DecoupledAdamW, float32. Prints on every rank, after the steps:
 //   RESULT fsdp_scaling strategy=S world=N step_ms=T param_bytes=P grad_bytes=G optim_bytes=O peak_rss_mib=R
 // param_bytes/grad_bytes/optim_bytes: what the rank keeps between steps (FSDP: its shards; DDP: full replicas);
 // step_ms: the median of the steps after the first; peak_rss_mib: the process's high-water resident memory.
+// With --checkpoint, after training the state is saved once into DIR (full: every rank gathers, rank 0 writes one
+// file; sharded: every rank writes its DCP file) and read back into the trainer, and the line adds
+//   checkpoint=K save_ms=S load_ms=L save_peak_mib=A load_peak_mib=B disk_mib=D
+// (the peaks are the resident high-water marks during the save and the load alone, reset before each).
 #include "composer/composer.h"
 
 #include <torch/torch.h>
@@ -14,8 +18,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 using namespace composer;
 
@@ -53,6 +59,17 @@ int64_t tensor_bytes(const c10::IValue& v) {
   return n;
 }
 
+// Starts a new resident high-water mark (Linux: writing 5 to clear_refs resets VmHWM).
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+int64_t disk_bytes(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) return static_cast<int64_t>(fs::file_size(path));
+  int64_t n = 0;
+  for (const auto& e : fs::directory_iterator(path)) n += static_cast<int64_t>(fs::file_size(e.path()));
+  return n;
+}
+
 double peak_rss_mib() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -64,7 +81,7 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string strategy = "ddp";
+  std::string strategy = "ddp", checkpoint, checkpoint_dir;
   int64_t layers = 12, d_model = 768, heads = 12, seq = 64, batch = 2, steps = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -82,6 +99,10 @@ int main(int argc, char** argv) try {
       batch = std::stoll(v);
     else if (k == "--steps")
       steps = std::stoll(v);
+    else if (k == "--checkpoint")
+      checkpoint = v;
+    else if (k == "--checkpoint-dir")
+      checkpoint_dir = v;
     else
       throw std::invalid_argument("unknown option " + k);
   }
@@ -120,10 +141,37 @@ int main(int argc, char** argv) try {
   const int64_t optim_bytes = tensor_bytes(opt->state_dict());
   std::vector<double> ms(times->ms.begin() + (times->ms.size() > 1 ? 1 : 0), times->ms.end());
   std::sort(ms.begin(), ms.end());
+  const double run_peak = peak_rss_mib();
+  std::ostringstream ckpt;
+  if (!checkpoint.empty()) {
+    if (checkpoint != "full" && checkpoint != "sharded") throw std::invalid_argument("--checkpoint full|sharded");
+    const std::string path = checkpoint_dir + (checkpoint == "full" ? "/full.pt" : "/sharded");
+    State& state = trainer.state();
+    reset_peak_rss();
+    dist::barrier();
+    auto t0 = Clock::now();
+    if (checkpoint == "sharded")
+      save_distributed_checkpoint(state, path);
+    else if (rank == 0)
+      save_checkpoint(state, path);
+    else
+      (void)make_checkpoint(state);  // the same collectives as rank 0's
+    dist::barrier();
+    const double save_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double save_peak = peak_rss_mib();
+    reset_peak_rss();
+    t0 = Clock::now();
+    apply_checkpoint(state, read_checkpoint(path), CheckpointLoadOptions(), path);
+    dist::barrier();
+    const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    ckpt << " checkpoint=" << checkpoint << " save_ms=" << save_ms << " load_ms=" << load_ms
+         << " save_peak_mib=" << save_peak << " load_peak_mib=" << peak_rss_mib()
+         << " disk_mib=" << static_cast<double>(disk_bytes(path)) / (1024.0 * 1024.0);
+  }
   std::cout << "RESULT fsdp_scaling strategy=" << strategy << " world=" << world << " rank=" << rank
             << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2]) << " param_bytes=" << param_bytes
-            << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << peak_rss_mib()
-            << std::endl;
+            << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << run_peak
+            << ckpt.str() << std::endl;
   trainer.close();
   return 0;
 } catch (const std::exception& e) {

@@ -17,6 +17,7 @@
 #include "composer/callbacks/threshold_stopper.h"
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/checkpoint/distributed_checkpoint.h"
 #include "composer/checkpoint/resume.h"
 #include "composer/checkpoint/safetensors.h"
 #include "composer/checkpoint/state_codec.h"

@@ -2,6 +2,7 @@
 
 #include "checkpoint/detail/pickle_io.h"
 #include "checkpoint/detail/zip_verify.h"
+#include "composer/checkpoint/distributed_checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
@@ -90,6 +91,7 @@ void save_checkpoint(const State& state, const std::string& path, bool weights_o
 
 c10::IValue read_checkpoint(const std::string& path) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return read_distributed_checkpoint(path);  // a sharded checkpoint
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw CheckpointError("checkpoint '" + path + "' cannot be opened: " + ec.message());
   if (size == 0) throw CheckpointError("checkpoint '" + path + "' is empty");

@@ -2,11 +2,14 @@
 
 #include "checkpoint/detail/remote_checkpoints.h"
 #include "composer/checkpoint/checkpoint.h"
+#include "composer/checkpoint/distributed_checkpoint.h"
+#include "composer/checkpoint/state_codec.h"
 #include "composer/core/logger.h"
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
+#include "composer/dist/fully_sharded.h"
 #include "composer/storage/remote_uploader.h"
 #include "composer/utils/atomic_file.h"
 
@@ -103,8 +106,12 @@ std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string&
   std::vector<std::string> names;
   std::error_code ec;
   if (fs::is_directory(folder, ec)) {
-    for (const auto& entry : fs::directory_iterator(folder))
-      if (entry.is_regular_file() && !entry.is_symlink()) names.push_back(entry.path().filename().string());
+    for (const auto& entry : fs::directory_iterator(folder)) {
+      if (entry.is_symlink()) continue;
+      // Files, and sharded checkpoints' directories once complete (a save that did not finish has no .metadata).
+      if (entry.is_regular_file() || is_distributed_checkpoint(entry.path().string()))
+        names.push_back(entry.path().filename().string());
+    }
   }
   auto found = match_checkpoint_names(names, filename_pattern, state);
   for (auto& f : found) f.second = (fs::path(folder) / f.second).string();
@@ -131,7 +138,7 @@ void CheckpointSaver::fit_start(State& state, Logger&) {
   if (options_.overwrite()) return;
   const bool by_batch = options_.filename().find("{batch}") != std::string::npos;
   const int64_t now = by_batch ? state.timestamp.batch : state.timestamp.epoch;
-  for (const auto& [count, path] : find_checkpoints(folder(state), options_.filename(), state)) {
+  for (const auto& [count, path] : find_checkpoints(folder(state), checkpoint_pattern(state), state)) {
     if (count > now) {
       throw std::invalid_argument("CheckpointSaver: '" + path + "' is from later in training than this run (" +
                                   (by_batch ? "batch " : "epoch ") + std::to_string(now) +
@@ -195,7 +202,15 @@ void CheckpointSaver::save(State& state, Logger& logger) {
   // complete, so none exits or times out while rank 0 still writes.
   std::optional<c10::IValue> rng;
   if (!options_.weights_only()) rng = gather_rng_states();
+  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(state.strategy.get());
+  if (fsdp && fsdp->options().state_dict_type() == "sharded") {
+    write_sharded(state, logger, rng, fsdp->options().sharded_ckpt_prefix_dir());
+    dist::barrier();
+    return;
+  }
   if (dist::get_global_rank() != 0) {  // monolithic checkpoints are written by rank 0
+    // FSDP: the whole state is gathered from every rank while rank 0 makes its checkpoint (the same collectives).
+    if (state_dict_is_collective(state)) (void)make_checkpoint(state, options_.weights_only(), rng);
     dist::barrier();
     return;
   }
@@ -239,6 +254,42 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
     } catch (const std::exception& e) {  // the checkpoint is complete on disk; a lost upload must not end the run
       std::cerr << "composer: checkpoint " << path.string() << " is saved, but its upload failed: " << e.what() << "\n";
     }
+  }
+  logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
+}
+
+std::string CheckpointSaver::checkpoint_pattern(const State& state) const {
+  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(state.strategy.get());
+  if (fsdp && fsdp->options().state_dict_type() == "sharded") return fsdp->options().sharded_ckpt_prefix_dir();
+  return options_.filename();
+}
+
+void CheckpointSaver::write_sharded(State& state, Logger& logger, const std::optional<c10::IValue>& rng,
+                                    const std::string& prefix) {
+  const fs::path dir = fs::path(folder(state)) / format_name(prefix, state);
+  const bool rank0 = dist::get_global_rank() == 0;
+  if (is_distributed_checkpoint(dir.string()) && !options_.overwrite()) {
+    throw std::invalid_argument("CheckpointSaver: '" + dir.string() +
+                                "' already exists; set save_overwrite to replace it");
+  }
+  // The saver's own state inside the checkpoint (rank 0 writes it) already lists this checkpoint.
+  if (rank0) saved_.push_back(dir.string());
+  try {
+    if (rank0) fs::remove(dir / ".metadata");  // an overwritten checkpoint is incomplete until its new metadata
+    save_distributed_checkpoint(state, dir.string(), options_.weights_only(), rng);
+  } catch (...) {
+    if (rank0) saved_.pop_back();
+    throw;
+  }
+  if (!rank0) return;
+  const std::string name = dir.filename().string();
+  if (!options_.latest_filename().empty())
+    replace_symlink(name, (fs::path(folder(state)) / format_name(options_.latest_filename(), state)).string());
+  const int64_t keep = options_.num_checkpoints_to_keep();
+  while (keep > 0 && static_cast<int64_t>(saved_.size()) > keep) {
+    std::error_code ec;
+    fs::remove_all(saved_.front(), ec);
+    saved_.erase(saved_.begin());
   }
   logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
 }

@@ -9,6 +9,7 @@
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
+#include "composer/dist/fully_sharded.h"
 #include "composer/storage/object_store.h"
 
 #include <ATen/ATen.h>
@@ -55,6 +56,11 @@ void restore_required_algorithms(State& s, Engine& engine, const c10::IValue& pa
     joining.push_back(algorithm);
     reprs.push_back(repr);
   }
+  if (!joining.empty() && dynamic_cast<const dist::FullyShardedDataParallel*>(s.strategy.get())) {
+    throw CheckpointError("checkpoint '" + path + "' was trained with " + reprs.front() +
+                          ", which changes the model; under parallelism_config.fsdp the model is sharded before "
+                          "the checkpoint loads, so pass that algorithm in algorithms");
+  }
   try {
     engine.add_late_algorithms(joining);
   } catch (const std::invalid_argument& e) {
@@ -83,7 +89,12 @@ std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, c
   // Newest first by batch (find_checkpoints' order): a kill between a checkpoint's rename and the link update leaves
   // the link one behind. A link target outside the naming pattern is tried last.
   std::vector<std::string> candidates;
-  for (const auto& [count, path] : find_checkpoints(folder, o.save().filename(), s))
+  // FSDP's sharded checkpoints are directories named by sharded_ckpt_prefix_dir.
+  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(s.strategy.get());
+  const std::string pattern = fsdp && fsdp->options().state_dict_type() == "sharded"
+                                  ? fsdp->options().sharded_ckpt_prefix_dir()
+                                  : o.save().filename();
+  for (const auto& [count, path] : find_checkpoints(folder, pattern, s))
     candidates.push_back(fs::canonical(path).string());
   const fs::path latest = fs::path(folder) / format_name(o.save().latest_filename(), s);
   if (!o.save().latest_filename().empty() && fs::is_symlink(latest) && fs::exists(latest)) {

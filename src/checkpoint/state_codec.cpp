@@ -5,6 +5,7 @@
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
 #include "composer/dist/env.h"
+#include "composer/dist/fully_sharded.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
 #include "composer/optim/grad_scaler.h"
@@ -73,11 +74,19 @@ Timestamp timestamp_from_dict(const Dict& d) {
   return t;
 }
 
-Dict model_state_dict(torch::nn::Module& model) {
+// `clone`: copies, for parameters that hold their values only while gathered.
+Dict model_state_dict(torch::nn::Module& model, bool clone) {
   Dict d(c10::StringType::get(), c10::TensorType::get());
-  for (const auto& p : model.named_parameters()) d.insert(p.key(), p.value().detach());
+  for (const auto& p : model.named_parameters())
+    d.insert(p.key(), clone ? p.value().detach().clone() : p.value().detach());
   for (const auto& b : model.named_buffers()) d.insert(b.key(), b.value().detach());
   return d;
+}
+
+// The FSDP strategy once it has sharded the model (before that, the model and optimizer are whole).
+dist::FullyShardedDataParallel* sharded_by(const State& state) {
+  auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(state.strategy.get());
+  return fsdp && fsdp->is_set_up() ? fsdp : nullptr;
 }
 
 void load_model_state(torch::nn::Module& model, const Dict& saved, bool strict) {
@@ -193,14 +202,47 @@ c10::IValue with_param_indices(const c10::IValue& sd, const std::vector<std::str
 
 }  // namespace
 
-c10::IValue state_dict(const State& state) {
+bool state_dict_is_collective(const State& state) { return sharded_by(state) != nullptr; }
+
+namespace {
+
+// state_dict(), or with `sharded` (under FSDP) local_state_dict().
+c10::IValue make_state_dict(const State& state, std::vector<ShardedEntry>* sharded) {
   Dict d = new_dict();
-  if (state.model) d.insert("model", model_state_dict(*state.model));
+  dist::FullyShardedDataParallel* fsdp = sharded_by(state);
+  if (!fsdp) sharded = nullptr;
+  if (state.model && sharded) {
+    Dict model(c10::StringType::get(), c10::TensorType::get());
+    std::set<std::string> parted;
+    for (auto& [name, part] : fsdp->local_parameters()) {
+      parted.insert(name);
+      sharded->push_back({{"model", name}, std::move(part)});
+    }
+    for (const auto& p : state.model->named_parameters())
+      if (!parted.count(p.key())) model.insert(p.key(), p.value().detach());
+    for (const auto& b : state.model->named_buffers()) model.insert(b.key(), b.value().detach());
+    d.insert("model", model);
+  } else if (state.model) {
+    const auto gathered = fsdp ? state.strategy->enter(dist::Phase::EVAL_FORWARD) : nullptr;
+    d.insert("model", model_state_dict(*state.model, fsdp != nullptr));
+  }
   if (state.optimizer) {
     Dict opts = new_dict();
-    const auto names = state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};
-    opts.insert(class_name_of(optim::checkpointed_optimizer(*state.optimizer)),
-                with_param_names(optim::optimizer_state_dict(*state.optimizer), names));
+    const c10::IValue saved = optim::optimizer_state_dict(*state.optimizer);
+    const std::string cls = class_name_of(optim::checkpointed_optimizer(*state.optimizer));
+    if (sharded) {
+      std::vector<std::pair<std::vector<std::string>, dist::LocalPart>> parts;
+      opts.insert(cls, fsdp->local_optimizer_state_dict(saved, parts));
+      for (auto& [path, part] : parts) {
+        std::vector<std::string> full{"optimizers", cls, "state"};
+        full.insert(full.end(), path.begin(), path.end());
+        sharded->push_back({std::move(full), std::move(part)});
+      }
+    } else {
+      const auto names =
+          state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};
+      opts.insert(cls, fsdp ? fsdp->full_optimizer_state_dict(saved) : with_param_names(saved, names));
+    }
     d.insert("optimizers", opts);
   }
   c10::impl::GenericList algos(c10::AnyType::get());
@@ -238,18 +280,37 @@ c10::IValue state_dict(const State& state) {
   return d;
 }
 
+}  // namespace
+
+c10::IValue state_dict(const State& state) { return make_state_dict(state, nullptr); }
+
+c10::IValue local_state_dict(const State& state, std::vector<ShardedEntry>& sharded) {
+  return make_state_dict(state, &sharded);
+}
+
 void load_state_dict(State& state, const c10::IValue& saved, bool strict_model) {
   if (!saved.isGenericDict()) throw std::invalid_argument("load_state_dict: the state must be a dict");
   const Dict d = saved.toGenericDict();
-  if (state.model && d.contains("model")) load_model_state(*state.model, d.at("model").toGenericDict(), strict_model);
+  dist::FullyShardedDataParallel* fsdp = sharded_by(state);
+  if (state.model && d.contains("model")) {
+    // FSDP: the whole weights load into the gathered parameters, and each rank keeps its part.
+    const auto gathered = fsdp ? state.strategy->enter(dist::Phase::EVAL_FORWARD) : nullptr;
+    load_model_state(*state.model, d.at("model").toGenericDict(), strict_model);
+    if (fsdp) fsdp->keep_gathered_values();
+  }
   if (d.contains("optimizers") && state.optimizer) {
     const Dict opts = d.at("optimizers").toGenericDict();
     const std::string key = class_name_of(optim::checkpointed_optimizer(*state.optimizer));
     if (!opts.contains(key))
       throw std::invalid_argument("load_state_dict: no state for optimizer " + key + " in the checkpoint");
-    const auto names = state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};
-    optim::load_optimizer_state_dict(*state.optimizer,
-                                     with_param_indices(opts.at(key), names, "the " + key + " state"));
+    if (fsdp) {
+      optim::load_optimizer_state_dict(*state.optimizer, fsdp->shard_optimizer_state_dict(opts.at(key)));
+    } else {
+      const auto names =
+          state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};
+      optim::load_optimizer_state_dict(*state.optimizer,
+                                       with_param_indices(opts.at(key), names, "the " + key + " state"));
+    }
   }
   if (d.contains("algorithms")) {
     for (const auto& entry : d.at("algorithms").toList()) {

@@ -228,11 +228,15 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   }
   detail::setup_optimization(t);
   detail::log_run_hparams(t);
+  // FSDP shards the model and its (fresh) optimizer first, so that a checkpoint's whole state loads onto the
+  // shards, from whatever world size saved it; DDP starts after the load, from rank 0's loaded weights.
+  const bool shard_first = dynamic_cast<dist::FullyShardedDataParallel*>(s.strategy.get()) != nullptr;
+  if (shard_first) detail::setup_strategy(t);
   t.engine.run_event(Event::BEFORE_LOAD);
   const ResumePoint resumed = load_for_run(s, t.engine, detail::resume_options(o));
   t.engine.run_event(Event::AFTER_LOAD);
   seed_all(s.seed);
-  detail::setup_strategy(t);
+  if (!shard_first) detail::setup_strategy(t);
   detail::build_loops(t);
   t.fit_loop->resume_from(resumed);
 }

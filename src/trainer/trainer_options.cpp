@@ -1,6 +1,7 @@
 #include "composer/trainer/trainer_options.h"
 
 #include "composer/core/hparams.h"
+#include "composer/storage/object_store.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -99,15 +100,12 @@ void TrainerOptions::validate() const {
     throw std::invalid_argument("TrainerOptions.autoresume needs save_folder (where to look for checkpoints)");
   }
   if (parallelism_config_.fsdp()) {
-    const char* what = !save_folder().empty() ? "save_folder"
-                       : !load_path().empty() ? "load_path"
-                       : autoresume()         ? "autoresume"
-                                              : nullptr;
-    if (what) {
-      throw std::invalid_argument(std::string("TrainerOptions.") + what +
-                                  " with parallelism_config.fsdp: checkpoints of a sharded model (state_dict_type "
-                                  "full or sharded) are not built yet in Composer C++; train without checkpoints or "
-                                  "use DDP");
+    const dist::FSDPOptions& fsdp = *parallelism_config_.fsdp();
+    dist::check_state_dict_type(fsdp.state_dict_type(), "parallelism_config.fsdp.state_dict_type");
+    if (fsdp.state_dict_type() == "sharded" && is_object_store_uri(save_folder())) {
+      throw std::invalid_argument("TrainerOptions.save_folder '" + save_folder() +
+                                  "' is an object store: sharded checkpoints (state_dict_type sharded) are written "
+                                  "to a local or shared file system only, for now");
     }
     if (device_train_microbatch_size_.is_auto) {
       throw std::invalid_argument(

@@ -126,7 +126,7 @@ TEST_F(CliTest, WrongTypesAndValues) {
 }
 
 // parallelism_config.fsdp trains (one process: every shard is the whole buffer); Composer's other FSDP keys are
-// accepted at Composer's default only, and checkpoints of a sharded model are refused up front.
+// accepted at Composer's default only.
 TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
   EXPECT_EQ(train(config("a.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: SHARD_GRAD_OP, "
                                              "state_dict_type: full, limit_all_gathers: true}}\n"))),
@@ -148,12 +148,22 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
   EXPECT_EQ(train(config("g.yaml", synthetic("parallelism_config: {fsdp: {}}\ndevice_train_microbatch_size: auto\n"))),
             2);
   EXPECT_NE(err.str().find("'auto' with parallelism_config.fsdp: not supported yet"), std::string::npos) << err.str();
-  const std::string saving = "parallelism_config: {fsdp: {}}\nsave_folder: " + (dir / "ckpt").string() + "\n";
-  EXPECT_EQ(train(config("f.yaml", synthetic(saving))), 2);
-  EXPECT_NE(err.str().find("save_folder with parallelism_config.fsdp: checkpoints of a sharded model"),
+  // Full checkpoints (Composer's default state_dict_type) and sharded ones (a directory per checkpoint) save.
+  const std::string saving =
+      "parallelism_config: {fsdp: {}}\nsave_interval: 1ba\nsave_folder: " + (dir / "ckpt").string() + "\n";
+  EXPECT_EQ(train(config("f.yaml", synthetic(saving))), 0) << err.str();
+  EXPECT_TRUE(fs::exists(dir / "ckpt" / "ep0-ba2-rank0.pt")) << err.str();
+  const std::string sharded =
+      "parallelism_config: {fsdp: {state_dict_type: sharded}}\nsave_interval: 1ba\n"
+      "save_folder: " +
+      (dir / "sharded").string() + "\n";
+  EXPECT_EQ(train(config("h.yaml", synthetic(sharded))), 0) << err.str();
+  EXPECT_TRUE(fs::exists(dir / "sharded" / "ep0-ba2" / ".metadata")) << err.str();
+  EXPECT_TRUE(fs::exists(dir / "sharded" / "ep0-ba2" / "__0_0.distcp")) << err.str();
+  EXPECT_EQ(train(config("i.yaml", synthetic("parallelism_config: {fsdp: {state_dict_type: local}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.state_dict_type must be 'full' or 'sharded', got 'local'"),
             std::string::npos)
       << err.str();
-  EXPECT_FALSE(fs::exists(dir / "ckpt"));
 }
 
 TEST_F(CliTest, MissingFilesAndBadYaml) {

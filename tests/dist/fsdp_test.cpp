@@ -1,9 +1,12 @@
 // FSDP with real processes over Gloo (composer-cpp launch): float64 runs on 2, 3 and 4 ranks reach the weights of one
 // process with the global batch (within 1e-10), for FULL_SHARD, SHARD_GRAD_OP and NO_SHARD, with DecoupledAdamW and
 // DecoupledSGDW in two parameter groups, with microbatching and with norm clipping; each rank keeps 1/N of the
-// parameters; the evaluation at the end of fit scores as one process does; unsupported settings are clear errors.
+// parameters; the evaluation at the end of fit scores as one process does; full checkpoints hold what one process
+// holds and resume on another world size; unsupported settings are clear errors.
 #include "support/process.h"
+#include "support/python.h"
 #include "support/run_files.h"
+#include "support/scoped_env.h"
 #include "support/worker_run.h"
 
 #include "composer/composer.h"
@@ -12,6 +15,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -119,6 +123,169 @@ TEST_F(FsdpTest, MicrobatchesAndNormClippingEqualOneProcess) {
   double moved = 0;
   for (const auto& [name, t] : clipped) moved = std::max(moved, (t - plain.at(name)).abs().max().item<double>());
   EXPECT_GT(moved, 1e-4);
+}
+
+// The one-process run with a full checkpoint every 3 batches: its final weights' file and its batch-3 checkpoint.
+std::pair<std::string, std::string> one_process_with_checkpoints(const fs::path& dir, testing::ScopedEnv& env) {
+  env.set("FSDP_WORKER_SAVE", (dir / "one").string());
+  const std::string one = (dir / "one.pt").string();
+  const auto r = run_worker({FSDP_WORKER, one, "ddp", "adamw", "0"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  const std::string ckpt = (dir / "one" / "ep0-ba3-rank0.pt").string();
+  EXPECT_TRUE(fs::exists(ckpt)) << r.output;
+  return {one, ckpt};
+}
+
+// The weights in two files written by the worker agree within 1e-10.
+void expect_weights_near(const std::string& a_path, const std::string& b_path, const std::string& what) {
+  const auto a = testing::read_pickled_tensors(a_path), b = testing::read_pickled_tensors(b_path);
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (const auto& [name, t] : a) EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name << what;
+}
+
+// Every leaf of a checkpoint's "state/model", "state/optimizers" and "state/timestamp", by "/"-joined path.
+std::map<std::string, c10::IValue> checkpoint_leaves(const std::string& path) {
+  std::map<std::string, c10::IValue> leaves;
+  std::function<void(const c10::IValue&, const std::string&)> walk = [&](const c10::IValue& v, const std::string& at) {
+    if (v.isGenericDict()) {
+      for (const auto& e : v.toGenericDict())
+        walk(e.value(), at + "/" + (e.key().isString() ? e.key().toStringRef() : std::to_string(e.key().toInt())));
+    } else if (v.isList()) {
+      const auto list = v.toList();
+      for (size_t i = 0; i < list.size(); ++i) walk(list.get(i), at + "/" + std::to_string(i));
+    } else {
+      leaves[at] = v;
+    }
+  };
+  const auto state = read_checkpoint(path).toGenericDict().at("state").toGenericDict();
+  for (const char* key : {"model", "optimizers", "timestamp"}) walk(state.at(key), key);
+  leaves.erase("timestamp/Timestamp/total_wct_seconds");  // wall clock
+  leaves.erase("timestamp/Timestamp/iteration_wct_seconds");
+  leaves.erase("timestamp/Timestamp/epoch_wct_seconds");
+  leaves.erase("timestamp/Timestamp/batch_wct_seconds");
+  return leaves;
+}
+
+// The two checkpoints hold the same paths; tensors equal within `tolerance` (0: bitwise), the rest equal.
+void expect_same_state(const std::string& a_path, const std::string& b_path, double tolerance) {
+  const auto a = checkpoint_leaves(a_path), b = checkpoint_leaves(b_path);
+  std::vector<std::string> a_keys, b_keys;
+  for (const auto& [k, v] : a) a_keys.push_back(k);
+  for (const auto& [k, v] : b) b_keys.push_back(k);
+  ASSERT_EQ(a_keys, b_keys) << a_path << " vs " << b_path;
+  int64_t tensors = 0;
+  for (const auto& [key, va] : a) {
+    const c10::IValue& vb = b.at(key);
+    if (!va.isTensor()) {
+      EXPECT_TRUE(va == vb) << key << ": " << va << " vs " << vb;
+      continue;
+    }
+    ++tensors;
+    const at::Tensor ta = va.toTensor(), tb = vb.toTensor();
+    ASSERT_EQ(ta.sizes(), tb.sizes()) << key;
+    if (tolerance == 0)
+      EXPECT_TRUE(at::equal(ta, tb)) << key << " differs (bitwise) between " << a_path << " and " << b_path;
+    else
+      EXPECT_LT((ta - tb).abs().max().item<double>(), tolerance) << key;
+  }
+  EXPECT_EQ(tensors, 4 + 4 * 3);  // 4 parameters, and DecoupledAdamW's step, exp_avg, exp_avg_sq for each
+}
+
+// state_dict_type full: FULL_SHARD on N ranks saves at batch 3 a file that holds what one process holds then (the
+// same keys; weights and optimizer state within 1e-10); M ranks load exactly the saved weights and optimizer state
+// (loaded and written again: bitwise the same) and train on to the one-process run's weights at batch 6.
+TEST_F(FsdpTest, FullCheckpointsResumeOnAnotherWorldSize) {
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  for (const auto& [saved_on, resumed_on] : std::vector<std::pair<int, int>>{{2, 3}, {4, 2}, {3, 1}}) {
+    const std::string tag = std::to_string(saved_on) + "to" + std::to_string(resumed_on);
+    const fs::path folder = dir / ("saved" + tag);
+    env.set("FSDP_WORKER_SAVE", folder.string());
+    const std::string out = (dir / ("run" + tag + ".pt")).string();
+    const auto saving = run_worker(launch(saved_on, {FSDP_WORKER, out, "FULL_SHARD", "adamw", "0"}));
+    ASSERT_EQ(saving.status, 0) << saving.output;
+    const std::string ckpt = (folder / "ep0-ba3-rank0.pt").string();
+    ASSERT_TRUE(fs::exists(ckpt)) << saving.output;
+    EXPECT_FALSE(fs::exists(folder / "ep0-ba3-rank1.pt"));  // one file, from rank 0
+    expect_same_state(one_ckpt, ckpt, 1e-10);
+
+    env.set("FSDP_WORKER_SAVE", "");
+    env.set("FSDP_WORKER_LOAD", ckpt);
+    const std::string again = (dir / ("again" + tag + ".pt")).string();
+    env.set("FSDP_WORKER_RESAVE", again);
+    const auto loading = run_worker(launch(resumed_on, {FSDP_WORKER, out, "FULL_SHARD", "adamw", "0"}));
+    ASSERT_EQ(loading.status, 0) << loading.output;
+    expect_same_state(ckpt, again, 0);
+
+    env.set("FSDP_WORKER_RESAVE", "");
+    const std::string resumed = (dir / ("resumed" + tag + ".pt")).string();
+    const auto resuming = run_worker(launch(resumed_on, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
+    ASSERT_EQ(resuming.status, 0) << resuming.output;
+    expect_weights_near(one, resumed, " resumed " + tag);
+    env.set("FSDP_WORKER_LOAD", "");
+  }
+}
+
+// state_dict_type sharded: PyTorch's DCP layout, one file per rank and the metadata. Saved on N ranks at batch 3,
+// it holds the one-process run's state (within 1e-10), PyTorch's torch.distributed.checkpoint reads it into
+// exactly the same tensors, M ranks resume from it to the one-process run's weights, and a directory whose save
+// did not finish (no .metadata) is never loaded.
+TEST_F(FsdpTest, ShardedCheckpointsAreDcpAndResumeOnAnotherWorldSize) {
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  env.set("FSDP_WORKER_SHARDED", "1");
+  for (const auto& [saved_on, resumed_on] : std::vector<std::pair<int, int>>{{2, 3}, {4, 2}, {3, 1}}) {
+    const std::string tag = std::to_string(saved_on) + "to" + std::to_string(resumed_on);
+    const fs::path folder = dir / ("sharded" + tag);
+    env.set("FSDP_WORKER_SAVE", folder.string());
+    env.set("FSDP_WORKER_LOAD", "");
+    const auto saving =
+        run_worker(launch(saved_on, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+    ASSERT_EQ(saving.status, 0) << saving.output;
+    const fs::path ckpt = folder / "ep0-ba3";
+    ASSERT_TRUE(fs::exists(ckpt / ".metadata")) << saving.output;
+    for (int rank = 0; rank < saved_on; ++rank) EXPECT_TRUE(fs::exists(ckpt / distcp_file_name(rank))) << rank;
+    EXPECT_FALSE(fs::exists(ckpt / distcp_file_name(saved_on)));
+    expect_same_state(one_ckpt, ckpt.string(), 1e-10);
+
+    // PyTorch reads it: torch.distributed.checkpoint's own reader and planner, into one torch.save file.
+    const std::string converted = (dir / ("converted" + tag + ".pt")).string();
+    const auto py =
+        testing::run_python({"-c",
+                             "import sys; from torch.distributed.checkpoint.format_utils import dcp_to_torch_save; "
+                             "dcp_to_torch_save(sys.argv[1], sys.argv[2])",
+                             ckpt.string(), converted});
+    ASSERT_EQ(py.status, 0) << py.output;
+    expect_same_state(ckpt.string(), converted, 0);
+
+    env.set("FSDP_WORKER_SAVE", "");
+    env.set("FSDP_WORKER_LOAD", ckpt.string());
+    const std::string resumed = (dir / ("resumed" + tag + ".pt")).string();
+    const auto resuming = run_worker(launch(resumed_on, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
+    ASSERT_EQ(resuming.status, 0) << resuming.output;
+    expect_weights_near(one, resumed, " resumed " + tag);
+  }
+  // A save killed before its metadata (the rank files of ep0-ba6 without .metadata): autoresume passes over it and
+  // resumes from ep0-ba3, to the same weights; loading it directly is an error naming why.
+  const fs::path partial = dir / "sharded2to3" / "ep0-ba6";
+  ASSERT_TRUE(fs::remove(partial / ".metadata"));
+  env.set("FSDP_WORKER_LOAD", "");
+  env.set("FSDP_WORKER_SAVE", (dir / "sharded2to3").string());
+  env.set("FSDP_WORKER_AUTORESUME", "1");
+  const std::string again = (dir / "autoresumed.pt").string();
+  const auto resumed = run_worker(launch(2, {FSDP_WORKER, again, "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("ep0-ba3' at batch 3"), std::string::npos) << resumed.output;
+  expect_weights_near(one, again, " autoresumed");
+  env.set("FSDP_WORKER_AUTORESUME", "");
+  env.set("FSDP_WORKER_SAVE", "");
+  fs::remove(partial / ".metadata");  // saved again by the resumed run; unfinished again
+  env.set("FSDP_WORKER_LOAD", partial.string());
+  const auto refused = run_worker(launch(2, {FSDP_WORKER, (dir / "y.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("has no .metadata: the save that made it did not finish"), std::string::npos)
+      << refused.output;
+  EXPECT_FALSE(fs::exists(dir / "y.pt"));
 }
 
 TEST_F(FsdpTest, UnsupportedSettingsAreClearErrors) {

@@ -10,6 +10,11 @@
 // under FSDP prints "shard_bytes B" (its parameters' shards), "full_bytes B" (a replica's) and "units N"; rank 0
 // prints "loss L" and "eval NAME VALUE" for each metric of the evaluation at the end of fit (240 samples, split over
 // the ranks).
+// Checkpoints, from the environment: FSDP_WORKER_SAVE=DIR saves every 3 batches into DIR (run name "fsdp");
+// FSDP_WORKER_LOAD=PATH loads PATH before training; FSDP_WORKER_RESAVE=PATH only loads (FSDP_WORKER_LOAD), then
+// writes the loaded state again to PATH as a full checkpoint (every rank gathers, rank 0 writes) and stops;
+// FSDP_WORKER_SHARDED=1 saves sharded checkpoints (state_dict_type sharded: a directory per checkpoint);
+// FSDP_WORKER_AUTORESUME=1 turns autoresume on (with FSDP_WORKER_SAVE).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -91,6 +96,11 @@ int main(int argc, char** argv) try {
                                .progress_bar(false)
                                .dist_timeout(60)
                                .device_train_microbatch_size(microbatch);
+  const auto env = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
+  if (!env("FSDP_WORKER_SAVE").empty())
+    options.save_folder(env("FSDP_WORKER_SAVE")).save_interval("3ba").run_name("fsdp");
+  if (!env("FSDP_WORKER_LOAD").empty()) options.load_path(env("FSDP_WORKER_LOAD"));
+  if (env("FSDP_WORKER_AUTORESUME") == "1") options.autoresume(true);
   if (strategy != "ddp") {
     const auto units = [](const std::string&, const torch::nn::Module& m) {
       return m.name().find("Linear") != std::string::npos;
@@ -98,9 +108,16 @@ int main(int argc, char** argv) try {
     options.parallelism_config(
         dist::ParallelismConfig().fsdp(dist::FSDPOptions()
                                            .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
-                                           .wrap_policy(units)));
+                                           .wrap_policy(units)
+                                           .state_dict_type(env("FSDP_WORKER_SHARDED") == "1" ? "sharded" : "full")));
   }
   Trainer trainer(options);
+  if (!env("FSDP_WORKER_RESAVE").empty()) {
+    const c10::IValue payload = make_checkpoint(trainer.state());  // a collective under FSDP
+    if (rank == 0) write_file_atomically(env("FSDP_WORKER_RESAVE"), torch::pickle_save(payload));
+    trainer.close();
+    return 0;
+  }
   trainer.fit();
 
   Dict w(c10::StringType::get(), c10::TensorType::get());

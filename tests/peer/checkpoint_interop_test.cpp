@@ -100,5 +100,22 @@ TEST_F(CheckpointInteropTest, WeContinueFromComposersCheckpoint) {
   expect_same_losses(ours->losses, result.at("losses"), 7, 12);
 }
 
+// A checkpoint in the layout Composer's sharded save writes (torch.distributed.checkpoint of its state dict; see
+// composer_checkpoints.py save_sharded) loads into an FSDP run and continues as Composer does.
+TEST_F(CheckpointInteropTest, WeContinueFromComposersShardedCheckpointLayout) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const std::string ckpt = (dir / "composer_sharded").string();
+  const auto result = run_composer({"save_sharded", ckpt});
+  ASSERT_TRUE(is_distributed_checkpoint(ckpt));
+  auto ours = std::make_shared<LossRecorder>();
+  Trainer resumed(options(ours).max_duration("12ba").load_path(ckpt).parallelism_config(
+      dist::ParallelismConfig().fsdp(dist::FSDPOptions().state_dict_type("sharded"))));
+  EXPECT_EQ(resumed.state().timestamp.batch, 6);
+  EXPECT_EQ(resumed.state().timestamp.epoch, 1);
+  resumed.fit();
+  EXPECT_EQ(resumed.state().timestamp.batch, 12);
+  expect_same_losses(ours->losses, result.at("losses"), 7, 12);
+}
+
 }  // namespace
 }  // namespace composer

@@ -5,6 +5,7 @@
 
 #include "support/process.h"
 #include "support/python.h"
+#include "support/scoped_env.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,29 +17,6 @@
 #include <vector>
 
 namespace composer::testing {
-
-/// Sets environment variables for its lifetime and restores them after.
-class ScopedEnv {
- public:
-  void set(const std::string& name, const std::string& value) {
-    if (!saved_.count(name)) {
-      const char* old = std::getenv(name.c_str());
-      saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
-    }
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    for (const auto& [name, value] : saved_) {
-      if (value)
-        ::setenv(name.c_str(), value->c_str(), 1);
-      else
-        ::unsetenv(name.c_str());
-    }
-  }
-
- private:
-  std::map<std::string, std::optional<std::string>> saved_;
-};
 
 class MotoServer {
  public:

@@ -24,8 +24,6 @@ const std::map<std::string, std::string> kComposerDefaults{
     {"limit_all_gathers", "true"},
     {"load_monolith_rank0_only", "false"},
     {"mixed_precision", "default"},
-    {"sharded_ckpt_prefix_dir", "ep{epoch}-ba{batch}"},
-    {"state_dict_type", "full"},
     {"use_orig_params", "true"},
     {"verbose", "false"},
 };
@@ -50,7 +48,8 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
   dist::ParallelismConfig config;
   if (!n.has("fsdp")) return config;
   const ConfigNode f = n.child("fsdp");
-  std::vector<std::string> allowed{"sharding_strategy", "sync_module_states", "auto_wrap"};
+  std::vector<std::string> allowed{"sharding_strategy", "sync_module_states", "auto_wrap", "state_dict_type",
+                                   "sharded_ckpt_prefix_dir"};
   for (const auto& [key, value] : kComposerDefaults) allowed.push_back(key);
   f.expect_keys(allowed);
   dist::FSDPOptions o;
@@ -64,6 +63,16 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
   }
   if (f.has("sync_module_states")) o.sync_module_states(read_bool(f, "sync_module_states"));
   if (f.has("auto_wrap")) o.auto_wrap(read_bool(f, "auto_wrap"));
+  if (f.has("state_dict_type")) {
+    const std::string type = lower(f.require_string("state_dict_type"));
+    try {
+      dist::check_state_dict_type(type, f.key_path("state_dict_type"));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(e.what());
+    }
+    o.state_dict_type(type);
+  }
+  if (f.has("sharded_ckpt_prefix_dir")) o.sharded_ckpt_prefix_dir(f.require_string("sharded_ckpt_prefix_dir"));
   for (const auto& [key, fixed] : kComposerDefaults) {
     if (!f.has(key) || lower(f.require_string(key)) == fixed) continue;
     throw ConfigError(f.key_path(key) + ": only Composer's default (" + fixed +

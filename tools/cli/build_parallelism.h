@@ -7,7 +7,8 @@
 
 namespace composer::cli {
 
-/// parallelism_config: {fsdp: {sharding_strategy, sync_module_states, auto_wrap}}. Composer's other FSDP keys are
+/// parallelism_config: {fsdp: {sharding_strategy, sync_module_states, auto_wrap, state_dict_type,
+/// sharded_ckpt_prefix_dir}}. Composer's other FSDP keys are
 /// accepted at Composer's default value (what the engine does) and are a ConfigError naming the key otherwise, as
 /// are `tp` and unknown keys.
 dist::ParallelismConfig build_parallelism(const ConfigNode& n);

@@ -110,6 +110,10 @@ class CheckpointSaver : public Callback {
   void save(State& state, Logger& logger);
   /// Rank 0's part of save(): the file, the latest link, retention.
   void write(State& state, Logger& logger, const std::optional<c10::IValue>& rng);
+  // FSDP's state_dict_type "sharded": every rank writes its file into the checkpoint's directory.
+  void write_sharded(State& state, Logger& logger, const std::optional<c10::IValue>& rng, const std::string& prefix);
+  // What this run's checkpoints are named by: save_filename, or FSDP's sharded_ckpt_prefix_dir for sharded ones.
+  std::string checkpoint_pattern(const State& state) const;
   /// Queues the checkpoint's upload, then its pointer object (after it) to the object-store folder.
   void upload(const State& state, const std::string& path);
   /// Without overwrite: checkpoints from later in training in the object-store folder are an error.

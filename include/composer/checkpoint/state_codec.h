@@ -3,17 +3,36 @@
 // primitives, so Python's torch.load reads it as a dict.
 #pragma once
 
+#include "composer/dist/fully_sharded.h"
+
 #include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
 
 namespace composer {
 
 struct State;
 
-/// The serialisable part of `state`. The optimizer's state is keyed by parameter name, as Composer keys it.
+/// The serialisable part of `state`. The optimizer's state is keyed by parameter name, as Composer keys it. Under
+/// FSDP (once it has sharded the model) the weights and optimizer state are gathered whole from every rank, as one
+/// process would hold them (Composer's state_dict_type "full"): then it is a collective (state_dict_is_collective).
 c10::IValue state_dict(const State& state);
+/// Whether state_dict(state) must be called on every rank at once (FSDP), not by rank 0 alone.
+bool state_dict_is_collective(const State& state);
+
+/// A tensor of state_dict() that each rank holds only part of (FSDP), by its path in the dict.
+struct ShardedEntry {
+  std::vector<std::string> path;  ///< e.g. {"model", "fc.weight"}, {"optimizers", "DecoupledAdamW", "state", ...}
+  dist::LocalPart part;
+};
+/// state_dict() as this rank holds it, without gathering (for sharded checkpoints): the dict leaves out the
+/// tensors FSDP shards, and `sharded` gives this rank's part of each. Without FSDP: state_dict() and no parts.
+c10::IValue local_state_dict(const State& state, std::vector<ShardedEntry>& sharded);
 /// Restores what state_dict() wrote. The model loads first (strict_model: every key and shape must match); entries
 /// this State has no owner for (an algorithm or callback the run lacks, Composer's extra keys) are skipped; a missing
-/// optimizer state is an error naming it. Throws std::invalid_argument.
+/// optimizer state is an error naming it. Under FSDP each rank loads its part of the whole state, whatever world
+/// size saved it. Throws std::invalid_argument.
 void load_state_dict(State& state, const c10::IValue& saved, bool strict_model = true);
 
 }  // namespace composer

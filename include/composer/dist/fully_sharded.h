@@ -8,11 +8,17 @@
 //
 // Outside a forward or backward the module's sharded parameters hold no values (shape [0]): read the weights through
 // gathered_parameters(), not the module, while training.
+//
+// Checkpoints (Composer's state_dict_type "full"): the state codec gathers the whole model's weights and optimizer
+// state into one process's form, keyed by parameter name (full_optimizer_state_dict), and rank 0 writes it; loading
+// gives each rank its part of such a file (keep_gathered_values, shard_optimizer_state_dict), whatever world size
+// wrote it.
 #pragma once
 
 #include "composer/dist/strategy.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 
 #include <torch/arg.h>
 
@@ -55,6 +61,24 @@ struct FSDPOptions {
   TORCH_ARG(bool, auto_wrap) = true;
   /// The units when auto_wrap is on; unset: default_wrap_policy.
   TORCH_ARG(WrapPolicy, wrap_policy);
+  /// Composer's state_dict_type: "full" (one file, written by rank 0) or "sharded" (a directory in PyTorch's
+  /// Distributed Checkpoint layout, one file per rank; checkpoint/distributed_checkpoint.h).
+  TORCH_ARG(std::string, state_dict_type) = "full";
+  /// Where a sharded checkpoint goes inside save_folder (Composer's default; {epoch}, {batch}, ... as in filenames).
+  TORCH_ARG(std::string, sharded_ckpt_prefix_dir) = "ep{epoch}-ba{batch}";
+};
+
+/// "full" or "sharded"; std::invalid_argument naming `key` otherwise.
+void check_state_dict_type(const std::string& text, const std::string& key);
+
+/// A tensor of the whole (unsharded) state of which this rank holds a part: `values` are the elements
+/// [begin, end) of its row-major flattening (empty when the rank holds none of it).
+struct LocalPart {
+  std::vector<int64_t> shape;
+  at::ScalarType dtype = at::kFloat;
+  int64_t begin = 0;
+  int64_t end = 0;
+  at::Tensor values;
 };
 
 /// Composer's parallelism_config: {fsdp: {...}} (tensor parallelism is not built).
@@ -96,6 +120,30 @@ class FullyShardedDataParallel final : public Strategy {
   /// Every trainable parameter's full value, in the model's named_parameters() order (a collective: call it on
   /// every rank).
   std::vector<std::pair<std::string, at::Tensor>> gathered_parameters();
+  /// Whether setup() has run (before it the model and optimizer are whole, and checkpoints load as without FSDP).
+  bool is_set_up() const;
+
+  /// The optimizer's state dict as one unsharded process holds it, from optimizer_state_dict()'s indexed form over
+  /// the shards: keyed by parameter name, each parameter's state tensors whole (gathered from every rank), each
+  /// group's "params" the names of its parameters. Entries shaped like the shard are split per parameter; "step"
+  /// and other scalars are every parameter's. A collective: call it on every rank. Throws std::invalid_argument for
+  /// a state dict not in torch's indexed form (LibTorch's own optimizers).
+  c10::IValue full_optimizer_state_dict(const c10::IValue& sharded);
+  /// The inverse on this rank: a name-keyed state dict of the whole model's optimizer (as full_optimizer_state_dict
+  /// gives, or one process's, or Composer's) to this rank's indexed state over its shards, for
+  /// load_optimizer_state_dict. Entries shaped like their parameter are flattened into the shard; "step" and other
+  /// scalars must agree within a sharding unit. Throws std::invalid_argument naming the group or parameter that
+  /// does not fit.
+  c10::IValue shard_optimizer_state_dict(const c10::IValue& full) const;
+  /// This rank's part of each sharded parameter (trainable ones, named as in the model), without a collective.
+  std::vector<std::pair<std::string, LocalPart>> local_parameters() const;
+  /// full_optimizer_state_dict without the collective: the same dict, but each entry that is sharded is left out
+  /// of it and given in `parts` as this rank's part, by its path (parameter name, entry key).
+  c10::IValue local_optimizer_state_dict(const c10::IValue& sharded,
+                                         std::vector<std::pair<std::vector<std::string>, LocalPart>>& parts) const;
+  /// After the module's parameters were written while gathered (a checkpoint loaded inside an enter() scope): each
+  /// rank keeps its part of the new values in its shards.
+  void keep_gathered_values();
 
  private:
   struct Impl;

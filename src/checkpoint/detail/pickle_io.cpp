@@ -7,6 +7,8 @@
 #include <torch/csrc/jit/serialization/import_read.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
+#include <sstream>
+
 namespace composer::detail {
 
 namespace {
@@ -72,6 +74,17 @@ c10::IValue unpickle_file(const std::string& path) {
     // OrderedDicts, numpy RNG state). Our reader says what is wrong if it cannot read the file either.
   }
   return unpickle_python_archive(reader);  // the archive stays open: no second read of the zip directory
+}
+
+c10::IValue unpickle_bytes(const std::string& bytes) {
+  std::istringstream in(bytes);
+  caffe2::serialize::PyTorchStreamReader reader(&in);
+  try {
+    return torch::jit::readArchiveAndTensors("data", "", "", c10::nullopt, c10::nullopt, c10::nullopt, reader);
+  } catch (const c10::Error&) {
+    // Python objects LibTorch's unpickler refuses, as in unpickle_file.
+  }
+  return unpickle_python_archive(reader);
 }
 
 }  // namespace composer::detail

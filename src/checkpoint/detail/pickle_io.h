@@ -16,5 +16,7 @@ void pickle_to(const c10::IValue& value, const ByteSink& sink);
 /// Reads a file in torch.save's format: LibTorch's unpickler, or for files Python wrote with objects it refuses,
 /// unpickle_python_archive (python_pickle.h).
 c10::IValue unpickle_file(const std::string& path);
+/// The same for a torch.save archive in memory (a sharded checkpoint's blobs).
+c10::IValue unpickle_bytes(const std::string& bytes);
 
 }  // namespace composer::detail

@@ -15,6 +15,7 @@ namespace {
 
 constexpr const char* kGlobalKey = "__python_global__";
 constexpr const char* kObjectKey = "__python_object__";
+constexpr const char* kItemsKey = "__python_items__";
 
 c10::IValue marker(const char* key, const std::string& name) {
   Dict d = new_dict();
@@ -25,8 +26,17 @@ c10::IValue marker(const char* key, const std::string& name) {
 std::string marker_name(const c10::IValue& v, const char* key) {
   if (!v.isGenericDict()) return "";
   const Dict d = v.toGenericDict();
-  if (d.size() != 1 || !d.contains(key)) return "";
+  if (!d.contains(key) || !d.at(key).isString()) return "";
   return d.at(key).toStringRef();
+}
+
+// An object marker with what it was made from: "__args__" (the REDUCE / NEWOBJ arguments) and, after BUILD,
+// "__state__" (what __setstate__ would get).
+c10::IValue object_marker(const std::string& name, const c10::IValue& args) {
+  Dict d = new_dict();
+  d.insert(kObjectKey, name);
+  d.insert("__args__", args);
+  return d;
 }
 
 // The dtype of a legacy typed storage class ("torch.FloatStorage").
@@ -74,7 +84,7 @@ std::string latin1_bytes(const std::string& utf8) {
 
 class Machine {
  public:
-  Machine(std::string program, caffe2::serialize::PyTorchStreamReader& reader)
+  Machine(std::string program, caffe2::serialize::PyTorchStreamReader* reader)
       : program_(std::move(program)), reader_(reader) {}
 
   c10::IValue run() {
@@ -158,7 +168,16 @@ class Machine {
   static void set_items(c10::IValue& target, const std::vector<c10::IValue>& kv) {
     if (!target.isGenericDict()) throw std::runtime_error("pickle: SETITEMS on something that is not a dict");
     auto d = target.toGenericDict();
-    for (size_t i = 0; i + 1 < kv.size(); i += 2) d.insert_or_assign(kv[i], kv[i + 1]);
+    for (size_t i = 0; i + 1 < kv.size(); i += 2) {
+      const c10::IValue& k = kv[i];
+      if (k.isString() || k.isInt() || k.isDouble() || k.isBool() || k.isNone()) {
+        d.insert_or_assign(k, kv[i + 1]);
+        continue;
+      }
+      // A key IValue cannot hash (an object, as DCP's MetadataIndex, or a tuple): kept with its value in a list.
+      if (!d.contains(kItemsKey)) d.insert(kItemsKey, new_list());
+      d.at(kItemsKey).toList().push_back(tuple({k, kv[i + 1]}));
+    }
   }
   static void append(c10::IValue& target, const std::vector<c10::IValue>& items) {
     if (!target.isList()) throw std::runtime_error("pickle: APPEND on something that is not a list");
@@ -199,17 +218,19 @@ class Machine {
     }
     if (name == "builtins.set" || name == "builtins.frozenset") return args.empty() ? new_list() : args.at(0);
     if (name == "torch.device") return args.at(0);
+    if (name == "torch.Size") return args.empty() ? tuple({}) : args.at(0);
     if (name == "_codecs.encode") return latin1_bytes(args.at(0).toStringRef());
     if (name == "copyreg._reconstructor" && args.size() == 3) {  // a subclass of a builtin, e.g. TorchVersion(str)
       const std::string base = marker_name(args[1], kGlobalKey);
       if (base == "builtins.str" || base == "builtins.int" || base == "builtins.float") return args[2];
       return marker(kObjectKey, marker_name(args[0], kGlobalKey));
     }
-    return marker(kObjectKey, name);
+    return object_marker(name, args_value);
   }
 
   c10::IValue persistent_load(const c10::IValue& pid_value) {
     const auto& pid = pid_value.toTupleRef().elements();
+    if (!reader_) throw std::runtime_error("pickle: a persistent id outside a torch.save archive");
     if (pid.size() < 5 || !pid[0].isString() || pid[0].toStringRef() != "storage") {
       throw std::runtime_error("pickle: unknown persistent id (expected a torch storage)");
     }
@@ -222,8 +243,8 @@ class Machine {
     at::DataPtr data;
     size_t size = 0;
     if (numel > 0) {
-      if (!reader_.hasRecord(record)) throw std::runtime_error("pickle: the archive has no record '" + record + "'");
-      std::tie(data, size) = reader_.getRecord(record);
+      if (!reader_->hasRecord(record)) throw std::runtime_error("pickle: the archive has no record '" + record + "'");
+      std::tie(data, size) = reader_->getRecord(record);
     }
     const size_t want = static_cast<size_t>(numel) * c10::elementSize(dtype);
     if (size < want) {
@@ -388,10 +409,12 @@ class Machine {
         pop();
         auto args = pop(), cls = pop();
         stack_.push_back(call(cls, args));
-      } break;  // NEWOBJ_EX
-      case 'b':
-        pop();
-        break;  // BUILD: object state (__setstate__) is not kept
+      } break;     // NEWOBJ_EX
+      case 'b': {  // BUILD: an object marker keeps its state; other objects' state is dropped
+        auto state = pop();
+        if (top().isGenericDict() && top().toGenericDict().contains(kObjectKey))
+          top().toGenericDict().insert_or_assign("__state__", state);
+      } break;
       case 'Q': {
         auto pid = pop();
         stack_.push_back(persistent_load(pid));
@@ -416,7 +439,7 @@ class Machine {
 
   std::string program_;
   size_t pos_ = 0;
-  caffe2::serialize::PyTorchStreamReader& reader_;
+  caffe2::serialize::PyTorchStreamReader* reader_;
   std::vector<c10::IValue> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, c10::IValue> memo_;
@@ -432,7 +455,16 @@ c10::IValue unpickle_python_archive(caffe2::serialize::PyTorchStreamReader& read
     if (order != "little") throw std::runtime_error("pickle: tensors stored " + order + "-endian");
   }
   auto [data, size] = reader.getRecord("data.pkl");
-  return Machine(std::string(static_cast<const char*>(data.get()), size), reader).run();
+  return Machine(std::string(static_cast<const char*>(data.get()), size), &reader).run();
+}
+
+c10::IValue unpickle_python_bytes(const std::string& program) { return Machine(program, nullptr).run(); }
+
+std::string python_object_name(const c10::IValue& value) { return marker_name(value, kObjectKey); }
+
+c10::IValue python_object_state(const c10::IValue& value) {
+  if (!is_python_object(value) || !value.toGenericDict().contains("__state__")) return c10::IValue();
+  return value.toGenericDict().at("__state__");
 }
 
 bool is_python_object(const c10::IValue& value) { return !marker_name(value, kObjectKey).empty(); }
