@@ -479,7 +479,8 @@ c10::IValue FullyShardedDataParallel::local_optimizer_state_dict(
         continue;
       }
       const FlatParam& f = m.flats[static_cast<size_t>(slot.flat)];
-      std::vector<GenericDict> per(f.params.size(), string_keyed());
+      std::vector<GenericDict> per;  // one dict each (copies of a c10::Dict share it)
+      for (size_t i = 0; i < f.params.size(); ++i) per.push_back(string_keyed());
       for (const auto& e : it->value().toGenericDict()) {
         const std::string key = e.key().toStringRef();
         const c10::IValue& v = e.value();
@@ -520,7 +521,8 @@ c10::IValue FullyShardedDataParallel::full_optimizer_state_dict(const c10::IValu
       }
       FlatParam& f = m.flats[static_cast<size_t>(slot.flat)];
       if (it == state.end()) continue;  // no step taken yet: the same on every rank
-      std::vector<GenericDict> per(f.params.size(), string_keyed());
+      std::vector<GenericDict> per;     // one dict each (copies of a c10::Dict share it)
+      for (size_t i = 0; i < f.params.size(); ++i) per.push_back(string_keyed());
       for (const auto& e : it->value().toGenericDict()) {  // insertion order: the same on every rank
         const std::string key = e.key().toStringRef();
         const c10::IValue& v = e.value();

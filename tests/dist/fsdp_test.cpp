@@ -193,7 +193,8 @@ void expect_same_state(const std::string& a_path, const std::string& b_path, dou
 
 // state_dict_type full: FULL_SHARD on N ranks saves at batch 3 a file that holds what one process holds then (the
 // same keys; weights and optimizer state within 1e-10); M ranks load exactly the saved weights and optimizer state
-// (loaded and written again: bitwise the same) and train on to the one-process run's weights at batch 6.
+// (loaded and written again: bitwise the same) and train on to the one-process run's weights at batch 6. The 4-rank
+// run shards the whole model as one unit, so its flat buffers hold several parameters each.
 TEST_F(FsdpTest, FullCheckpointsResumeOnAnotherWorldSize) {
   testing::ScopedEnv env;
   const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
@@ -202,7 +203,10 @@ TEST_F(FsdpTest, FullCheckpointsResumeOnAnotherWorldSize) {
     const fs::path folder = dir / ("saved" + tag);
     env.set("FSDP_WORKER_SAVE", folder.string());
     const std::string out = (dir / ("run" + tag + ".pt")).string();
+    // 4 ranks save with the whole model as one unit (flat buffers of several parameters); 2 resume per Linear.
+    env.set("FSDP_WORKER_ONE_UNIT", saved_on == 4 ? "1" : "");
     const auto saving = run_worker(launch(saved_on, {FSDP_WORKER, out, "FULL_SHARD", "adamw", "0"}));
+    env.set("FSDP_WORKER_ONE_UNIT", "");
     ASSERT_EQ(saving.status, 0) << saving.output;
     const std::string ckpt = (folder / "ep0-ba3-rank0.pt").string();
     ASSERT_TRUE(fs::exists(ckpt)) << saving.output;
@@ -239,8 +243,10 @@ TEST_F(FsdpTest, ShardedCheckpointsAreDcpAndResumeOnAnotherWorldSize) {
     const fs::path folder = dir / ("sharded" + tag);
     env.set("FSDP_WORKER_SAVE", folder.string());
     env.set("FSDP_WORKER_LOAD", "");
+    env.set("FSDP_WORKER_ONE_UNIT", saved_on == 4 ? "1" : "");  // as in the full-checkpoint test
     const auto saving =
         run_worker(launch(saved_on, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+    env.set("FSDP_WORKER_ONE_UNIT", "");
     ASSERT_EQ(saving.status, 0) << saving.output;
     const fs::path ckpt = folder / "ep0-ba3";
     ASSERT_TRUE(fs::exists(ckpt / ".metadata")) << saving.output;

@@ -14,7 +14,8 @@
 // FSDP_WORKER_LOAD=PATH loads PATH before training; FSDP_WORKER_RESAVE=PATH only loads (FSDP_WORKER_LOAD), then
 // writes the loaded state again to PATH as a full checkpoint (every rank gathers, rank 0 writes) and stops;
 // FSDP_WORKER_SHARDED=1 saves sharded checkpoints (state_dict_type sharded: a directory per checkpoint);
-// FSDP_WORKER_AUTORESUME=1 turns autoresume on (with FSDP_WORKER_SAVE).
+// FSDP_WORKER_AUTORESUME=1 turns autoresume on (with FSDP_WORKER_SAVE); FSDP_WORKER_ONE_UNIT=1 makes the whole model
+// one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -109,6 +110,7 @@ int main(int argc, char** argv) try {
         dist::ParallelismConfig().fsdp(dist::FSDPOptions()
                                            .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
                                            .wrap_policy(units)
+                                           .auto_wrap(env("FSDP_WORKER_ONE_UNIT") != "1")
                                            .state_dict_type(env("FSDP_WORKER_SHARDED") == "1" ? "sharded" : "full")));
   }
   Trainer trainer(options);
