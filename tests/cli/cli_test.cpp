@@ -140,6 +140,9 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
   EXPECT_NE(err.str().find("parallelism_config.fsdp.activation_checkpointing: only Composer's default (false)"),
             std::string::npos)
       << err.str();
+  EXPECT_EQ(train(config("j.yaml", synthetic("parallelism_config: {fsdp: {sync_module_states: maybe}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.sync_module_states"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("true or false"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("d.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategi: FULL_SHARD}}\n"))), 2);
   EXPECT_NE(err.str().find("parallelism_config.fsdp.sharding_strategi: unknown key"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("e.yaml", synthetic("parallelism_config: {tp: {tensor_parallel_degree: 2}}\n"))), 2);

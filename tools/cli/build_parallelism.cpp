@@ -33,13 +33,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool read_bool(const ConfigNode& n, const std::string& key) {
-  const std::string v = lower(n.require_string(key));
-  if (v == "true") return true;
-  if (v == "false") return false;
-  throw ConfigError(n.key_path(key) + ": expected true or false, got '" + v + "'");
-}
-
 }  // namespace
 
 dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
@@ -61,8 +54,8 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
       throw ConfigError(e.what());  // names the key already
     }
   }
-  if (f.has("sync_module_states")) o.sync_module_states(read_bool(f, "sync_module_states"));
-  if (f.has("auto_wrap")) o.auto_wrap(read_bool(f, "auto_wrap"));
+  o.sync_module_states(f.get_bool("sync_module_states", o.sync_module_states()));
+  o.auto_wrap(f.get_bool("auto_wrap", o.auto_wrap()));
   if (f.has("state_dict_type")) {
     const std::string type = lower(f.require_string("state_dict_type"));
     try {

@@ -32,7 +32,7 @@ T convert(const YAML::Node& n, const std::string& path, const char* expected) {
     return n.as<T>();
   } catch (const YAML::Exception&) {
     static const std::regex integer(R"(^\s*[+-]?\d+\s*$)");
-    const bool too_big = std::is_integral_v<T> && std::regex_match(n.Scalar(), integer);
+    const bool too_big = std::is_integral_v<T> && !std::is_same_v<T, bool> && std::regex_match(n.Scalar(), integer);
     throw ConfigError(path + ": expected " + expected + (too_big ? " within the int64 range" : "") + ", got " +
                       describe(n));
   }
@@ -76,6 +76,10 @@ YAML::Node ConfigNode::scalar(const std::string& key) const { return node_[key];
 
 int64_t ConfigNode::get_int(const std::string& key, int64_t fallback) const {
   return has(key) ? convert<int64_t>(scalar(key), key_path(key), "an integer") : fallback;
+}
+
+bool ConfigNode::get_bool(const std::string& key, bool fallback) const {
+  return has(key) ? convert<bool>(scalar(key), key_path(key), "true or false") : fallback;
 }
 
 std::string ConfigNode::get_string(const std::string& key, const std::string& fallback) const {

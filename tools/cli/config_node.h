@@ -30,6 +30,8 @@ class ConfigNode {
   std::string key_path(const std::string& key) const;
 
   int64_t get_int(const std::string& key, int64_t fallback) const;
+  /// YAML's booleans (true/false, yes/no, on/off); ConfigError naming the key otherwise.
+  bool get_bool(const std::string& key, bool fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
   std::string require_string(const std::string& key) const;
   /// A nested mapping; an absent key gives an empty mapping.
