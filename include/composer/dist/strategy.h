@@ -47,9 +47,9 @@ class Strategy {
   virtual std::string name() const = 0;
   /// Processes taking part (the world size).
   virtual int64_t num_replicas() const = 0;
-  /// Once, after the model is on its device and loaded, before the first step (DDP: rank 0's weights everywhere,
-  /// the gradient reducer; FSDP: the shards, and `optimizer`'s groups pointed at them). Requires: the same model on
-  /// every rank.
+  /// Once, before the first step, with the model on its device (DDP: after a checkpoint loads, rank 0's weights
+  /// everywhere and the gradient reducer; FSDP: before it loads, the shards and `optimizer`'s groups pointed at
+  /// them, so that the checkpoint's whole state loads onto the shards). Requires: the same model on every rank.
   virtual void setup(torch::nn::Module& model, torch::optim::Optimizer* optimizer) = 0;
   /// At the start of every optimisation step (DDP: broadcast buffers, as torch DDP's broadcast_buffers).
   virtual void begin_step() {}
