@@ -1,7 +1,7 @@
 #include "composer/checkpoint/distributed_checkpoint.h"
 
+#include "checkpoint/detail/dcp_metadata.h"
 #include "checkpoint/detail/pickle_io.h"
-#include "checkpoint/detail/pickle_writer.h"
 #include "checkpoint/detail/python_pickle.h"
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
@@ -26,9 +26,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kMetadataFile = ".metadata";
-constexpr const char* kMeta = "torch.distributed.checkpoint.metadata";
-
-using Path = std::vector<c10::IValue>;  // DCP's object path: str keys and int list indices
+using detail::kDcpMetadataModule;
+using detail::Path;
+using detail::StorageRecord;
+using detail::TensorInfo;
 
 std::string join_fqn(const Path& path) {
   std::string out;
@@ -181,134 +182,6 @@ std::vector<int64_t> int_vector(const c10::IValue& v) {
   return out;
 }
 
-// --- writing the .metadata (torch.distributed.checkpoint.metadata.Metadata, pickled) ---
-
-void write_size(detail::PickleWriter& w, const std::vector<int64_t>& dims) {
-  w.global("torch", "Size");
-  w.mark();
-  w.mark();
-  for (int64_t d : dims) w.integer(d);
-  w.tuple();
-  w.tuple();
-  w.reduce();
-}
-
-struct TensorInfo {
-  std::string dtype;
-  std::vector<int64_t> size;
-  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> chunks;  // offsets, sizes
-};
-struct StorageRecord {
-  std::string fqn;
-  std::optional<std::vector<int64_t>> offsets;  // none for bytes
-  std::string file;
-  int64_t offset = 0, length = 0;
-};
-
-std::string metadata_pickle(const std::vector<std::string>& order, const std::map<std::string, TensorInfo>& tensors,
-                            const std::map<std::string, Path>& paths, const std::vector<StorageRecord>& storage) {
-  detail::PickleWriter w;
-  w.new_object(kMeta, "Metadata");
-  w.empty_dict();
-  w.mark();
-  w.string("state_dict_metadata");
-  w.empty_dict();
-  w.mark();
-  for (const auto& fqn : order) {
-    w.string(fqn);
-    const auto t = tensors.find(fqn);
-    if (t == tensors.end()) {
-      w.new_object(kMeta, "BytesStorageMetadata");
-      w.empty_dict();
-      w.build();
-      continue;
-    }
-    w.new_object(kMeta, "TensorStorageMetadata");
-    w.empty_dict();
-    w.mark();
-    w.string("properties");
-    w.new_object(kMeta, "TensorProperties");
-    w.mark();  // its __getstate__ tuple: dtype, layout, requires_grad, memory format encoding, pin_memory
-    w.global("torch", t->second.dtype);
-    w.global("torch", "strided");
-    w.boolean(false);
-    w.global(kMeta, "_MEM_FORMAT_ENCODING");
-    w.mark();
-    w.integer(0);  // TORCH_CONTIGUOUS_FORMAT
-    w.tuple();
-    w.reduce();
-    w.boolean(false);
-    w.tuple();
-    w.build();
-    w.string("size");
-    write_size(w, t->second.size);
-    w.string("chunks");
-    w.empty_list();
-    w.mark();
-    for (const auto& [offsets, sizes] : t->second.chunks) {
-      w.new_object(kMeta, "ChunkStorageMetadata");
-      w.empty_dict();
-      w.mark();
-      w.string("offsets");
-      write_size(w, offsets);
-      w.string("sizes");
-      write_size(w, sizes);
-      w.set_items();
-      w.build();
-    }
-    w.appends();
-    w.set_items();
-    w.build();
-  }
-  w.set_items();
-  w.string("planner_data");  // DCP's flatten mapping: flat key -> object path
-  w.empty_dict();
-  w.mark();
-  for (const auto& fqn : order) {
-    w.string(fqn);
-    w.mark();
-    for (const auto& p : paths.at(fqn)) p.isString() ? w.string(p.toStringRef()) : w.integer(p.toInt());
-    w.tuple();
-  }
-  w.set_items();
-  w.string("storage_data");
-  w.empty_dict();
-  w.mark();
-  for (const auto& r : storage) {
-    w.new_object(kMeta, "MetadataIndex");
-    w.empty_dict();
-    w.mark();
-    w.string("fqn");
-    w.string(r.fqn);
-    w.string("offset");
-    if (r.offsets)
-      write_size(w, *r.offsets);
-    else
-      w.none();
-    w.string("index");
-    w.none();
-    w.set_items();
-    w.build();
-    w.new_object("torch.distributed.checkpoint.filesystem", "_StorageInfo");
-    w.empty_dict();
-    w.mark();
-    w.string("relative_path");
-    w.string(r.file);
-    w.string("offset");
-    w.integer(r.offset);
-    w.string("length");
-    w.integer(r.length);
-    w.set_items();
-    w.build();
-  }
-  w.set_items();
-  w.string("storage_meta");
-  w.none();
-  w.set_items();
-  w.build();
-  return w.finish();
-}
-
 // One rank's records, as they travel to rank 0: ("t", fqn, dtype, size, offsets, sizes, file offset, length) for
 // a chunk (offsets empty and length -1 for a tensor of which the rank holds nothing), ("b", fqn, path..., offset,
 // length) for a value.
@@ -444,7 +317,7 @@ void save_distributed_checkpoint(const State& state, const std::string& dir, boo
       storage.push_back(rec);
     }
   }
-  const std::string pickle = metadata_pickle(order, tensors, paths, storage);
+  const std::string pickle = detail::dcp_metadata_pickle(order, tensors, paths, storage);
   write_file_atomically((fs::path(dir) / kMetadataFile).string(), std::vector<char>(pickle.begin(), pickle.end()));
 }
 
@@ -525,7 +398,7 @@ c10::IValue read_distributed_checkpoint(const std::string& dir) {
   } catch (const std::exception& e) {
     throw CheckpointError("sharded checkpoint '" + dir + "': its .metadata cannot be read: " + brief_error(e, 200));
   }
-  if (detail::python_object_name(metadata) != std::string(kMeta) + ".Metadata")
+  if (detail::python_object_name(metadata) != std::string(kDcpMetadataModule) + ".Metadata")
     throw CheckpointError("sharded checkpoint '" + dir + "': .metadata does not hold a DCP Metadata");
   const Dict md = state_field(metadata, "state_dict_metadata", "Metadata").toGenericDict();
   const c10::IValue planner = detail::python_object_state(metadata).toGenericDict().at("planner_data");
@@ -585,11 +458,11 @@ c10::IValue read_distributed_checkpoint(const std::string& dir) {
     }
     c10::IValue value;
     const std::string kind = detail::python_object_name(e.value());
-    if (kind == std::string(kMeta) + ".BytesStorageMetadata") {
+    if (kind == std::string(kDcpMetadataModule) + ".BytesStorageMetadata") {
       const auto loc = values.find(fqn);
       if (loc == values.end()) throw CheckpointError("sharded checkpoint '" + dir + "': no data for '" + fqn + "'");
       value = read_blob(loc->second, fqn);
-    } else if (kind == std::string(kMeta) + ".TensorStorageMetadata") {
+    } else if (kind == std::string(kDcpMetadataModule) + ".TensorStorageMetadata") {
       const auto props = detail::python_object_state(state_field(e.value(), "properties", fqn));
       const auto& fields = props.toTupleRef().elements();
       const std::string dtype_global = fields.at(0).toGenericDict().begin()->value().toStringRef();

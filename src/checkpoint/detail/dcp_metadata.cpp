@@ -1,0 +1,125 @@
+#include "checkpoint/detail/dcp_metadata.h"
+
+#include "checkpoint/detail/pickle_writer.h"
+
+namespace composer::detail {
+
+namespace {
+
+void write_size(PickleWriter& w, const std::vector<int64_t>& dims) {
+  w.global("torch", "Size");
+  w.mark();
+  w.mark();
+  for (int64_t d : dims) w.integer(d);
+  w.tuple();
+  w.tuple();
+  w.reduce();
+}
+
+}  // namespace
+
+std::string dcp_metadata_pickle(const std::vector<std::string>& order, const std::map<std::string, TensorInfo>& tensors,
+                                const std::map<std::string, Path>& paths, const std::vector<StorageRecord>& storage) {
+  PickleWriter w;
+  w.new_object(kDcpMetadataModule, "Metadata");
+  w.empty_dict();
+  w.mark();
+  w.string("state_dict_metadata");
+  w.empty_dict();
+  w.mark();
+  for (const auto& fqn : order) {
+    w.string(fqn);
+    const auto t = tensors.find(fqn);
+    if (t == tensors.end()) {
+      w.new_object(kDcpMetadataModule, "BytesStorageMetadata");
+      w.empty_dict();
+      w.build();
+      continue;
+    }
+    w.new_object(kDcpMetadataModule, "TensorStorageMetadata");
+    w.empty_dict();
+    w.mark();
+    w.string("properties");
+    w.new_object(kDcpMetadataModule, "TensorProperties");
+    w.mark();  // its __getstate__ tuple: dtype, layout, requires_grad, memory format encoding, pin_memory
+    w.global("torch", t->second.dtype);
+    w.global("torch", "strided");
+    w.boolean(false);
+    w.global(kDcpMetadataModule, "_MEM_FORMAT_ENCODING");
+    w.mark();
+    w.integer(0);  // TORCH_CONTIGUOUS_FORMAT
+    w.tuple();
+    w.reduce();
+    w.boolean(false);
+    w.tuple();
+    w.build();
+    w.string("size");
+    write_size(w, t->second.size);
+    w.string("chunks");
+    w.empty_list();
+    w.mark();
+    for (const auto& [offsets, sizes] : t->second.chunks) {
+      w.new_object(kDcpMetadataModule, "ChunkStorageMetadata");
+      w.empty_dict();
+      w.mark();
+      w.string("offsets");
+      write_size(w, offsets);
+      w.string("sizes");
+      write_size(w, sizes);
+      w.set_items();
+      w.build();
+    }
+    w.appends();
+    w.set_items();
+    w.build();
+  }
+  w.set_items();
+  w.string("planner_data");  // DCP's flatten mapping: flat key -> object path
+  w.empty_dict();
+  w.mark();
+  for (const auto& fqn : order) {
+    w.string(fqn);
+    w.mark();
+    for (const auto& p : paths.at(fqn)) p.isString() ? w.string(p.toStringRef()) : w.integer(p.toInt());
+    w.tuple();
+  }
+  w.set_items();
+  w.string("storage_data");
+  w.empty_dict();
+  w.mark();
+  for (const auto& r : storage) {
+    w.new_object(kDcpMetadataModule, "MetadataIndex");
+    w.empty_dict();
+    w.mark();
+    w.string("fqn");
+    w.string(r.fqn);
+    w.string("offset");
+    if (r.offsets)
+      write_size(w, *r.offsets);
+    else
+      w.none();
+    w.string("index");
+    w.none();
+    w.set_items();
+    w.build();
+    w.new_object("torch.distributed.checkpoint.filesystem", "_StorageInfo");
+    w.empty_dict();
+    w.mark();
+    w.string("relative_path");
+    w.string(r.file);
+    w.string("offset");
+    w.integer(r.offset);
+    w.string("length");
+    w.integer(r.length);
+    w.set_items();
+    w.build();
+  }
+  w.set_items();
+  w.string("storage_meta");
+  w.none();
+  w.set_items();
+  w.build();
+  return w.finish();
+}
+
+}  // namespace composer::detail

@@ -1,0 +1,281 @@
+// The FSDP state in checkpoint form: the optimizer's state over the flat shards to and from one process's
+// name-keyed form (whole, gathered; or this rank's parts, for sharded checkpoints), and loaded weights kept.
+#include "composer/dist/fully_sharded.h"
+
+#include "composer/dist/dist.h"
+#include "dist/detail/fully_sharded_impl.h"
+
+#include <ATen/ATen.h>
+
+#include <set>
+#include <stdexcept>
+
+namespace composer::dist {
+
+using detail::FlatParam;
+
+namespace {
+
+using GenericDict = c10::impl::GenericDict;
+using GenericList = c10::impl::GenericList;
+
+GenericDict string_keyed() { return GenericDict(c10::StringType::get(), c10::AnyType::get()); }
+
+GenericDict indexed_form(const c10::IValue& sd, const char* what) {
+  if (!sd.isGenericDict() || !sd.toGenericDict().contains("state") || !sd.toGenericDict().contains("param_groups")) {
+    throw std::invalid_argument(std::string("FSDP: ") + what +
+                                " is not in torch's form ({state, param_groups}); under FSDP the optimizer must be "
+                                "one of composer::optim's (LibTorch's own optimizers keep an opaque archive)");
+  }
+  return sd.toGenericDict();
+}
+
+// {"state": state, "param_groups": groups}: torch's optimizer state dict.
+GenericDict optimizer_dict(const GenericDict& state, const GenericList& groups) {
+  GenericDict out = string_keyed();
+  out.insert("state", state);
+  out.insert("param_groups", groups);
+  return out;
+}
+
+// A group's "params" in one process's form: its parameters' names, in the order the group was given.
+c10::List<std::string> group_param_names(const std::vector<std::string>& names) {
+  c10::List<std::string> out;
+  for (const auto& n : names) {
+    if (n.empty()) {
+      throw std::invalid_argument(
+          "FSDP: the optimizer holds a parameter that is not the model's; a checkpoint of the whole state names "
+          "every parameter by its name in the model");
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+// A "step" or other per-parameter scalar that one sharding unit's parameters share.
+bool is_replicated_entry(const std::string& key, const c10::IValue& value, const std::vector<int64_t>& shape) {
+  return key == "step" || !value.isTensor() || value.toTensor().sizes() != c10::IntArrayRef(shape);
+}
+
+}  // namespace
+
+bool FullyShardedDataParallel::is_set_up() const { return impl_->set_up; }
+
+void check_state_dict_type(const std::string& text, const std::string& key) {
+  if (text != "full" && text != "sharded")
+    throw std::invalid_argument(key + " must be 'full' or 'sharded', got '" + text + "'");
+}
+
+namespace {
+
+// This rank's part of `shard_sized` (a flat's shard, or a tensor shaped like it) for parameter `i` of `f`. Under
+// NO_SHARD every rank holds everything: rank 0 reports it, the others nothing.
+LocalPart part_of(const FlatParam& f, size_t i, const at::Tensor& shard_sized, bool sharded, int64_t rank) {
+  LocalPart part;
+  part.shape = f.shapes[i];
+  part.dtype = shard_sized.scalar_type();
+  const int64_t n = c10::multiply_integers(f.shapes[i]);
+  const int64_t mine_begin = sharded ? rank * f.shard_numel : 0;
+  const int64_t mine_end = sharded || rank == 0 ? mine_begin + f.shard_numel : 0;
+  const int64_t lo = std::max(mine_begin, f.offsets[i]), hi = std::min(mine_end, f.offsets[i] + n);
+  if (lo >= hi) {
+    part.values = at::empty({0}, shard_sized.options());
+    return part;
+  }
+  part.begin = lo - f.offsets[i];
+  part.end = hi - f.offsets[i];
+  part.values = shard_sized.detach().reshape(-1).narrow(0, lo - mine_begin, hi - lo);
+  return part;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, LocalPart>> FullyShardedDataParallel::local_parameters() const {
+  const Impl& m = *impl_;
+  std::vector<std::pair<std::string, LocalPart>> out;
+  for (const auto& f : m.flats)
+    for (size_t i = 0; i < f.params.size(); ++i)
+      out.emplace_back(f.names[i], part_of(f, i, f.shard, m.sharded(), m.rank));
+  return out;
+}
+
+c10::IValue FullyShardedDataParallel::Impl::by_parameter_name(const c10::IValue& sharded,
+                                                              const SplitEntry& split) const {
+  const GenericDict d = indexed_form(sharded, "the optimizer's state dict");
+  const GenericDict state = d.at("state").toGenericDict();
+  const GenericList groups = d.at("param_groups").toList();
+  if (groups.size() != slots.size())
+    throw std::logic_error("FSDP: the optimizer's parameter groups changed after setup()");
+  GenericDict out_state = string_keyed();
+  GenericList out_groups(c10::AnyType::get());
+  int64_t index = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    GenericDict fields = groups.get(g).toGenericDict().copy();
+    fields.insert_or_assign("params", group_param_names(group_names[g]));
+    out_groups.push_back(fields);
+    for (const Slot& slot : slots[g]) {
+      const auto it = state.find(index++);
+      if (it == state.end()) continue;  // no step taken yet: the same on every rank
+      if (slot.flat < 0) {
+        out_state.insert(slot.name, it->value());
+        continue;
+      }
+      const FlatParam& f = flats[static_cast<size_t>(slot.flat)];
+      std::vector<GenericDict> per;  // one dict each (copies of a c10::Dict share it)
+      for (size_t i = 0; i < f.params.size(); ++i) per.push_back(string_keyed());
+      for (const auto& e : it->value().toGenericDict()) {  // insertion order: the same on every rank
+        const std::string key = e.key().toStringRef();
+        const c10::IValue& v = e.value();
+        if (v.isTensor() && v.toTensor().dim() == 1 && v.toTensor().numel() == f.shard_numel) {
+          split(f, key, v.toTensor(), per);
+        } else {
+          for (auto& p : per) p.insert(key, v);
+        }
+      }
+      for (size_t i = 0; i < f.params.size(); ++i) out_state.insert(f.names[i], per[i]);
+    }
+  }
+  return optimizer_dict(out_state, out_groups);
+}
+
+c10::IValue FullyShardedDataParallel::local_optimizer_state_dict(
+    const c10::IValue& sharded, std::vector<std::pair<std::vector<std::string>, LocalPart>>& parts) const {
+  const Impl& m = *impl_;
+  return m.by_parameter_name(
+      sharded, [&](const FlatParam& f, const std::string& key, const at::Tensor& entry, std::vector<GenericDict>&) {
+        for (size_t i = 0; i < f.params.size(); ++i)
+          parts.push_back({{f.names[i], key}, part_of(f, i, entry, m.sharded(), m.rank)});
+      });
+}
+
+c10::IValue FullyShardedDataParallel::full_optimizer_state_dict(const c10::IValue& sharded) {
+  const Impl& m = *impl_;
+  at::NoGradGuard no_grad;
+  return m.by_parameter_name(
+      sharded, [&](const FlatParam& f, const std::string& key, const at::Tensor& entry, std::vector<GenericDict>& per) {
+        const at::Tensor local = entry.contiguous();
+        const at::Tensor whole = m.sharded() ? at::cat(all_gather(local)) : local;
+        for (size_t i = 0; i < f.params.size(); ++i) {
+          const int64_t n = c10::multiply_integers(f.shapes[i]);
+          per[i].insert(key, whole.narrow(0, f.offsets[i], n).view(f.shapes[i]).clone());
+        }
+      });
+}
+
+c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IValue& full) const {
+  const Impl& m = *impl_;
+  at::NoGradGuard no_grad;
+  const GenericDict d = indexed_form(full, "the checkpoint's optimizer state");
+  const GenericDict state = d.at("state").toGenericDict();
+  for (const auto& e : state) {
+    if (!e.key().isString()) {
+      throw std::invalid_argument(
+          "FSDP: the checkpoint's optimizer state numbers its parameters instead of naming them (it was saved "
+          "from an optimizer holding parameters that are not the model's); it cannot be sharded");
+    }
+  }
+  const GenericList groups = d.at("param_groups").toList();
+  if (groups.size() != m.slots.size()) {
+    throw std::invalid_argument("FSDP: the checkpoint's optimizer has " + std::to_string(groups.size()) +
+                                " parameter groups, this run's has " + std::to_string(m.slots.size()));
+  }
+  GenericDict out_state(c10::IntType::get(), c10::AnyType::get());
+  GenericList out_groups(c10::AnyType::get());
+  int64_t index = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::string where = "FSDP: the checkpoint's optimizer param_groups[" + std::to_string(g) + "]";
+    GenericDict fields = groups.get(g).toGenericDict().copy();
+    std::set<std::string> saved;
+    for (const auto& p : fields.at("params").toList()) {
+      if (!p.get().isString()) throw std::invalid_argument(where + " numbers its parameters instead of naming them");
+      saved.insert(p.get().toStringRef());
+    }
+    std::set<std::string> mine;
+    for (const Impl::Slot& slot : m.slots[g]) {
+      if (slot.flat < 0) {
+        mine.insert(slot.name);
+        continue;
+      }
+      for (const auto& n : m.flats[static_cast<size_t>(slot.flat)].names) mine.insert(n);
+    }
+    for (const auto& n : mine)
+      if (!saved.count(n)) throw std::invalid_argument(where + " lacks parameter '" + n + "', which this run's has");
+    for (const auto& n : saved)
+      if (!mine.count(n)) throw std::invalid_argument(where + " has parameter '" + n + "', which this run's lacks");
+    c10::List<int64_t> ids;
+    for (const Impl::Slot& slot : m.slots[g]) {
+      const int64_t i = index++;
+      ids.push_back(i);
+      if (slot.flat < 0) {
+        const auto it = state.find(slot.name);
+        if (it != state.end()) out_state.insert(i, it->value());
+        continue;
+      }
+      const FlatParam& f = m.flats[static_cast<size_t>(slot.flat)];
+      std::vector<GenericDict> entries;
+      for (const auto& n : f.names) {
+        const auto it = state.find(n);
+        if (it != state.end()) entries.push_back(it->value().toGenericDict());
+      }
+      if (entries.empty()) continue;
+      if (entries.size() != f.names.size()) {
+        throw std::invalid_argument(
+            "FSDP: the checkpoint has optimizer state for some parameters of the sharding "
+            "unit holding '" +
+            f.names.front() + "' but not for all; they cannot share one shard");
+      }
+      GenericDict shard_state = string_keyed();
+      const int64_t parts = m.sharded() ? m.world : 1;
+      for (const auto& e : entries.front()) {
+        const std::string key = e.key().toStringRef();
+        for (size_t p = 0; p < entries.size(); ++p) {
+          if (!entries[p].contains(key)) {
+            throw std::invalid_argument("FSDP: the checkpoint's optimizer state for '" + f.names[p] + "' lacks '" +
+                                        key + "', which '" + f.names.front() + "' has");
+          }
+        }
+        if (is_replicated_entry(key, e.value(), f.shapes.front())) {
+          for (size_t p = 1; p < entries.size(); ++p) {
+            const c10::IValue& other = entries[p].at(key);
+            const bool same = e.value().isTensor() && other.isTensor()
+                                  ? at::equal(e.value().toTensor(), other.toTensor())
+                                  : e.value() == other;
+            if (!same) {
+              throw std::invalid_argument("FSDP: the checkpoint's optimizer '" + key + "' differs between '" +
+                                          f.names.front() + "' and '" + f.names[p] + "', which share a sharding unit");
+            }
+          }
+          shard_state.insert(key, e.value());
+          continue;
+        }
+        const at::Tensor first = e.value().toTensor();
+        at::Tensor flat = at::zeros({f.shard_numel * parts}, first.options());
+        for (size_t p = 0; p < entries.size(); ++p) {
+          const c10::IValue& v = entries[p].at(key);
+          if (!v.isTensor() || v.toTensor().sizes() != c10::IntArrayRef(f.shapes[p])) {
+            throw std::invalid_argument("FSDP: the checkpoint's optimizer '" + key + "' of '" + f.names[p] +
+                                        "' is not shaped like the parameter");
+          }
+          flat.narrow(0, f.offsets[p], v.toTensor().numel()).copy_(v.toTensor().reshape(-1));
+        }
+        shard_state.insert(key, m.sharded() ? flat.narrow(0, m.rank * f.shard_numel, f.shard_numel).clone() : flat);
+      }
+      out_state.insert(i, shard_state);
+    }
+    fields.insert_or_assign("params", ids);
+    out_groups.push_back(fields);
+  }
+  return optimizer_dict(out_state, out_groups);
+}
+
+void FullyShardedDataParallel::keep_gathered_values() {
+  Impl& m = *impl_;
+  if (!m.sharded()) return;  // the parameters are views of the (whole) shards
+  at::NoGradGuard no_grad;
+  for (auto& f : m.flats) {
+    if (!f.gathered) throw std::logic_error("FSDP: keep_gathered_values() outside a gathered scope");
+    f.shard.detach().copy_(f.full.narrow(0, m.rank * f.shard_numel, f.shard_numel));
+  }
+}
+
+}  // namespace composer::dist
