@@ -1,6 +1,7 @@
 #include "composer/checkpoint/checkpoint_saver.h"
 
 #include "checkpoint/detail/remote_checkpoints.h"
+#include "checkpoint/detail/sharded_checkpoints.h"
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/distributed_checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
@@ -9,7 +10,6 @@
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
-#include "composer/dist/fully_sharded.h"
 #include "composer/storage/remote_uploader.h"
 #include "composer/utils/atomic_file.h"
 
@@ -202,9 +202,8 @@ void CheckpointSaver::save(State& state, Logger& logger) {
   // complete, so none exits or times out while rank 0 still writes.
   std::optional<c10::IValue> rng;
   if (!options_.weights_only()) rng = gather_rng_states();
-  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(state.strategy.get());
-  if (fsdp && fsdp->options().state_dict_type() == "sharded") {
-    write_sharded(state, logger, rng, fsdp->options().sharded_ckpt_prefix_dir());
+  if (const auto prefix = detail::sharded_checkpoint_prefix(state)) {
+    write_sharded(state, logger, rng, *prefix);
     dist::barrier();
     return;
   }
@@ -259,9 +258,7 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
 }
 
 std::string CheckpointSaver::checkpoint_pattern(const State& state) const {
-  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(state.strategy.get());
-  if (fsdp && fsdp->options().state_dict_type() == "sharded") return fsdp->options().sharded_ckpt_prefix_dir();
-  return options_.filename();
+  return detail::sharded_checkpoint_prefix(state).value_or(options_.filename());
 }
 
 void CheckpointSaver::write_sharded(State& state, Logger& logger, const std::optional<c10::IValue>& rng,

@@ -1,6 +1,7 @@
 #include "composer/checkpoint/resume.h"
 
 #include "checkpoint/detail/remote_checkpoints.h"
+#include "checkpoint/detail/sharded_checkpoints.h"
 #include "composer/algorithms/registry.h"
 #include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/core/algorithm.h"
@@ -90,10 +91,7 @@ std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, c
   // the link one behind. A link target outside the naming pattern is tried last.
   std::vector<std::string> candidates;
   // FSDP's sharded checkpoints are directories named by sharded_ckpt_prefix_dir.
-  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(s.strategy.get());
-  const std::string pattern = fsdp && fsdp->options().state_dict_type() == "sharded"
-                                  ? fsdp->options().sharded_ckpt_prefix_dir()
-                                  : o.save().filename();
+  const std::string pattern = detail::sharded_checkpoint_prefix(s).value_or(o.save().filename());
   for (const auto& [count, path] : find_checkpoints(folder, pattern, s))
     candidates.push_back(fs::canonical(path).string());
   const fs::path latest = fs::path(folder) / format_name(o.save().latest_filename(), s);
