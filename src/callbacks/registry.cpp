@@ -1,7 +1,11 @@
 #include "composer/callbacks/registry.h"
 
+#include "composer/callbacks/activation_monitor.h"
 #include "composer/callbacks/early_stopper.h"
+#include "composer/callbacks/export_for_inference.h"
 #include "composer/callbacks/free_outputs.h"
+#include "composer/callbacks/generate.h"
+#include "composer/callbacks/image_visualizer.h"
 #include "composer/callbacks/load_checkpoint.h"
 #include "composer/callbacks/lr_monitor.h"
 #include "composer/callbacks/memory_monitor.h"
@@ -19,12 +23,21 @@ const CallbackRegistry& callback_registry() {
   static const CallbackRegistry registry(
       "callback",
       {
+          registry_entry<Callback, ActivationMonitor, ActivationMonitorOptions>(
+              "activation_monitor", "ActivationMonitor", "activations/* statistics of every layer at an interval"),
           registry_entry<Callback, CheckpointSaver, CheckpointSaverOptions>(
               "checkpoint_saver", "CheckpointSaver", "crash-safe checkpoints at an interval, with retention"),
           registry_entry<Callback, EarlyStopper, EarlyStopperOptions>(
               "early_stopper", "EarlyStopper", "stop when a metric has not improved for `patience`"),
+          registry_entry<Callback, ExportForInferenceCallback, ExportForInferenceOptions>(
+              "export_for_inference", "ExportForInferenceCallback",
+              "the trained model as TorchScript or safetensors at the end of training"),
           registry_entry<Callback, FreeOutputs, NoOptions>("free_outputs", "FreeOutputs",
                                                            "drop the model's outputs after the loss"),
+          registry_entry<Callback, Generate, GenerateOptions>("generate", "Generate",
+                                                              "text from prompts at an interval, as a table"),
+          registry_entry<Callback, ImageVisualizer, ImageVisualizerOptions>(
+              "image_visualizer", "ImageVisualizer", "Images/Train and Images/Eval: a few of the batch's images"),
           registry_entry<Callback, LoadCheckpoint, LoadCheckpointOptions>(
               "load_checkpoint", "LoadCheckpoint", "load a checkpoint into the State at an event"),
           registry_entry<Callback, LRMonitor, NoOptions>("lr_monitor", "LRMonitor",

@@ -88,25 +88,25 @@ DatasetRegistry::Entry text_entry(bool gpt2) {
     }
     if (f.text_limit > 0 && static_cast<size_t>(f.text_limit) < text.size())
       text.resize(static_cast<size_t>(f.text_limit));
-    std::vector<int64_t> ids;
-    int64_t vocab_size = 0;
+    std::shared_ptr<const Tokenizer> tokenizer;
     if (gpt2) {
       try {
-        auto tok = Gpt2Tokenizer::from_dir(f.vocab_dir);
-        ids = tok.encode(text);
-        vocab_size = tok.vocab_size();
+        tokenizer = std::make_shared<Gpt2Tokenizer>(Gpt2Tokenizer::from_dir(f.vocab_dir));
       } catch (const std::runtime_error& e) {
         h.error("vocab_dir", e.what());
       }
     } else {
-      CharTokenizer tok(text);  // the vocabulary comes from the whole text, so both splits share it
-      ids = tok.encode(text);
-      vocab_size = tok.vocab_size();
+      // The vocabulary comes from the whole text, so both splits share it.
+      tokenizer = std::make_shared<CharTokenizer>(text);
     }
+    const std::vector<int64_t> ids = tokenizer->encode(text);
+    const int64_t vocab_size = tokenizer->vocab_size();
     const auto cut = static_cast<int64_t>(static_cast<double>(ids.size()) * (1.0 - f.val_fraction));
     const at::Tensor all = at::tensor(ids, at::TensorOptions().dtype(at::kLong));
     const at::Tensor tokens = split == "train" ? all.narrow(0, 0, cut) : all.narrow(0, cut, all.size(0) - cut);
-    return token_source(h, tokens, seq_len, vocab_size, f.loader, request);
+    DataSource source = token_source(h, tokens, seq_len, vocab_size, f.loader, request);
+    source.tokenizer = tokenizer;
+    return source;
   };
   if (gpt2) {
     return dataset_entry("gpt2_tokens", "GPT2Tokens", "a text file in GPT-2 BPE tokens", TextFieldsOf<true>(), build);

@@ -489,17 +489,28 @@ TEST_F(CliTest, MobyDickCharModelLossFallsBelowTwoPointFive) {
   ASSERT_EQ(train(cfg, {"train_data.path=" + testing::data_path("text/mobydick.txt"), "train_data.text_limit=200000",
                         "eval_data.path=" + testing::data_path("text/mobydick.txt"), "eval_data.text_limit=200000",
                         "model.n_layer=2", "model.d_model=64", "model.max_seq_len=64", "train_data.seq_len=64",
-                        "eval_data.seq_len=64", "max_duration=300ba", "eval_interval=300ba", "save_folder=",
-                        "progress_bar=false", "loggers=[{name: file, filename: " + log + "}]", "callbacks=[]"}),
+                        "eval_data.seq_len=64", "max_duration=300ba", "eval_interval=300ba",
+                        "save_folder=", "progress_bar=false", "loggers=[{name: file, filename: " + log + "}]",
+                        // The model generates with its data's character tokenizer.
+                        "callbacks=[{name: generate, prompts: [Call me, The whale], interval: 300ba, "
+                        "max_new_tokens: 24}]"}),
             0)
       << err.str();
   std::ifstream in(log);
   std::vector<double> losses;
+  nlohmann::json generations;
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line);
     if (j["type"] == "metrics" && j["data"].contains("loss/train/total"))
       losses.push_back(j["data"]["loss/train/total"]);
+    if (j["type"] == "table" && j["name"] == "generations") generations = j;
   }
+  ASSERT_FALSE(generations.is_null()) << "no generations table in " << log;
+  EXPECT_EQ(generations["step"], 300);
+  EXPECT_EQ(generations["columns"], nlohmann::json({"prompt", "generation"}));
+  ASSERT_EQ(generations["data"].size(), 2u);
+  EXPECT_EQ(generations["data"][1][0], "The whale");
+  EXPECT_EQ(generations["data"][1][1].get<std::string>().size(), 24u);  // 24 characters
   ASSERT_EQ(losses.size(), 300u);
   double last = 0;
   for (size_t i = losses.size() - 20; i < losses.size(); ++i) last += losses[i] / 20;

@@ -25,7 +25,7 @@ LAYERS = {
     "loggers": {"utils", "dist", "core", "storage"},
     "datasets": {"utils", "data", "dist", "core"},
     "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "storage"},
-    "callbacks": {"utils", "data", "metrics", "dist", "core", "models", "optim", "checkpoint", "storage"},
+    "callbacks": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "checkpoint", "storage"},
     "profiler": {"utils", "dist", "core", "callbacks", "storage"},
     "trainer": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "loggers",
                 "checkpoint", "callbacks", "profiler", "storage"},

@@ -61,7 +61,11 @@ std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& 
   }
   inputs.num_classes = data.num_classes;
   inputs.vocab_size = data.vocab_size;
-  return build_from(models::model_registry(), n, name, "name", inputs);
+  auto model = build_from(models::model_registry(), n, name, "name", inputs);
+  // A language model carries its data's tokenizer, as Composer's HuggingFaceModel does (the Generate callback).
+  if (auto* lm = dynamic_cast<ComposerLanguageModel*>(model.get()); lm && data.tokenizer)
+    lm->set_tokenizer(data.tokenizer);
+  return model;
 }
 
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const ConfigNode& n, ComposerModel& model) {

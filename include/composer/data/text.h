@@ -6,6 +6,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,14 +18,26 @@ namespace composer {
 /// Throws std::runtime_error naming the file when it cannot be read or is empty.
 std::string load_gutenberg_text(const std::string& path);
 
+/// Text <-> token ids, what a language model's generation (the Generate callback) needs from its tokenizer.
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual std::vector<int64_t> encode(const std::string& text) const = 0;
+  /// Throws std::invalid_argument naming an id outside the vocabulary.
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  virtual int64_t vocab_size() const = 0;
+  /// The end-of-text token, when the vocabulary has one (generation stops at it).
+  virtual std::optional<int64_t> eos_token() const { return std::nullopt; }
+};
+
 /// Maps each distinct byte of a text to an id (sorted by byte value).
-class CharTokenizer {
+class CharTokenizer : public Tokenizer {
  public:
   explicit CharTokenizer(const std::string& text);
-  int64_t vocab_size() const { return static_cast<int64_t>(chars_.size()); }
+  int64_t vocab_size() const override { return static_cast<int64_t>(chars_.size()); }
   /// Throws std::invalid_argument naming the first character outside the vocabulary.
-  std::vector<int64_t> encode(const std::string& text) const;
-  std::string decode(const std::vector<int64_t>& ids) const;
+  std::vector<int64_t> encode(const std::string& text) const override;
+  std::string decode(const std::vector<int64_t>& ids) const override;
 
  private:
   std::string chars_;
@@ -36,7 +49,7 @@ class CharTokenizer {
 /// vocab.bpe (merges by rank). Both give the same ids: a token's rank is its id, and the merge that forms it has the
 /// order of its rank. Pre-tokenization follows GPT-2's pattern; non-ASCII characters count as letters (the original
 /// uses Unicode letter classes), so ASCII text encodes exactly as GPT-2 does.
-class Gpt2Tokenizer {
+class Gpt2Tokenizer : public Tokenizer {
  public:
   /// Throws std::runtime_error naming the file when one is missing or malformed.
   static Gpt2Tokenizer from_files(const std::string& encoder_json, const std::string& vocab_bpe);
@@ -45,11 +58,12 @@ class Gpt2Tokenizer {
   static Gpt2Tokenizer from_tiktoken(const std::string& ranks_file);
   /// `dir`/gpt2.tiktoken when it exists, else `dir`/encoder.json and `dir`/vocab.bpe.
   static Gpt2Tokenizer from_dir(const std::string& dir);
-  std::vector<int64_t> encode(const std::string& text) const;
-  std::string decode(const std::vector<int64_t>& ids) const;
-  int64_t vocab_size() const { return static_cast<int64_t>(encoder_.size()); }
+  std::vector<int64_t> encode(const std::string& text) const override;
+  std::string decode(const std::vector<int64_t>& ids) const override;
+  int64_t vocab_size() const override { return static_cast<int64_t>(encoder_.size()); }
   /// "<|endoftext|>" = 50256.
   int64_t eot_token() const;
+  std::optional<int64_t> eos_token() const override { return eot_token(); }
 
  private:
   std::vector<std::string> bpe(const std::string& word) const;

@@ -5,6 +5,7 @@
 
 #include "composer/core/registry.h"
 #include "composer/data/data_loader.h"
+#include "composer/data/text.h"
 
 #include <cstdint>
 #include <memory>
@@ -14,9 +15,10 @@ namespace composer::datasets {
 /// A built data set: its loader and what a model's shape defaults follow.
 struct DataSource {
   std::shared_ptr<DataLoader> loader;
-  bool language = false;    // batches of input_ids / labels
-  int64_t vocab_size = 0;   // language data
-  int64_t num_classes = 0;  // image data
+  bool language = false;                       // batches of input_ids / labels
+  int64_t vocab_size = 0;                      // language data
+  std::shared_ptr<const Tokenizer> tokenizer;  // language data read from text: its ids <-> text
+  int64_t num_classes = 0;                     // image data
   int64_t channels = 0;
   int64_t image_size = 0;  // image data: height = width
 };

@@ -6,6 +6,8 @@
 
 namespace composer {
 
+class Tokenizer;
+
 /// Batch: "input_ids" and "labels" ([B, L]; -100 = ignored). Loss: token cross entropy. Metrics:
 /// LanguageCrossEntropy (train), LanguageCrossEntropy + LanguagePerplexity (eval), plus MaskedAccuracy when
 /// `masked` (BERT-style MLM).
@@ -19,11 +21,17 @@ class ComposerLanguageModel : public ComposerModel {
   /// 6 * parameters * tokens (forward + backward of the dense layers).
   std::optional<double> flops_per_batch(const Batch& batch) override;
   nn::Layer& model() { return *model_; }
+  bool masked() const { return masked_; }
+  /// The tokenizer of the model's vocabulary (Composer's HuggingFaceModel.tokenizer), for callbacks that turn text
+  /// into ids and back (Generate). The CLI sets the training data's; null when none was given.
+  void set_tokenizer(std::shared_ptr<const Tokenizer> tokenizer) { tokenizer_ = std::move(tokenizer); }
+  const std::shared_ptr<const Tokenizer>& tokenizer() const { return tokenizer_; }
 
  private:
   std::shared_ptr<nn::Layer> model_;
   bool masked_;
   int64_t ignore_index_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
 };
 
 }  // namespace composer
