@@ -1,10 +1,12 @@
 // bench/fsdp_scaling: step time and per-rank memory of DDP, FULL_SHARD and SHARD_GRAD_OP (run under
 // composer-cpp launch -n N; bench/fsdp_scaling.sh runs 1, 2 and 4 ranks).
 //   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
-//                [--batch 2] [--steps 4] [--checkpoint full|sharded --checkpoint-dir DIR]
+//                [--batch 2] [--steps 4] [--activation-checkpointing 0|1] [--checkpoint full|sharded --checkpoint-dir
+//                DIR]
 // A GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at seq 1024; the position table
 // is --seq long here) on random tokens, DecoupledAdamW, float32. Prints on every rank, after the steps:
-//   RESULT fsdp_scaling strategy=S world=N step_ms=T param_bytes=P grad_bytes=G optim_bytes=O peak_rss_mib=R
+//   RESULT fsdp_scaling strategy=S activation_checkpointing=A world=N step_ms=T param_bytes=P grad_bytes=G
+//   optim_bytes=O peak_rss_mib=R
 // param_bytes/grad_bytes/optim_bytes: what the rank keeps between steps (FSDP: its shards; DDP: full replicas);
 // step_ms: the median of the steps after the first; peak_rss_mib: the process's high-water resident memory.
 // With --checkpoint, after training the state is saved once into DIR (full: every rank gathers, rank 0 writes one
@@ -83,6 +85,7 @@ double peak_rss_mib() {
 int main(int argc, char** argv) try {
   std::string strategy = "ddp", checkpoint, checkpoint_dir;
   int64_t layers = 12, d_model = 768, heads = 12, seq = 64, batch = 2, steps = 4;
+  bool activation_checkpointing = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--strategy")
@@ -99,6 +102,8 @@ int main(int argc, char** argv) try {
       batch = std::stoll(v);
     else if (k == "--steps")
       steps = std::stoll(v);
+    else if (k == "--activation-checkpointing")
+      activation_checkpointing = v == "1";
     else if (k == "--checkpoint")
       checkpoint = v;
     else if (k == "--checkpoint-dir")
@@ -126,7 +131,9 @@ int main(int argc, char** argv) try {
                                .callbacks({times});
   if (strategy != "ddp") {
     options.parallelism_config(dist::ParallelismConfig().fsdp(
-        dist::FSDPOptions().sharding_strategy(dist::sharding_strategy_from_string(strategy, "--strategy"))));
+        dist::FSDPOptions()
+            .sharding_strategy(dist::sharding_strategy_from_string(strategy, "--strategy"))
+            .activation_checkpointing(activation_checkpointing)));
   }
   Trainer trainer(options);
   trainer.fit();
@@ -168,10 +175,10 @@ int main(int argc, char** argv) try {
          << " save_peak_mib=" << save_peak << " load_peak_mib=" << peak_rss_mib()
          << " disk_mib=" << static_cast<double>(disk_bytes(path)) / (1024.0 * 1024.0);
   }
-  std::cout << "RESULT fsdp_scaling strategy=" << strategy << " world=" << world << " rank=" << rank
-            << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2]) << " param_bytes=" << param_bytes
-            << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << run_peak
-            << ckpt.str() << std::endl;
+  std::cout << "RESULT fsdp_scaling strategy=" << strategy << " activation_checkpointing=" << activation_checkpointing
+            << " world=" << world << " rank=" << rank << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2])
+            << " param_bytes=" << param_bytes << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes
+            << " peak_rss_mib=" << run_peak << ckpt.str() << std::endl;
   trainer.close();
   return 0;
 } catch (const std::exception& e) {

@@ -71,6 +71,7 @@
 #include "composer/models/language_model.h"
 #include "composer/models/transformer.h"
 #include "composer/models/vision.h"
+#include "composer/nn/checkpoint.h"
 #include "composer/nn/layer.h"
 #include "composer/nn/layers.h"
 #include "composer/optim/decoupled_adamw.h"

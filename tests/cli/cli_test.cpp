@@ -136,9 +136,20 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
   EXPECT_NE(err.str().find("parallelism_config.fsdp.sharding_strategy HYBRID_SHARD is not supported yet"),
             std::string::npos)
       << err.str();
-  EXPECT_EQ(train(config("c.yaml", synthetic("parallelism_config: {fsdp: {activation_checkpointing: true}}\n"))), 2);
-  EXPECT_NE(err.str().find("parallelism_config.fsdp.activation_checkpointing: only Composer's default (false)"),
+  EXPECT_EQ(train(config("c.yaml", synthetic("parallelism_config: {fsdp: {activation_cpu_offload: true}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.activation_cpu_offload: only Composer's default (false)"),
             std::string::npos)
+      << err.str();
+  // Activation checkpointing recomputes the sharding units (a GPT's blocks); an MLP has none to pick.
+  EXPECT_EQ(train(config("k.yaml",
+                         "model: {name: gpt, n_layer: 2, n_head: 2, d_model: 16, max_seq_len: 8}\n"
+                         "train_data: {dataset: synthetic_tokens, vocab_size: 13, seq_len: 8, num_samples: "
+                         "32, batch_size: 8}\nmax_duration: 2ba\nprogress_bar: false\n"
+                         "parallelism_config: {fsdp: {activation_checkpointing: true}}\n")),
+            0)
+      << err.str();
+  EXPECT_NE(train(config("l.yaml", synthetic("parallelism_config: {fsdp: {activation_checkpointing: true}}\n"))), 0);
+  EXPECT_NE(err.str().find("activation_checkpointing: no module of the model is picked"), std::string::npos)
       << err.str();
   EXPECT_EQ(train(config("j.yaml", synthetic("parallelism_config: {fsdp: {sync_module_states: maybe}}\n"))), 2);
   EXPECT_NE(err.str().find("parallelism_config.fsdp.sync_module_states"), std::string::npos) << err.str();

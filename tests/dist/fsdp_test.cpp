@@ -95,6 +95,8 @@ struct FsdpTest : ::testing::Test {
       ASSERT_EQ(full.size(), 1u) << r.output;
       EXPECT_GE(shard[0], full[0] / ranks);
       EXPECT_LE(shard[0], full[0] / ranks + 4 * ranks * 8);
+      // Each Linear is a unit (with activation checkpointing too: the units are found inside the wrappers).
+      EXPECT_EQ(testing::printed_values(r.output, "units ", "[rank 1] "), std::vector<double>{2}) << r.output;
     }
   }
 };
@@ -123,6 +125,20 @@ TEST_F(FsdpTest, MicrobatchesAndNormClippingEqualOneProcess) {
   double moved = 0;
   for (const auto& [name, t] : clipped) moved = std::max(moved, (t - plain.at(name)).abs().max().item<double>());
   EXPECT_GT(moved, 1e-4);
+}
+
+// Activation checkpointing recomputes each Linear unit in the backward (the first on the data, which needs no
+// gradient): the same weights as one process without it, to 1e-10.
+TEST_F(FsdpTest, ActivationCheckpointingEqualsOneProcess) {
+  // The references: one process, the torch::nn model, no checkpointing.
+  reference("adamw", "0", "");
+  reference("sgdw", "0", "");
+  reference("sgdw", "0", "norm:0.05");
+  testing::ScopedEnv env;
+  env.set("FSDP_WORKER_ACTIVATION_CHECKPOINTING", "1");
+  expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
+  expect_equal_to_one_process(3, "SHARD_GRAD_OP", "sgdw", "3");  // with microbatches
+  expect_equal_to_one_process(2, "FULL_SHARD", "sgdw", "0", "norm:0.05");
 }
 
 // The one-process run with a full checkpoint every 3 batches: its final weights' file and its batch-3 checkpoint.

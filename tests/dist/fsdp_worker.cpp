@@ -15,7 +15,10 @@
 // writes the loaded state again to PATH as a full checkpoint (every rank gathers, rank 0 writes) and stops;
 // FSDP_WORKER_SHARDED=1 saves sharded checkpoints (state_dict_type sharded: a directory per checkpoint);
 // FSDP_WORKER_AUTORESUME=1 turns autoresume on (with FSDP_WORKER_SAVE); FSDP_WORKER_ONE_UNIT=1 makes the whole model
-// one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases).
+// one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases);
+// FSDP_WORKER_ACTIVATION_CHECKPOINTING=1 builds the same network (the same weights) from composer::nn layers and
+// turns activation_checkpointing on (each Linear unit recomputed in the backward, the first one on an input that needs
+// no gradient).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -29,6 +32,28 @@
 using namespace composer;
 
 namespace {
+
+struct Tanh : nn::Layer {
+  at::Tensor forward(const at::Tensor& x) override { return at::tanh(x); }
+};
+
+// `net`'s Linear-Tanh-Linear as composer::nn layers holding the same weights.
+std::shared_ptr<nn::Sequential> as_nn_layers(torch::nn::Sequential& net) {
+  auto seq = std::make_shared<nn::Sequential>();
+  for (const auto& m : net->children()) {
+    if (auto* l = m->as<torch::nn::Linear>()) {
+      auto linear = std::make_shared<nn::Linear>(l->options.in_features(), l->options.out_features());
+      linear->to(at::kDouble);
+      torch::NoGradGuard no_grad;
+      linear->weight.copy_(l->weight);
+      linear->bias.copy_(l->bias);
+      seq->push_back(linear);
+    } else {
+      seq->push_back(std::make_shared<Tanh>());
+    }
+  }
+  return seq;
+}
 
 Batch data() {
   auto gen = at::detail::createCPUGenerator(1);
@@ -75,7 +100,9 @@ int main(int argc, char** argv) try {
   torch::manual_seed(100);  // the same initial weights on every rank (sync_module_states is off by default)
   torch::nn::Sequential net(torch::nn::Linear(7, 31), torch::nn::Tanh(), torch::nn::Linear(31, 5));
   net->to(at::kDouble);
-  auto model = ComposerClassifier::wrap(net);
+  const auto env = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
+  const bool checkpointing = env("FSDP_WORKER_ACTIVATION_CHECKPOINTING") == "1";
+  auto model = checkpointing ? ComposerClassifier::wrap(as_nn_layers(net)) : ComposerClassifier::wrap(net);
   auto opt = make_optimizer(optimizer, *model);
   auto loader = std::make_shared<DatasetLoader>(
       std::make_shared<TensorDataset>(data()),
@@ -97,7 +124,6 @@ int main(int argc, char** argv) try {
                                .progress_bar(false)
                                .dist_timeout(60)
                                .device_train_microbatch_size(microbatch);
-  const auto env = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
   if (!env("FSDP_WORKER_SAVE").empty())
     options.save_folder(env("FSDP_WORKER_SAVE")).save_interval("3ba").run_name("fsdp");
   if (!env("FSDP_WORKER_LOAD").empty()) options.load_path(env("FSDP_WORKER_LOAD"));
@@ -111,6 +137,7 @@ int main(int argc, char** argv) try {
                                            .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
                                            .wrap_policy(units)
                                            .auto_wrap(env("FSDP_WORKER_ONE_UNIT") != "1")
+                                           .activation_checkpointing(checkpointing)
                                            .state_dict_type(env("FSDP_WORKER_SHARDED") == "1" ? "sharded" : "full")));
   }
   Trainer trainer(options);

@@ -11,8 +11,6 @@ namespace {
 
 // Composer's FSDPConfig keys this engine does not vary, with the default it matches (lower case).
 const std::map<std::string, std::string> kComposerDefaults{
-    {"activation_checkpointing", "false"},
-    {"activation_checkpointing_reentrant", "true"},
     {"activation_cpu_offload", "false"},
     {"backward_prefetch", "backward_post"},
     {"backward_prefetch_limit", "1"},
@@ -41,8 +39,13 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
   dist::ParallelismConfig config;
   if (!n.has("fsdp")) return config;
   const ConfigNode f = n.child("fsdp");
-  std::vector<std::string> allowed{"sharding_strategy", "sync_module_states", "auto_wrap", "state_dict_type",
-                                   "sharded_ckpt_prefix_dir"};
+  std::vector<std::string> allowed{"sharding_strategy",
+                                   "sync_module_states",
+                                   "auto_wrap",
+                                   "state_dict_type",
+                                   "sharded_ckpt_prefix_dir",
+                                   "activation_checkpointing",
+                                   "activation_checkpointing_reentrant"};
   for (const auto& [key, value] : kComposerDefaults) allowed.push_back(key);
   f.expect_keys(allowed);
   dist::FSDPOptions o;
@@ -56,6 +59,9 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
   }
   o.sync_module_states(f.get_bool("sync_module_states", o.sync_module_states()));
   o.auto_wrap(f.get_bool("auto_wrap", o.auto_wrap()));
+  o.activation_checkpointing(f.get_bool("activation_checkpointing", o.activation_checkpointing()));
+  o.activation_checkpointing_reentrant(
+      f.get_bool("activation_checkpointing_reentrant", o.activation_checkpointing_reentrant()));
   if (f.has("state_dict_type")) {
     const std::string type = lower(f.require_string("state_dict_type"));
     try {

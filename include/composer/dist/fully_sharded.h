@@ -61,6 +61,15 @@ struct FSDPOptions {
   TORCH_ARG(bool, auto_wrap) = true;
   /// The units when auto_wrap is on; unset: default_wrap_policy.
   TORCH_ARG(WrapPolicy, wrap_policy);
+  /// Recompute each checkpointed module's activations in the backward pass instead of keeping them (Composer's
+  /// activation_checkpointing; the Trainer wraps the modules in nn::CheckpointedLayer before sharding).
+  TORCH_ARG(bool, activation_checkpointing) = false;
+  /// Composer's activation_checkpointing_reentrant (PyTorch's two implementations); both values recompute the same
+  /// way here (nn::CheckpointedLayer, which also gives gradients when a module's input needs none).
+  TORCH_ARG(bool, activation_checkpointing_reentrant) = true;
+  /// The modules to checkpoint (Composer asks the model's activation_checkpointing_fn); unset: the sharding units
+  /// (wrap_policy, or default_wrap_policy).
+  TORCH_ARG(WrapPolicy, activation_checkpointing_policy);
   /// Composer's state_dict_type: "full" (one file, written by rank 0) or "sharded" (a directory in PyTorch's
   /// Distributed Checkpoint layout, one file per rank; checkpoint/distributed_checkpoint.h).
   TORCH_ARG(std::string, state_dict_type) = "full";
