@@ -79,8 +79,9 @@ at::Tensor generate_tokens(nn::Layer& model, const at::Tensor& input_ids, const 
       const at::Tensor logits = model.forward(context).select(1, context.size(1) - 1).to(at::kFloat);
       at::Tensor next;
       if (options.do_sample()) {
-        const at::Tensor probs = warp_logits(logits, options).softmax(-1);
-        next = at::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(1);
+        // Drawn on the CPU, where `generator` lives, whatever the model's device.
+        const at::Tensor probs = warp_logits(logits, options).softmax(-1).cpu();
+        next = at::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(1).to(ids.device());
       } else {
         next = logits.argmax(-1);
       }
