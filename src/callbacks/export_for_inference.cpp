@@ -49,17 +49,17 @@ void ExportForInferenceCallback::export_model(State& state, const Batch& sample)
   if (dist::get_global_rank() != 0) return;
   const std::string& save_path = *options_.save_path();
   const bool remote = is_object_store_uri(save_path);
-  const std::string local = remote ? (std::filesystem::temp_directory_path() /
-                                      ("composer-export-" + std::to_string(::getpid()) + "-" +
-                                       parse_uri(save_path).path.substr(parse_uri(save_path).path.rfind('/') + 1)))
-                                         .string()
-                                   : save_path;
-  if (!remote && std::filesystem::path(local).has_parent_path())
-    std::filesystem::create_directories(std::filesystem::path(local).parent_path());
+  const std::string object = remote ? parse_uri(save_path).path : std::string();
+  // A remote export is written to a temporary file first; export_for_inference creates a local path's folders.
+  const std::string local =
+      remote ? (std::filesystem::temp_directory_path() / ("composer-export-" + std::to_string(::getpid()) + "-" +
+                                                          std::filesystem::path(object).filename().string()))
+                   .string()
+             : save_path;
   export_for_inference(*state.model, inputs.to(state.device), local, format_);
   if (remote) {
     try {
-      make_object_store(save_path)->upload_object(parse_uri(save_path).path, local);
+      make_object_store(save_path)->upload_object(object, local);
     } catch (...) {
       std::filesystem::remove(local);
       throw;

@@ -3,13 +3,13 @@
 #include "composer/checkpoint/safetensors.h"
 #include "composer/models/composer_model.h"
 #include "composer/utils/atomic_file.h"
+#include "utils/detail/text.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/tracer.h>
 
-#include <algorithm>
 #include <cctype>
 #include <map>
 #include <sstream>
@@ -17,11 +17,6 @@
 
 namespace composer {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // A TorchScript module holding `model`'s parameters and buffers under their names ("module.0.weight" is attribute
 // weight of submodule 0 of submodule module), the same tensors, so that tracing finds them as attributes.
@@ -115,7 +110,7 @@ void write_to(const std::string& path, Write&& write) {
 }  // namespace
 
 ExportFormat parse_export_format(const std::string& name) {
-  const std::string n = lower(name);
+  const std::string n = detail::to_lower(name);
   if (n == "torchscript") return ExportFormat::TORCHSCRIPT;
   if (n == "safetensors") return ExportFormat::SAFETENSORS;
   if (n == "onnx") {

@@ -1,6 +1,7 @@
 #include "composer/models/generation.h"
 
 #include "composer/models/transformer.h"
+#include "models/detail/embedding_weight.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -47,9 +48,7 @@ namespace {
 // The context limit when none is given: a GPT's position table bounds its sequences.
 int64_t model_context(nn::Layer& model) {
   auto* gpt = dynamic_cast<GPT*>(&model);
-  if (!gpt || !gpt->has("wpe")) return 0;
-  const auto weight = gpt->child("wpe").named_parameters(/*recurse=*/false).find("weight");
-  return weight ? weight->size(0) : 0;
+  return gpt && gpt->has("wpe") ? detail::embedding_weight(gpt->child("wpe")).size(0) : 0;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "composer/models/transformer.h"
 
+#include "models/detail/embedding_weight.h"
+
 #include "composer/utils/compat.h"
 
 #include <torch/torch.h>
@@ -24,17 +26,9 @@ void init_transformer(torch::nn::Module& m, int64_t n_layer) {
   }
 }
 
-// An embedding's weight, read by name rather than through its type: an observer (ActivationMonitor) or a checkpoint
-// wrapper may stand in for the Embedding during a forward, holding its parameters under the same names.
-at::Tensor embedding_weight(const nn::Layer& table) {
-  const auto params = table.named_parameters(/*recurse=*/false);
-  if (const at::Tensor* w = params.find("weight")) return *w;
-  throw std::logic_error("the embedding table has no weight");
-}
-
 // Positions 0..L-1 for the position embedding `table`, whose rows bound the sequence length.
 at::Tensor positions(const at::Tensor& ids, const nn::Layer& table) {
-  const int64_t max_len = embedding_weight(table).size(0);
+  const int64_t max_len = detail::embedding_weight(table).size(0);
   const int64_t l = ids.size(1);
   if (l > max_len) {
     throw std::invalid_argument("sequence length " + std::to_string(l) + " exceeds max_seq_len " +
@@ -109,7 +103,7 @@ at::Tensor GPT::forward(const at::Tensor& ids) {
   at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, child("wpe")));
   x = at::dropout(x, config_.dropout(), is_training());
   x = child("ln_f").forward(child("h").forward(x));
-  return at::linear(x, embedding_weight(child("wte")));  // tied head
+  return at::linear(x, detail::embedding_weight(child("wte")));  // tied head
 }
 
 BertLayer::BertLayer(const TransformerConfig& c) {
@@ -151,7 +145,7 @@ at::Tensor BertMLM::forward(const at::Tensor& ids) {
                  child("position_embeddings").forward(positions(ids, child("position_embeddings")));
   x = at::dropout(child("embeddings_ln").forward(x), config_.dropout(), is_training());
   x = child("head").forward(child("layers").forward(x));
-  return at::linear(x, embedding_weight(child("word_embeddings")), decoder_bias_);
+  return at::linear(x, detail::embedding_weight(child("word_embeddings")), decoder_bias_);
 }
 
 }  // namespace composer::models
