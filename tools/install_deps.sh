@@ -16,7 +16,7 @@ PKGS=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler libpng-dev libboost-dev   # TensorboardLogger (COMPOSER_WITH_TENSORBOARD)
   libcurl4-openssl-dev                # MLFlowLogger, the S3 and HTTP object stores (COMPOSER_WITH_OBJECT_STORES)
-  libzstd-dev libssl-dev              # StreamingDataset: zstd shards, their hashes (OpenSSL libcrypto)
+  libzstd-dev libssl-dev libjpeg-dev  # StreamingDataset: zstd shards, their hashes (OpenSSL libcrypto), jpeg columns
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -5,9 +5,13 @@
   mds_write.py text OUT TEXT N                     N windows of a text: tokens (bytes of 128 characters as
                                                    'ndarray:uint16:128'), the window ('str'), its offset ('int64'),
                                                    a 'float64', 'bytes' and 'json' column; zstd, sha1 and xxh64
+  mds_write.py images OUT IMAGES_GZ N             the first N Fashion-MNIST images as 'jpeg' and 'png' (mode L),
+                                                   in color (mode RGB, the image tinted per channel) as 'jpeg',
+                                                   'png', 'list[png]' and 'jpeg_array' (the gray and color JPEGs)
   mds_write.py read OUT I...                       prints the samples at I... as read by streaming.StreamingDataset
 """
 import gzip
+import io
 import json
 import sys
 
@@ -25,7 +29,20 @@ def main():
         with MDSWriter(out=out, columns={"image": "pil", "label": "int"}, hashes=["sha1"],
                        size_limit=1 << 16) as w:
             for i in range(n):
-                w.write({"image": Image.fromarray(images[i], mode="L"), "label": int(labels[i])})
+                w.write({"image": Image.fromarray(images[i]), "label": int(labels[i])})
+    elif kind == "images":
+        images = np.frombuffer(gzip.open(sys.argv[3]).read()[16:], np.uint8).reshape(-1, 28, 28)
+        n = int(sys.argv[4])
+        columns = {"gray_jpeg": "jpeg", "gray_png": "png", "rgb_jpeg": "jpeg", "rgb_png": "png", "pngs": "list[png]",
+                   "jpegs": "jpeg_array"}
+        with MDSWriter(out=out, columns=columns, size_limit=1 << 16) as w:
+            for i in range(n):
+                gray = Image.fromarray(images[i])
+                rgb = Image.fromarray(np.stack([images[i], 255 - images[i], images[i] // 2 + 64], -1))
+                jpeg = io.BytesIO()
+                gray.save(jpeg, format="JPEG")
+                w.write({"gray_jpeg": gray, "gray_png": gray, "rgb_jpeg": rgb, "rgb_png": rgb, "pngs": [rgb, rgb],
+                         "jpegs": [jpeg.getvalue(), jpeg.getvalue()]})
     elif kind == "text":
         text = open(sys.argv[3], encoding="utf-8", errors="replace").read()
         n = int(sys.argv[4])
@@ -45,7 +62,8 @@ def main():
         rows = {}
         for i in map(int, sys.argv[3:]):
             s = ds[i]
-            rows[i] = {k: (np.asarray(v).tolist() if not isinstance(v, (str, bytes, dict, int, float)) else
+            rows[i] = {k: ([np.asarray(e).tolist() for e in v] if isinstance(v, list) else
+                           np.asarray(v).tolist() if not isinstance(v, (str, bytes, dict, int, float)) else
                            v.decode() if isinstance(v, bytes) else v) for k, v in s.items()}
         print(json.dumps(rows))
     else:

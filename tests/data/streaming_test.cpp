@@ -7,6 +7,7 @@
 #include "support/run_files.h"
 
 #include "composer/data/streaming_dataset.h"
+#include "data/detail/mds.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -66,6 +67,57 @@ TEST(StreamingDatasetTest, ReadsFashionMnistShardsAsStreamingReadsThem) {
   while (auto batch = loader->next()) seen += batch->num_samples();
   EXPECT_EQ(seen, 1000);
   EXPECT_EQ(*loader->length(), 16);
+}
+
+/// The pixels of a value Streaming decoded (HxW or HxWxC nested lists) as uint8 [C, H, W].
+at::Tensor pil_pixels(const nlohmann::json& v) {
+  std::vector<uint8_t> flat;
+  const int64_t h = static_cast<int64_t>(v.size()), w = static_cast<int64_t>(v[0].size());
+  const int64_t c = v[0][0].is_array() ? static_cast<int64_t>(v[0][0].size()) : 1;
+  for (const auto& row : v)
+    for (const auto& px : row)
+      if (px.is_array())
+        for (const auto& x : px) flat.push_back(x.get<uint8_t>());
+      else
+        flat.push_back(px.get<uint8_t>());
+  return at::tensor(flat, at::kByte).reshape({h, w, c}).permute({2, 0, 1});
+}
+
+TEST(StreamingDatasetTest, DecodesJpegPngAndImageListsAsStreamingDoes) {
+  COMPOSER_REQUIRE_PYTHON("streaming PIL");
+  COMPOSER_REQUIRE_DATA(testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"));
+  const fs::path dir = testing::fresh_dir("mds_images");
+  write_mds({"images", (dir / "mds").string(), testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"), "60"});
+  auto ds = std::make_shared<StreamingDataset>(StreamingDatasetOptions().local((dir / "mds").string()));
+  const Batch b = ds->get_batch(at::tensor({0, 31, 59}, at::kLong));
+  EXPECT_EQ(b.at("gray_jpeg").sizes(), (std::vector<int64_t>{3, 1, 28, 28}));
+  EXPECT_EQ(b.at("rgb_png").sizes(), (std::vector<int64_t>{3, 3, 28, 28}));
+  EXPECT_EQ(b.at("pngs").sizes(), (std::vector<int64_t>{3, 2, 3, 28, 28}));
+  EXPECT_EQ(b.at("jpegs").sizes(), (std::vector<int64_t>{3, 2, 1, 28, 28}));
+  const auto ref = python_read(dir / "mds", {0, 31, 59});
+  int k = 0;
+  for (const char* i : {"0", "31", "59"}) {
+    // PNG is lossless; the JPEGs decode to PIL's pixels exactly (the same libjpeg-turbo algorithms).
+    for (const char* col : {"gray_jpeg", "gray_png", "rgb_jpeg", "rgb_png"})
+      EXPECT_TRUE(at::equal(b.at(col)[k], pil_pixels(ref[i][col]))) << col << " of sample " << i;
+    for (int e = 0; e < 2; ++e) {
+      EXPECT_TRUE(at::equal(b.at("pngs")[k][e], pil_pixels(ref[i]["pngs"][e]))) << "pngs of sample " << i;
+      EXPECT_TRUE(at::equal(b.at("jpegs")[k][e], pil_pixels(ref[i]["jpegs"][e]))) << "jpegs of sample " << i;
+    }
+    ++k;
+  }
+  EXPECT_FALSE(at::equal(b.at("gray_jpeg"), b.at("gray_png")));  // the JPEG is lossy: a real decode, not a copy
+}
+
+TEST(StreamingDatasetTest, DamagedImagesAreClearErrors) {
+  const std::string not_jpeg =
+      testing::any_error_of([] { detail::mds_decode_tensor("jpeg", "GIF89a...", "s.mds sample 3 column 'x'"); });
+  EXPECT_NE(not_jpeg.find("s.mds sample 3 column 'x': not a readable JPEG"), std::string::npos) << not_jpeg;
+  const std::string not_png = testing::any_error_of([] { detail::mds_decode_tensor("png", "\x89PNX", "column 'y'"); });
+  EXPECT_NE(not_png.find("column 'y': not a readable PNG"), std::string::npos) << not_png;
+  const std::string short_list = testing::any_error_of(
+      [] { detail::mds_decode_tensor("list[png]", std::string("\0\0\0\0\5\0\0\0", 8), "column 'z'"); });
+  EXPECT_NE(short_list.find("column 'z': an image list of 5 images in 8 bytes"), std::string::npos) << short_list;
 }
 
 TEST(StreamingDatasetTest, StreamsZstdTextShardsFromS3IntoACacheWithHashesChecked) {

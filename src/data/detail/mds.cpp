@@ -1,5 +1,7 @@
 #include "data/detail/mds.h"
 
+#include "data/detail/image_decode.h"
+
 #include "composer/utils/atomic_file.h"
 
 #include <ATen/ATen.h>
@@ -191,7 +193,10 @@ std::vector<std::string_view> mds_columns(std::string_view sample, const std::ve
 
 bool mds_is_tensor(const std::string& encoding) {
   const auto [name, args] = split_encoding(encoding);
-  if (name == "int" || name == "str_int" || name == "str_float" || name == "ndarray" || name == "pil") return true;
+  if (name == "int" || name == "str_int" || name == "str_float" || name == "ndarray" || name == "pil" ||
+      name == "jpeg" || name == "png" || name == "jpeg_array" || name == "jpegarray" || name == "list[pil]" ||
+      name == "list[jpeg]" || name == "list[png]")
+    return true;
   for (const char* s : kScalars)
     if (name == s) return true;
   return false;
@@ -200,8 +205,6 @@ bool mds_is_tensor(const std::string& encoding) {
 std::string mds_unsupported(const std::string& encoding) {
   const auto [name, args] = split_encoding(encoding);
   if (name == "pkl") return "encoding 'pkl' runs arbitrary code when read; it is refused (as Streaming refuses it)";
-  if (name == "jpeg" || name == "png" || name == "jpeg_array" || name == "jpegarray")
-    return "encoding '" + name + "' (compressed images) is not supported yet; write images as 'pil' or 'ndarray'";
   if (name == "ndarray") {
     const std::string dtype = args.substr(0, args.find(':'));
     if (!dtype.empty() && !dtype_by_name(dtype)) return "ndarray dtype '" + dtype + "' is unknown";
@@ -210,6 +213,36 @@ std::string mds_unsupported(const std::string& encoding) {
   if (mds_is_tensor(encoding) || name == "str" || name == "bytes" || name == "json" || name == "str_decimal") return "";
   return "encoding '" + encoding + "' is unknown";
 }
+
+namespace {
+
+/// Streaming's image lists: [skip bytes] [count: u32] [count sizes: u32] [the images], each decoded as `element`
+/// (pil, jpeg or png) and stacked into uint8 [N, C, H, W].
+at::Tensor decode_image_list(std::string_view v, size_t skip, const std::string& element, const std::string& where) {
+  if (v.size() < skip + 4)
+    throw std::runtime_error(where + ": an image list of " + std::to_string(v.size()) + " bytes");
+  const uint32_t n = read_le<uint32_t>(v.data() + skip);
+  size_t pos = skip + 4 + 4 * static_cast<size_t>(n);
+  if (v.size() < pos)
+    throw std::runtime_error(where + ": an image list of " + std::to_string(n) + " images in " +
+                             std::to_string(v.size()) + " bytes");
+  std::vector<at::Tensor> images;
+  for (uint32_t i = 0; i < n; ++i) {
+    const size_t size = read_le<uint32_t>(v.data() + skip + 4 + 4 * i);
+    const std::string at_i = where + " image " + std::to_string(i);
+    if (pos + size > v.size()) throw std::runtime_error(at_i + " runs past the value");
+    images.push_back(mds_decode_tensor(element, v.substr(pos, size), at_i));
+    pos += size;
+    if (images.back().sizes() != images.front().sizes())
+      throw std::runtime_error(at_i + " has shape " + c10::str(images.back().sizes()) + " and image 0 " +
+                               c10::str(images.front().sizes()) +
+                               "; a list is read as one tensor, so its images must share a shape");
+  }
+  if (images.empty()) return at::empty({0}, at::kByte);
+  return at::stack(images);
+}
+
+}  // namespace
 
 at::Tensor mds_decode_tensor(const std::string& encoding, std::string_view v, const std::string& where) {
   const auto [name, args] = split_encoding(encoding);
@@ -227,6 +260,11 @@ at::Tensor mds_decode_tensor(const std::string& encoding, std::string_view v, co
     need(d->bytes);
     return values(*d, v.data(), 1).reshape({});
   }
+  if (name == "jpeg") return decode_jpeg(v, where);
+  if (name == "png") return decode_png(v, where);
+  if (name == "jpeg_array" || name == "jpegarray") return decode_image_list(v, 0, "jpeg", where);
+  if (name == "list[pil]" || name == "list[jpeg]" || name == "list[png]")
+    return decode_image_list(v, 4, name.substr(5, name.size() - 6), where);
   if (name == "pil") {
     need(12);
     const uint32_t w = read_le<uint32_t>(v.data()), h = read_le<uint32_t>(v.data() + 4),

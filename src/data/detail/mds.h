@@ -58,7 +58,8 @@ std::vector<std::string_view> mds_columns(std::string_view sample, const std::ve
 bool mds_is_tensor(const std::string& encoding);
 /// Why an encoding cannot be read ("" when it can).
 std::string mds_unsupported(const std::string& encoding);
-/// A tensor column's value: scalars as 0-d tensors, ndarray as its array, pil/png as uint8 [C, H, W].
+/// A tensor column's value: scalars as 0-d tensors, ndarray as its array, pil/jpeg/png as uint8 [C, H, W], an image
+/// list (jpeg_array, list[pil|jpeg|png]) as uint8 [N, C, H, W].
 at::Tensor mds_decode_tensor(const std::string& encoding, std::string_view value, const std::string& where);
 
 /// Decompresses a zstd file into `to` (written atomically). Throws std::runtime_error naming the file.
