@@ -2,15 +2,18 @@
 
 #include "composer/dist/env.h"
 #include "composer/storage/object_store.h"
+#include "data/detail/file_lock.h"
 #include "data/detail/mds.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -28,6 +31,9 @@ void StreamingDatasetOptions::validate() const {
     bad("remote", "'" + remote_ + "'", "an object-store URI (s3://, https://, file://) or empty");
   if (shuffle_block_size_ < 1) bad("shuffle_block_size", std::to_string(shuffle_block_size_), ">= 1");
   if (cache_limit_ < 0) bad("cache_limit", std::to_string(cache_limit_), "bytes >= 0 (0: no limit)");
+  if (cache_limit_ > 0 && remote_.empty())
+    bad("cache_limit", std::to_string(cache_limit_),
+        "0 without a remote (local holds the only copy of the shards; nothing may be evicted from it)");
   if (predownload_ < 0) bad("predownload", std::to_string(predownload_), ">= 0");
   if (download_retry_ < 1) bad("download_retry", std::to_string(download_retry_), ">= 1");
   const std::string h = validate_hash_;
@@ -123,7 +129,14 @@ StreamingDataset::StreamingDataset(StreamingDatasetOptions options) : options_(s
   if (batch_columns_.empty())
     throw std::invalid_argument("StreamingDataset: '" + index_path + "' has no column that becomes a tensor");
   mapped_.resize(shards_.size());
-  last_used_.assign(shards_.size(), -1);
+  touched_ms_.assign(shards_.size(), -1);
+  if (!options_.remote().empty()) {
+    std::error_code ec;
+    fs::create_directories(local_path(".locks"), ec);
+    if (ec)
+      throw std::invalid_argument("StreamingDataset: local = '" + options_.local() +
+                                  "': cannot create its lock folder: " + ec.message());
+  }
   for (size_t i = 0; i < shards_.size(); ++i) shard_locks_.push_back(std::make_unique<std::mutex>());
 }
 
@@ -135,6 +148,10 @@ StreamingDataset::~StreamingDataset() {
   }
   prefetcher_->wake.notify_all();
   prefetcher_->thread.join();
+}
+
+std::string StreamingDataset::lock_path(const std::string& name) const {
+  return local_path(".locks/" + name + ".lock");
 }
 
 std::string StreamingDataset::local_path(const std::string& basename) const {
@@ -174,6 +191,7 @@ void StreamingDataset::fetch(int64_t shard) const {
   if (!(fs::exists(local, ec) && static_cast<int64_t>(fs::file_size(local, ec)) == wanted.bytes)) {
     if (options_.remote().empty())
       throw std::runtime_error("StreamingDataset: shard '" + local + "' is missing and there is no remote to fetch it");
+    evict_if_needed(shard, wanted.bytes + (zipped ? s.raw.bytes : 0));  // room first, as Streaming makes it
     auto store = make_object_store(options_.remote());
     for (int64_t attempt = 1;; ++attempt) {
       try {
@@ -198,51 +216,97 @@ void StreamingDataset::fetch(int64_t shard) const {
       fs::remove(raw, ec);
       throw;
     }
-    if (!options_.keep_zip()) fs::remove(local, ec);
+    // Without a remote the compressed file is the only copy: kept, as Streaming keeps it (safe_keep_zip).
+    if (!options_.keep_zip() && !options_.remote().empty()) fs::remove(local, ec);
   }
 }
 
-void StreamingDataset::evict_if_needed(int64_t keep) const {
+void StreamingDataset::evict_if_needed(int64_t keep, int64_t incoming) const {
   if (options_.cache_limit() <= 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto used = [&] {
-    int64_t bytes = 0;
-    for (size_t i = 0; i < shards_.size(); ++i)
-      if (last_used_[i] >= 0) bytes += shards_[i]->raw.bytes;
-    return bytes;
+  // The cache is the node's: what every rank sharing `local` holds counts, the least recently read shards (file
+  // times, which readers refresh) go first, and a shard a rank is fetching or opening (its lock held) is skipped.
+  detail::FileLock one_eviction_at_a_time(lock_path("cache"));
+  struct Present {
+    int64_t shard, bytes;
+    fs::file_time_type used;
   };
-  while (used() > options_.cache_limit()) {
-    int64_t victim = -1;
-    for (size_t i = 0; i < shards_.size(); ++i)
-      if (static_cast<int64_t>(i) != keep && last_used_[i] >= 0 && (victim < 0 || last_used_[i] < last_used_[victim]))
-        victim = static_cast<int64_t>(i);
-    if (victim < 0) return;   // the shard in use alone is over the limit
-    mapped_[victim].reset();  // readers holding it keep their mapping until they finish
-    last_used_[victim] = -1;
-    std::error_code ec;
-    fs::remove(local_path(shards_[victim]->raw.basename), ec);
+  std::vector<Present> present;
+  int64_t used = 0;
+  std::error_code ec;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    int64_t bytes = 0;
+    fs::file_time_type when = fs::file_time_type::max();
+    for (const auto* f : {&shards_[i]->raw, &shards_[i]->zip}) {
+      if (f->basename.empty()) continue;
+      const std::string path = local_path(f->basename);
+      const auto size = fs::file_size(path, ec);
+      if (ec) continue;
+      bytes += static_cast<int64_t>(size);
+      when = std::min(when, fs::last_write_time(path, ec));
+    }
+    if (bytes > 0) present.push_back({static_cast<int64_t>(i), bytes, when});
+    used += bytes;
   }
+  std::sort(present.begin(), present.end(), [](const Present& a, const Present& b) { return a.used < b.used; });
+  std::vector<int64_t> evicted;
+  for (const Present& p : present) {
+    if (used + incoming <= options_.cache_limit()) break;
+    if (p.shard == keep) continue;
+    const detail::MdsShard& s = *shards_[static_cast<size_t>(p.shard)];
+    detail::FileLock busy(lock_path(s.raw.basename), /*wait=*/false);
+    if (!busy.held()) continue;
+    fs::remove(local_path(s.raw.basename), ec);
+    if (!s.zip.basename.empty()) fs::remove(local_path(s.zip.basename), ec);
+    used -= p.bytes;
+    evicted.push_back(p.shard);
+  }
+  // Drop this process's maps of evicted shards (readers holding one keep it until they finish), and of shards
+  // another rank evicted, so their memory and disk space are given back.
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < mapped_.size(); ++i)
+    if (mapped_[i] && static_cast<int64_t>(i) != keep &&
+        (std::find(evicted.begin(), evicted.end(), static_cast<int64_t>(i)) != evicted.end() ||
+         !fs::exists(local_path(shards_[i]->raw.basename), ec)))
+      mapped_[i].reset();
+}
+
+void StreamingDataset::touch(int64_t shard) const {
+  if (options_.cache_limit() <= 0) return;
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+  if (touched_ms_[shard] >= 0 && now - touched_ms_[shard] < 100) return;  // a system call per shard per 0.1 s
+  touched_ms_[shard] = now;
+  std::error_code ec;
+  fs::last_write_time(local_path(shards_[shard]->raw.basename), fs::file_time_type::clock::now(), ec);
 }
 
 std::shared_ptr<const detail::MappedFile> StreamingDataset::shard_file(int64_t shard) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (mapped_[shard]) {
-      last_used_[shard] = ++use_clock_;
+      touch(shard);
       if (prefetcher_) prefetcher_->advance(shard);
       return mapped_[shard];
     }
   }
+  std::shared_ptr<const detail::MappedFile> file;
   {
+    // Fetched and mapped under the shard's lock, which every rank on the node takes: no rank evicts it or removes
+    // its compressed file in between. A mapping outlives the file's removal.
     std::lock_guard<std::mutex> fetching(*shard_locks_[shard]);
+    std::optional<detail::FileLock> on_node;
+    if (!options_.remote().empty()) on_node.emplace(lock_path(shards_[shard]->raw.basename));
     fetch(shard);
+    const std::string path = local_path(shards_[shard]->raw.basename);
+    file = std::make_shared<const detail::MappedFile>(path);
   }
-  auto file = std::make_shared<const detail::MappedFile>(local_path(shards_[shard]->raw.basename));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!mapped_[shard]) mapped_[shard] = file;
-    last_used_[shard] = ++use_clock_;
     file = mapped_[shard];
+    touched_ms_[shard] = -1;
+    touch(shard);
   }
   evict_if_needed(shard);
   if (prefetcher_) prefetcher_->advance(shard);
@@ -265,6 +329,7 @@ void StreamingDataset::prefetch(std::vector<int64_t> shards) const {
         lock.unlock();
         try {
           std::lock_guard<std::mutex> fetching(*shard_locks_[shard]);
+          detail::FileLock on_node(lock_path(shards_[shard]->raw.basename));
           fetch(shard);  // a failure here is left to the reader, which fetches again and reports it
         } catch (const std::exception&) {
         }

@@ -41,9 +41,11 @@ struct StreamingDatasetOptions {
   /// A hash algorithm that every shard's index entry lists and whose digest is checked when the shard arrives
   /// ("sha1", "sha256", "md5", ...; Streaming's validate_hash); empty: none.
   TORCH_ARG(std::string, validate_hash);
-  /// Keep the compressed shard files in the cache after decompressing them.
+  /// Keep the compressed shard files in the cache after decompressing them (always kept without a remote: `local`
+  /// is then the only copy).
   TORCH_ARG(bool, keep_zip) = false;
-  /// Bytes of shards the cache may hold; least recently used shards are deleted beyond it. 0: no limit.
+  /// Bytes of shards the cache may hold, counting every rank that shares `local`: the least recently opened shards
+  /// are deleted beyond it. 0: no limit. Needs a remote (without one, `local` is the data and nothing is deleted).
   TORCH_ARG(int64_t, cache_limit) = 0;
   /// Shards downloaded ahead of use by a background thread (in this rank's order of first use).
   TORCH_ARG(int64_t, predownload) = 8;
@@ -70,9 +72,10 @@ struct StreamingDatasetOptions {
 };
 
 /// Column encodings that become tensors: int, uint8..uint64, int8..int64, float16/32/64, str_int, str_float
-/// (scalars), ndarray[:dtype[:shape]] (the array), pil and png (uint8 [C, H, W]). str, bytes, json and str_decimal
-/// columns are read (sample_strings) but not batched; pkl is refused, as Streaming refuses it by default; jpeg is
-/// not supported yet. Compression: none or zstd. Thread-safe: loader workers read concurrently.
+/// (scalars), ndarray[:dtype[:shape]] (the array), pil, jpeg and png (uint8 [C, H, W]), jpeg_array and
+/// list[pil|jpeg|png] (uint8 [K, C, H, W]). str, bytes, json and str_decimal columns are read (sample_strings) but
+/// not batched; pkl is refused, as Streaming refuses it by default. Compression: none or zstd. Thread-safe: loader
+/// workers read concurrently, and the ranks of a node may share one cache folder (file locks order them).
 class StreamingDataset : public Dataset {
  public:
   /// Reads index.json (downloading it first when remote is set). Throws std::invalid_argument naming the folder or
@@ -100,12 +103,18 @@ class StreamingDataset : public Dataset {
   /// The shard, mapped; downloading and decompressing it first if needed.
   std::shared_ptr<const detail::MappedFile> shard_file(int64_t shard) const;
   void fetch(int64_t shard) const;
-  void evict_if_needed(int64_t keep) const;
+  /// With a cache_limit: deletes the node's least recently read shards (never `keep`, nor one a rank is fetching)
+  /// until the cache holds at most cache_limit - incoming bytes.
+  void evict_if_needed(int64_t keep, int64_t incoming = 0) const;
+  /// Marks a shard read now (its file time; the eviction order), at most every 0.1 s. Holds mutex_.
+  void touch(int64_t shard) const;
   /// Shards in this rank's order of first use, for the prefetcher.
   void prefetch(std::vector<int64_t> shards) const;
   /// Where a shard file is in the remote store.
   std::string remote_name(const std::string& basename) const;
   std::string local_path(const std::string& basename) const;
+  /// The lock file of a shard (its basename) or of the cache ("cache"), shared by the ranks of a node.
+  std::string lock_path(const std::string& name) const;
   std::pair<int64_t, int64_t> locate(int64_t index) const;
 
   StreamingDatasetOptions options_;
@@ -116,8 +125,7 @@ class StreamingDataset : public Dataset {
   mutable std::mutex mutex_;
   mutable std::vector<std::shared_ptr<const detail::MappedFile>> mapped_;
   mutable std::vector<std::unique_ptr<std::mutex>> shard_locks_;  // one fetch of a shard at a time
-  mutable std::vector<int64_t> last_used_;
-  mutable int64_t use_clock_ = 0;
+  mutable std::vector<int64_t> touched_ms_;                       // when touch() last set a shard's file time
   struct Prefetcher;
   mutable std::unique_ptr<Prefetcher> prefetcher_;
 };
