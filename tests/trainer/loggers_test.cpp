@@ -124,7 +124,10 @@ TEST(ProgressBarLoggerTest, PlainLinesWhenNotATty) {
   EXPECT_EQ(s.find('\r'), std::string::npos) << s;  // no carriage returns in a file
   EXPECT_NE(s.find("[epoch 1] 2/2 [========================]"), std::string::npos) << s;
   EXPECT_NE(s.find("[epoch 2] 2/2"), std::string::npos) << s;
-  EXPECT_NE(s.find("[eval eval] metrics/eval/Accuracy="), std::string::npos) << s;
+  // An evaluation's bar per run, labelled as Composer labels it, ending with its metrics.
+  EXPECT_NE(s.find("[eval eval | epoch 1] 1/1 [========================]"), std::string::npos) << s;
+  EXPECT_NE(s.find("[eval eval | epoch 2] 1/1"), std::string::npos) << s;
+  EXPECT_NE(s.find("metrics/eval/Accuracy="), std::string::npos) << s;
   fs::remove_all(dir);
 }
 
