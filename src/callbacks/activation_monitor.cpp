@@ -1,5 +1,6 @@
 #include "composer/callbacks/activation_monitor.h"
 
+#include "callbacks/detail/interval_schedule.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
@@ -91,20 +92,13 @@ struct ActivationMonitor::Observers {
 };
 
 ActivationMonitor::ActivationMonitor(ActivationMonitorOptions options) : options_(std::move(options)) {
-  const Time& interval = options_.interval();
-  if (interval.unit() != TimeUnit::BATCH && interval.unit() != TimeUnit::EPOCH) {
-    throw std::invalid_argument("ActivationMonitor.interval is " + interval.to_string() +
-                                ", expected a time in ba or ep");
-  }
-  if (interval.value() < 1)
-    throw std::invalid_argument("ActivationMonitor.interval is " + interval.to_string() + ", expected at least 1");
+  callbacks::detail::check_interval(options_.interval(), "ActivationMonitor");
 }
 
 ActivationMonitor::~ActivationMonitor() = default;
 
 bool ActivationMonitor::due(const State& state) const {
-  const int64_t now = state.timestamp.get(options_.interval().unit()).int_value();
-  return now % options_.interval().int_value() == 0 && now != last_logged_;
+  return callbacks::detail::due_once(state, options_.interval(), last_logged_);
 }
 
 void ActivationMonitor::before_forward(State& state, Logger& logger) {
@@ -137,7 +131,7 @@ void ActivationMonitor::after_forward(State& state, Logger&) {
   if (!observers_) return;
   observers_->restore();
   observers_.reset();
-  last_logged_ = state.timestamp.get(options_.interval().unit()).int_value();
+  last_logged_ = callbacks::detail::interval_count(state, options_.interval());
 }
 
 void ActivationMonitor::fit_end(State&, Logger&) { observers_.reset(); }

@@ -1,5 +1,6 @@
 #include "composer/callbacks/image_visualizer.h"
 
+#include "callbacks/detail/interval_schedule.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 
@@ -25,12 +26,7 @@ ImageVisualizer::ImageVisualizer(ImageVisualizerOptions options) : options_(std:
     throw std::invalid_argument("ImageVisualizer.mode is '" + options_.mode() +
                                 "', expected 'input' or 'segmentation'");
   }
-  const Time& interval = options_.interval();
-  if (interval.unit() != TimeUnit::BATCH && interval.unit() != TimeUnit::EPOCH)
-    throw std::invalid_argument("ImageVisualizer.interval is " + interval.to_string() +
-                                ", expected a time in ba or ep");
-  if (interval.value() < 1)
-    throw std::invalid_argument("ImageVisualizer.interval is " + interval.to_string() + ", expected at least 1");
+  callbacks::detail::check_interval(options_.interval(), "ImageVisualizer");
   if (options_.num_images() < 1)
     throw std::invalid_argument("ImageVisualizer.num_images is " + std::to_string(options_.num_images()) +
                                 ", expected >= 1");
@@ -39,9 +35,8 @@ ImageVisualizer::ImageVisualizer(ImageVisualizerOptions options) : options_(std:
 // Once per count that is a multiple of the interval (the first microbatch of the batch), as Composer's
 // last_train_time_value_logged.
 bool ImageVisualizer::due(const State& state) {
-  const int64_t now = state.timestamp.get(options_.interval().unit()).int_value();
-  if (now % options_.interval().int_value() != 0 || now == last_logged_) return false;
-  last_logged_ = now;
+  if (!callbacks::detail::due_once(state, options_.interval(), last_logged_)) return false;
+  last_logged_ = callbacks::detail::interval_count(state, options_.interval());
   return true;
 }
 
