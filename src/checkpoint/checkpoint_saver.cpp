@@ -47,6 +47,50 @@ void CheckpointSaverOptions::validate() const {
   }
 }
 
+namespace {
+
+/// Throws, on every rank, the first rank's error of a step every rank takes ("" on a rank that succeeded): the
+/// gather is also the barrier between steps.
+void throw_any_rank_error(const std::string& error, const std::string& what) {
+  const std::vector<std::string> errors = dist::all_gather_object(error);
+  for (size_t r = 0; r < errors.size(); ++r)
+    if (!errors[r].empty())
+      throw std::runtime_error("CheckpointSaver: rank " + std::to_string(r) + " " + what + ": " + errors[r]);
+}
+
+/// FSDP's sharded checkpoints in an object store: this rank's file of `dir` goes up under `key` (the checkpoint's
+/// folder, ending in '/') before rank 0 uploads the .metadata (upload()), so that in the store a folder is a
+/// checkpoint only once it is whole. A complete one of the same name is an error without overwrite; with it, rank 0
+/// first deletes its .metadata, so that old and new files never form a "complete" checkpoint. A folder without
+/// .metadata (a save or upload that did not finish) is replaced. Each rank waits for its own upload.
+void upload_rank_files(RemoteUploader& uploader, const std::string& key, const fs::path& dir, bool overwrite) {
+  const bool rank0 = dist::get_global_rank() == 0;
+  std::string error;
+  try {
+    if (uploader.remote_backend().object_exists(key + ".metadata")) {
+      if (!overwrite)
+        error = "'" + uploader.get_uri(key) + "' already exists; set save_overwrite to replace it";
+      else if (rank0)
+        uploader.remote_backend().delete_object(key + ".metadata");
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  throw_any_rank_error(error, "cannot save '" + dir.filename().string() + "'");
+  const fs::path mine = dir / distcp_file_name(dist::get_global_rank());
+  try {
+    uploader.upload_file_async(key + mine.filename().string(), mine.string(), /*overwrite=*/true);
+    uploader.wait();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  throw_any_rank_error(error, "could not upload its part of '" + dir.filename().string() + "'");
+  std::error_code ec;
+  if (!rank0) fs::remove_all(dir, ec);  // uploaded; rank 0 keeps its copy until retention removes it
+}
+
+}  // namespace
+
 CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options) : options_(std::move(options)) {
   options_.validate();
   due_ =
@@ -119,14 +163,16 @@ std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string&
 }
 
 void CheckpointSaver::fit_start(State& state, Logger&) {
-  if (dist::get_global_rank() != 0) return;
-  if (!local_root_.empty()) {
+  const bool rank0 = dist::get_global_rank() == 0;
+  // Rank 0 uploads monolithic checkpoints; with sharded ones every rank uploads its own file.
+  if (!local_root_.empty() && (rank0 || detail::sharded_checkpoint_prefix(state))) {
     if (!uploader_) {
       uploader_ = std::make_unique<RemoteUploader>(
           options_.folder(), RemoteUploaderOptions().num_concurrent_uploads(options_.num_concurrent_uploads()));
     }
-    if (!options_.overwrite()) check_remote_folder(state);
+    if (rank0 && !options_.overwrite()) check_remote_folder(state);
   }
+  if (!rank0) return;
   // Temporary files of a save that was killed: never complete, never read; remove them.
   if (fs::is_directory(folder(state))) {
     static const std::regex temp(R"(^\..+\.tmp-\d+$)");
@@ -149,10 +195,13 @@ void CheckpointSaver::fit_start(State& state, Logger&) {
 
 void CheckpointSaver::check_remote_folder(const State& state) {
   const std::string prefix = detail::folder_prefix(remote_folder(state));
-  const std::vector<std::string> names = detail::objects_in_folder(uploader_->remote_backend(), prefix);
-  const bool by_batch = options_.filename().find("{batch}") != std::string::npos;
+  std::vector<std::string> names = detail::objects_in_folder(uploader_->remote_backend(), prefix);
+  for (auto& dir : detail::complete_sharded_in_folder(uploader_->remote_backend(), prefix))
+    names.push_back(std::move(dir));
+  const std::string pattern = checkpoint_pattern(state);
+  const bool by_batch = pattern.find("{batch}") != std::string::npos;
   const int64_t now = by_batch ? state.timestamp.batch : state.timestamp.epoch;
-  for (const auto& [count, name] : match_checkpoint_names(names, options_.filename(), state)) {
+  for (const auto& [count, name] : match_checkpoint_names(names, pattern, state)) {
     if (count > now) {
       throw std::invalid_argument("CheckpointSaver: '" + uploader_->get_uri(prefix + name) +
                                   "' is from later in training than this run (" + (by_batch ? "batch " : "epoch ") +
@@ -169,9 +218,13 @@ void CheckpointSaver::batch_end(State&, Logger&) {
 void CheckpointSaver::fit_end(State& state, Logger&) {
   if (!uploader_) return;
   uploader_->wait();
-  int64_t checkpoints = 0;
+  if (dist::get_global_rank() != 0) return;
+  int64_t checkpoints = 0;  // files, and sharded checkpoints by their .metadata (not their rank files)
+  auto ends_with = [](const std::string& name, const std::string& end) {
+    return name.size() >= end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
+  };
   for (const auto& name : uploader_->uploaded())
-    if (name.size() < 8 || name.compare(name.size() - 8, 8, ".symlink") != 0) ++checkpoints;
+    if (!ends_with(name, ".symlink") && !ends_with(name, ".distcp")) ++checkpoints;
   const auto deleted = uploader_->deleted();
   std::cerr << "composer: uploaded " << checkpoints << " checkpoint(s) to " << uploader_->get_uri(remote_folder(state))
             << (deleted.empty() ? "" : " (deleted " + std::to_string(deleted.size()) + " older)")
@@ -274,6 +327,9 @@ void CheckpointSaver::write_sharded(State& state, Logger& logger, const std::opt
   try {
     if (rank0) fs::remove(dir / ".metadata");  // an overwritten checkpoint is incomplete until its new metadata
     save_distributed_checkpoint(state, dir.string(), options_.weights_only(), rng);
+    if (uploader_)
+      upload_rank_files(*uploader_, detail::folder_prefix(remote_folder(state)) + dir.filename().string() + "/", dir,
+                        options_.overwrite());
   } catch (...) {
     if (rank0) saved_.pop_back();
     throw;
@@ -282,10 +338,19 @@ void CheckpointSaver::write_sharded(State& state, Logger& logger, const std::opt
   const std::string name = dir.filename().string();
   if (!options_.latest_filename().empty())
     replace_symlink(name, (fs::path(folder(state)) / format_name(options_.latest_filename(), state)).string());
+  if (uploader_) upload(state, dir.string());
   const int64_t keep = options_.num_checkpoints_to_keep();
   while (keep > 0 && static_cast<int64_t>(saved_.size()) > keep) {
     std::error_code ec;
     fs::remove_all(saved_.front(), ec);
+    if (uploader_) {
+      // Its .metadata goes first: a folder that lost some files is never again a complete checkpoint.
+      const std::string key =
+          detail::folder_prefix(remote_folder(state)) + fs::path(saved_.front()).filename().string();
+      uploader_->delete_file_after_pending(key + "/.metadata");
+      for (const auto& object : uploader_->remote_backend().list_objects(key + "/"))
+        if (object.name != key + "/.metadata") uploader_->delete_file_after_pending(object.name);
+    }
     saved_.erase(saved_.begin());
   }
   logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
@@ -294,7 +359,11 @@ void CheckpointSaver::write_sharded(State& state, Logger& logger, const std::opt
 void CheckpointSaver::upload(const State& state, const std::string& path) {
   const std::string prefix = detail::folder_prefix(remote_folder(state));
   const std::string key = prefix + fs::path(path).filename().string();
-  uploader_->upload_file_async(key, path, options_.overwrite());
+  if (fs::is_directory(path)) {  // a sharded checkpoint: the ranks' files are up (upload_rank_files); now .metadata
+    uploader_->upload_file_async(key + "/.metadata", (fs::path(path) / ".metadata").string(), options_.overwrite());
+  } else {
+    uploader_->upload_file_async(key, path, options_.overwrite());
+  }
   last_key_ = key;
   if (options_.latest_filename().empty()) return;
   // Composer's remote "symlink": an object holding the checkpoint's key, uploaded only after the checkpoint is.

@@ -76,8 +76,9 @@ void restore_required_algorithms(State& s, Engine& engine, const c10::IValue& pa
 std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, const ResumeOptions& o) {
   if (is_object_store_uri(o.save().folder())) {
     // Objects are complete once listed; one that does not read (damaged, foreign) is skipped, and kept.
+    const std::string pattern = detail::sharded_checkpoint_prefix(s).value_or(o.save().filename());
     for (const auto& uri :
-         detail::remote_checkpoint_candidates(o.save().folder(), o.save().filename(), o.save().latest_filename(), s)) {
+         detail::remote_checkpoint_candidates(o.save().folder(), pattern, o.save().latest_filename(), s)) {
       try {
         return {uri, detail::read_checkpoint_from(uri)};
       } catch (const CheckpointError& e) {

@@ -1,7 +1,6 @@
 #include "composer/trainer/trainer_options.h"
 
 #include "composer/core/hparams.h"
-#include "composer/storage/object_store.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -102,11 +101,6 @@ void TrainerOptions::validate() const {
   if (parallelism_config_.fsdp()) {
     const dist::FSDPOptions& fsdp = *parallelism_config_.fsdp();
     dist::check_state_dict_type(fsdp.state_dict_type(), "parallelism_config.fsdp.state_dict_type");
-    if (fsdp.state_dict_type() == "sharded" && is_object_store_uri(save_folder())) {
-      throw std::invalid_argument("TrainerOptions.save_folder '" + save_folder() +
-                                  "' is an object store: sharded checkpoints (state_dict_type sharded) are written "
-                                  "to a local or shared file system only, for now");
-    }
     if (device_train_microbatch_size_.is_auto) {
       throw std::invalid_argument(
           "TrainerOptions.device_train_microbatch_size 'auto' with parallelism_config.fsdp: not supported yet (a rank "

@@ -3,6 +3,7 @@
 // DecoupledSGDW in two parameter groups, with microbatching and with norm clipping; each rank keeps 1/N of the
 // parameters; the evaluation at the end of fit scores as one process does; full checkpoints hold what one process
 // holds and resume on another world size; unsupported settings are clear errors.
+#include "support/moto_server.h"
 #include "support/process.h"
 #include "support/python.h"
 #include "support/run_files.h"
@@ -308,6 +309,61 @@ TEST_F(FsdpTest, ShardedCheckpointsAreDcpAndResumeOnAnotherWorldSize) {
   EXPECT_NE(refused.output.find("has no .metadata: the save that made it did not finish"), std::string::npos)
       << refused.output;
   EXPECT_FALSE(fs::exists(dir / "y.pt"));
+}
+
+// Sharded checkpoints in an object store (a real S3 server, moto, on loopback): every rank uploads its own file and
+// rank 0 the .metadata after all of them; 3 ranks load a 2-rank checkpoint from its URI and train on to the
+// one-process run's weights; autoresume passes over a folder whose .metadata never arrived (an interrupted upload),
+// resumes from the complete one before it, saves that batch again, and retention deletes whole folders.
+TEST_F(FsdpTest, ShardedCheckpointsInS3LoadAndAutoresumeOnAnotherWorldSize) {
+  COMPOSER_REQUIRE_PYTHON("moto boto3");
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  testing::MotoServer server(dir / "server", {"ckpt"});
+  env.set("FSDP_WORKER_SHARDED", "1");
+  env.set("FSDP_WORKER_SAVE", "s3://ckpt/sharded");
+  const auto saving = run_worker(launch(2, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(saving.status, 0) << saving.output;
+  const auto keys = server.list("ckpt", "sharded/");
+  for (const char* key : {"sharded/ep0-ba3/.metadata", "sharded/ep0-ba3/__0_0.distcp", "sharded/ep0-ba3/__1_0.distcp",
+                          "sharded/ep0-ba6/.metadata", "sharded/ep0-ba6/__0_0.distcp", "sharded/ep0-ba6/__1_0.distcp"})
+    EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key << " not in the bucket";
+  EXPECT_NE(saving.output.find("uploaded 2 checkpoint(s) to s3://ckpt/sharded"), std::string::npos) << saving.output;
+  // What is in the bucket is the one-process run's state at batch 3.
+  const fs::path fetched = dir / "fetched-ba3";
+  ASSERT_EQ(server.boto("get_dir", {"ckpt", "sharded/ep0-ba3", fetched.string()}).status, 0);
+  expect_same_state(one_ckpt, fetched.string(), 1e-10);
+
+  env.set("FSDP_WORKER_SAVE", "");
+  env.set("FSDP_WORKER_LOAD", "s3://ckpt/sharded/ep0-ba3");
+  const std::string resumed = (dir / "resumed-s3.pt").string();
+  const auto loading = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(loading.status, 0) << loading.output;
+  expect_weights_near(one, resumed, " loaded from S3 on 3 ranks");
+
+  // ep0-ba6's upload "interrupted" before its .metadata: it is not a checkpoint. Loading it names why; autoresume
+  // takes ep0-ba3 (although the latest pointer names ep0-ba6), saves ep0-ba6 again, and keeps only it.
+  ASSERT_EQ(server.boto("delete", {"ckpt", "sharded/ep0-ba6/.metadata"}).status, 0);
+  env.set("FSDP_WORKER_LOAD", "s3://ckpt/sharded/ep0-ba6");
+  const auto refused = run_worker(launch(2, {FSDP_WORKER, (dir / "y.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("s3://ckpt/sharded/ep0-ba6 has no .metadata: the save that made it did not finish"),
+            std::string::npos)
+      << refused.output;
+  env.set("FSDP_WORKER_LOAD", "");
+  env.set("FSDP_WORKER_SAVE", "s3://ckpt/sharded");
+  env.set("FSDP_WORKER_AUTORESUME", "1");
+  env.set("FSDP_WORKER_KEEP", "1");
+  const std::string again = (dir / "autoresumed-s3.pt").string();
+  const auto autoresumed = run_worker(launch(2, {FSDP_WORKER, again, "FULL_SHARD", "adamw", "0"}));
+  env.set("FSDP_WORKER_AUTORESUME", "");
+  env.set("FSDP_WORKER_KEEP", "");
+  ASSERT_EQ(autoresumed.status, 0) << autoresumed.output;
+  EXPECT_NE(autoresumed.output.find("s3://ckpt/sharded/ep0-ba3' at batch 3"), std::string::npos) << autoresumed.output;
+  expect_weights_near(one, again, " autoresumed from S3");
+  const auto after = server.list("ckpt", "sharded/");
+  for (const auto& key : after) EXPECT_EQ(key.rfind("sharded/ep0-ba3/", 0), std::string::npos) << key << " kept";
+  EXPECT_NE(std::find(after.begin(), after.end(), "sharded/ep0-ba6/.metadata"), after.end());
 }
 
 TEST_F(FsdpTest, UnsupportedSettingsAreClearErrors) {

@@ -14,8 +14,9 @@
 // FSDP_WORKER_LOAD=PATH loads PATH before training; FSDP_WORKER_RESAVE=PATH only loads (FSDP_WORKER_LOAD), then
 // writes the loaded state again to PATH as a full checkpoint (every rank gathers, rank 0 writes) and stops;
 // FSDP_WORKER_SHARDED=1 saves sharded checkpoints (state_dict_type sharded: a directory per checkpoint);
-// FSDP_WORKER_AUTORESUME=1 turns autoresume on (with FSDP_WORKER_SAVE); FSDP_WORKER_ONE_UNIT=1 makes the whole model
-// one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases);
+// FSDP_WORKER_AUTORESUME=1 turns autoresume on (with FSDP_WORKER_SAVE); FSDP_WORKER_KEEP=N keeps the newest N
+// checkpoints (save_num_checkpoints_to_keep); DIR may be an object-store URI; FSDP_WORKER_ONE_UNIT=1 makes the whole
+// model one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases);
 // FSDP_WORKER_ACTIVATION_CHECKPOINTING=1 builds the same network (the same weights) from composer::nn layers and
 // turns activation_checkpointing on (each Linear unit recomputed in the backward, the first one on an input that needs
 // no gradient).
@@ -126,6 +127,7 @@ int main(int argc, char** argv) try {
                                .device_train_microbatch_size(microbatch);
   if (!env("FSDP_WORKER_SAVE").empty())
     options.save_folder(env("FSDP_WORKER_SAVE")).save_interval("3ba").run_name("fsdp");
+  if (!env("FSDP_WORKER_KEEP").empty()) options.save_num_checkpoints_to_keep(std::stoll(env("FSDP_WORKER_KEEP")));
   if (!env("FSDP_WORKER_LOAD").empty()) options.load_path(env("FSDP_WORKER_LOAD"));
   if (env("FSDP_WORKER_AUTORESUME") == "1") options.autoresume(true);
   if (strategy != "ddp") {

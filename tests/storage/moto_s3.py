@@ -8,6 +8,8 @@
   moto_s3.py list URL ID SECRET BUCKET PREFIX  prints the keys as a JSON list
   moto_s3.py put URL ID SECRET BUCKET KEY FILE uploads a file with boto3
   moto_s3.py put_dir URL ID SECRET BUCKET PREFIX DIR  uploads every file of DIR under PREFIX with boto3
+  moto_s3.py delete URL ID SECRET BUCKET KEY   deletes an object
+  moto_s3.py get_dir URL ID SECRET BUCKET PREFIX DIR  downloads the objects directly under PREFIX into DIR
   moto_s3.py composer_get URL ID SECRET BUCKET NAME DEST  MosaicML Composer's get_file("s3://BUCKET/NAME"), which
                                   follows a NAME.symlink pointer; then torch.load; prints {"batch": n}
 """
@@ -63,6 +65,14 @@ def main():
     elif cmd == "list":
         pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key)
         print(json.dumps([o["Key"] for page in pages for o in page.get("Contents", [])]))
+    elif cmd == "delete":
+        s3.delete_object(Bucket=bucket, Key=key)
+    elif cmd == "get_dir":
+        import os
+        os.makedirs(sys.argv[7], exist_ok=True)
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key.rstrip("/") + "/")
+        for o in [o for page in pages for o in page.get("Contents", [])]:
+            s3.download_file(bucket, o["Key"], os.path.join(sys.argv[7], o["Key"].rsplit("/", 1)[1]))
     elif cmd == "put":
         s3.upload_file(sys.argv[7], bucket, key)
     elif cmd == "put_dir":

@@ -39,6 +39,16 @@ std::string download_path(const std::string& name) {
 
 std::string folder_prefix(const std::string& folder) { return folder.empty() ? "" : folder + "/"; }
 
+std::vector<std::string> complete_sharded_in_folder(ObjectStore& store, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& object : store.list_objects(prefix)) {
+    const std::string rest = object.name.substr(prefix.size());
+    const auto slash = rest.find('/');
+    if (slash != std::string::npos && rest.substr(slash) == "/.metadata") names.push_back(rest.substr(0, slash));
+  }
+  return names;
+}
+
 std::vector<std::string> objects_in_folder(ObjectStore& store, const std::string& prefix) {
   std::vector<std::string> names;
   for (const auto& object : store.list_objects(prefix)) {
@@ -48,6 +58,39 @@ std::vector<std::string> objects_in_folder(ObjectStore& store, const std::string
   return names;
 }
 
+namespace {
+
+/// A sharded checkpoint in an object store (the objects under `key`/, .metadata among them): downloaded into a
+/// temporary folder, read as read_checkpoint reads a local one, and removed.
+c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, const std::string& key) {
+  const std::string dir = download_path(key);
+  auto remove_dir = [&] {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    fs::remove(fs::path(dir).parent_path(), ec);
+  };
+  c10::IValue payload;
+  try {
+    fs::create_directories(dir);
+    for (const auto& object : store.list_objects(key + "/")) {
+      const std::string name = object.name.substr(key.size() + 1);
+      if (name.find('/') != std::string::npos) continue;
+      store.download_object(object.name, (fs::path(dir) / name).string(), true);
+    }
+    payload = read_checkpoint(dir);
+  } catch (const ObjectStoreError& e) {
+    remove_dir();
+    throw CheckpointError(std::string("cannot load sharded checkpoint ") + source + ": " + e.what());
+  } catch (const CheckpointError& e) {
+    remove_dir();
+    throw CheckpointError(source + " (downloaded): " + e.what());
+  }
+  remove_dir();
+  return payload;
+}
+
+}  // namespace
+
 c10::IValue read_checkpoint_from(const std::string& source) {
   if (!is_object_store_uri(source)) return read_checkpoint(source);
   std::unique_ptr<ObjectStore> store;
@@ -56,9 +99,24 @@ c10::IValue read_checkpoint_from(const std::string& source) {
   } catch (const std::invalid_argument& e) {
     throw CheckpointError(std::string("checkpoint ") + e.what());
   }
-  const std::string local = download_path(parse_uri(source).path);
+  std::string key = parse_uri(source).path;
+  while (!key.empty() && key.back() == '/') key.pop_back();
+  const std::string local = download_path(key);
   try {
-    store->download_object(parse_uri(source).path, local, true);
+    store->download_object(key, local, true);
+  } catch (const ObjectNotFoundError& e) {
+    remove_download(local);
+    // No object of that name: a sharded checkpoint is a folder of objects, complete once its .metadata is there.
+    std::vector<ObjectInfo> inside;
+    try {
+      inside = store->list_objects(key + "/");
+    } catch (const ObjectStoreError&) {
+    }
+    if (inside.empty()) throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
+    for (const auto& object : inside)
+      if (object.name == key + "/.metadata") return read_remote_sharded(*store, source, key);
+    throw CheckpointError("sharded checkpoint " + source +
+                          " has no .metadata: the save that made it did not finish (or its upload did not)");
   } catch (const ObjectStoreError& e) {
     remove_download(local);
     throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
@@ -79,7 +137,8 @@ std::vector<std::string> remote_checkpoint_candidates(const std::string& folder_
                                                       const std::string& latest_filename, const State& state) {
   auto store = make_object_store(folder_uri);
   const std::string prefix = folder_prefix(format_name(parse_uri(folder_uri).path, state));
-  const std::vector<std::string> names = objects_in_folder(*store, prefix);
+  std::vector<std::string> names = objects_in_folder(*store, prefix);
+  for (auto& dir : complete_sharded_in_folder(*store, prefix)) names.push_back(std::move(dir));
   std::vector<std::string> out;
   for (const auto& [count, name] : match_checkpoint_names(names, filename, state))
     out.push_back(store->get_uri(prefix + name));

@@ -19,13 +19,19 @@ std::string folder_prefix(const std::string& folder);
 /// The names of the objects directly in `prefix` (no deeper '/'), without the prefix, sorted.
 std::vector<std::string> objects_in_folder(ObjectStore& store, const std::string& prefix);
 
+/// The sharded checkpoints directly in `prefix` whose .metadata is there (complete), by folder name.
+std::vector<std::string> complete_sharded_in_folder(ObjectStore& store, const std::string& prefix);
+
 /// Reads a checkpoint from a local path or an object-store URI (downloaded to a temporary file, read and checked as
-/// read_checkpoint does, then removed). Throws CheckpointError naming the path or URI.
+/// read_checkpoint does, then removed). A URI that names a folder of objects is a sharded checkpoint: read when its
+/// .metadata is there, else a CheckpointError saying the save did not finish. Throws CheckpointError naming the path
+/// or URI.
 c10::IValue read_checkpoint_from(const std::string& source);
 
 /// The URIs of the checkpoints of `save` (an object-store folder) to try for autoresume, newest first: every object
-/// matching the filename pattern by its number, then the pointer object's target when it is not among them.
-/// Objects of an upload in progress are not listed (S3 objects appear only complete).
+/// or complete sharded checkpoint folder matching the filename pattern by its number, then the pointer object's
+/// target when it is not among them. Objects of an upload in progress are not listed (S3 objects appear only
+/// complete), and a sharded folder counts only once its .metadata (uploaded last) is there.
 std::vector<std::string> remote_checkpoint_candidates(const std::string& folder_uri, const std::string& filename,
                                                       const std::string& latest_filename, const State& state);
 
