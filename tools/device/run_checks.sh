@@ -4,6 +4,8 @@
 # Builds the library, tests and benchmarks against the PyTorch install's LibTorch (CUDA), runs the unit tests (the
 # CLI and multi-process suites need yaml-cpp, which is not there), then the GPU benchmarks. Every step's
 # log goes to $OUT; a failing step does not stop the later ones, so one run reports everything it can.
+# The parts that need Debian libraries the machine lacks (TensorBoard: protobuf, libpng; MLflow and object stores:
+# libcurl; streaming: libzstd, OpenSSL, libpng, libjpeg) are configured off.
 # Dry run on this Debian machine (checks the plumbing, not LibTorch 2.x):
 #   OUT=/tmp/devsim TORCH_PREFIX=/usr BUILD=build-devsim \
 #   BENCH_ARGS="--depth 18 --batch 8 --size 32 --steps 2 --warmup 1 --precision fp32" bash tools/device/run_checks.sh
@@ -26,7 +28,9 @@ step "configure"
 TORCH_CUDA_ARCH_LIST="9.0" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" -Dnlohmann_json_DIR="$DEPS/share/cmake/nlohmann_json" \
   -DZLIB_INCLUDE_DIR="$DEPS/include" -DZLIB_LIBRARY="$ZLIB_LIB" -DCOMPOSER_GLOO_INCLUDE_DIR="$DEPS/include" \
-  -DCOMPOSER_BUILD_TOOLS=OFF -DCOMPOSER_GTEST_SOURCE_DIR="$DEPS/src/googletest" > "$OUT/configure.log" 2>&1
+  -DCOMPOSER_BUILD_TOOLS=OFF -DCOMPOSER_GTEST_SOURCE_DIR="$DEPS/src/googletest" \
+  -DCOMPOSER_WITH_TENSORBOARD=OFF -DCOMPOSER_WITH_MLFLOW=OFF -DCOMPOSER_WITH_OBJECT_STORES=OFF \
+  -DCOMPOSER_WITH_STREAMING=OFF > "$OUT/configure.log" 2>&1
 echo "configure exit $?" | tee -a "$OUT/summary.txt"
 
 step "build (-k 0: every error in one pass)"
