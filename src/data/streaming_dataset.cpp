@@ -78,7 +78,8 @@ StreamingDataset::StreamingDataset(StreamingDatasetOptions options) : options_(s
   const std::string index_path = local_path("index.json");
   if (!options_.remote().empty()) {
     try {
-      make_object_store(options_.remote())->download_object(remote_name("index.json"), index_path, true);
+      store_ = make_object_store(options_.remote());  // one for every download (thread-safe)
+      store_->download_object(remote_name("index.json"), index_path, true);
     } catch (const ObjectStoreError& e) {
       throw std::invalid_argument(std::string("StreamingDataset: cannot read the index: ") + e.what());
     }
@@ -192,10 +193,9 @@ void StreamingDataset::fetch(int64_t shard) const {
     if (options_.remote().empty())
       throw std::runtime_error("StreamingDataset: shard '" + local + "' is missing and there is no remote to fetch it");
     evict_if_needed(shard, wanted.bytes + (zipped ? s.raw.bytes : 0));  // room first, as Streaming makes it
-    auto store = make_object_store(options_.remote());
     for (int64_t attempt = 1;; ++attempt) {
       try {
-        store->download_object(remote_name(wanted.basename), local, true);
+        store_->download_object(remote_name(wanted.basename), local, true);
         break;
       } catch (const ObjectStoreTransientError&) {
         if (attempt >= options_.download_retry()) throw;

@@ -16,6 +16,8 @@
 
 namespace composer {
 
+class ObjectStore;
+
 namespace detail {
 struct MdsShard;
 class MappedFile;
@@ -118,6 +120,7 @@ class StreamingDataset : public Dataset {
   std::pair<int64_t, int64_t> locate(int64_t index) const;
 
   StreamingDatasetOptions options_;
+  std::unique_ptr<ObjectStore> store_;  // the remote's, when there is one
   std::vector<std::shared_ptr<detail::MdsShard>> shards_;
   std::vector<int64_t> shard_starts_;  // first global index of each shard
   int64_t num_samples_ = 0;
