@@ -15,6 +15,10 @@
 
 #include <ATen/ATen.h>
 
+#include <torch/serialize.h>
+
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 
@@ -24,6 +28,37 @@ namespace {
 
 void report(const std::string& what) {
   if (dist::get_global_rank() == 0) std::cerr << "composer: " << what << "\n";
+}
+
+// FSDP's load_monolith_rank0_only: rank 0 reads the checkpoint (or has: `payload`) and broadcasts it, pickled, to
+// the other ranks, which never open `path`. A failure on rank 0 is every rank's error.
+c10::IValue share_from_rank0(const std::string& path, c10::IValue payload = c10::IValue()) {
+  const bool rank0 = dist::get_global_rank() == 0;
+  std::exception_ptr failed;
+  std::string error;
+  at::Tensor bytes;
+  if (rank0) {
+    try {
+      if (payload.isNone()) payload = detail::read_checkpoint_from(path);
+      const std::vector<char> pickled = torch::pickle_save(payload);
+      bytes = at::empty({static_cast<int64_t>(pickled.size())}, at::kByte);
+      std::memcpy(bytes.data_ptr(), pickled.data(), pickled.size());
+    } catch (const std::exception& e) {
+      failed = std::current_exception();
+      error = e.what();
+    }
+  }
+  const std::string rank0_error = dist::all_gather_object(error).at(0);
+  if (failed) std::rethrow_exception(failed);
+  if (!rank0_error.empty())
+    throw CheckpointError("rank 0 could not load the checkpoint (load_monolith_rank0_only): " + rank0_error);
+  at::Tensor size = at::full({1}, rank0 ? bytes.numel() : 0, at::kLong);
+  dist::broadcast(size, 0);
+  if (!rank0) bytes = at::empty({size.item<int64_t>()}, at::kByte);
+  dist::broadcast(bytes, 0);
+  if (rank0) return payload;
+  const auto* data = static_cast<const char*>(bytes.data_ptr());
+  return torch::pickle_load(std::vector<char>(data, data + bytes.numel()));
 }
 
 // Composer's required_on_load: a checkpoint made after model surgery fits only a model with the same surgery.
@@ -120,7 +155,10 @@ ResumePoint try_autoresume(State& s, Engine& engine, const ResumeOptions& o) {
   auto [path, payload] = rank == 0 ? newest_readable_checkpoint(s, o) : std::pair<std::string, c10::IValue>{};
   if (dist::get_world_size() > 1) {
     path = dist::all_gather_object(path).at(0);
-    if (rank != 0 && !path.empty()) payload = detail::read_checkpoint_from(path);
+    if (!path.empty() && detail::loads_on_rank0_only(s))
+      payload = share_from_rank0(path, payload);
+    else if (rank != 0 && !path.empty())
+      payload = detail::read_checkpoint_from(path);
   }
   if (path.empty()) return {};
   CheckpointLoadOptions lo;  // Composer: autoresume ignores load_weights_only / load_ignore_keys
@@ -167,7 +205,9 @@ ResumePoint load_for_run(State& state, Engine& engine, const ResumeOptions& o) {
   }
   if (load.path().empty()) return {};
   const std::string path = format_name(load.path(), state);
-  const c10::IValue payload = detail::read_checkpoint_from(path);
+  const c10::IValue payload = dist::get_world_size() > 1 && detail::loads_on_rank0_only(state)
+                                  ? share_from_rank0(path)
+                                  : detail::read_checkpoint_from(path);
   restore_required_algorithms(state, engine, payload, path, load.exclude_algorithms());
   ResumePoint point{path, apply_checkpoint(state, payload, load.apply_options(), path)};
   report("loaded '" + path + "' (batch " + std::to_string(state.timestamp.batch) + ")");

@@ -129,7 +129,8 @@ TEST_F(CliTest, WrongTypesAndValues) {
 // accepted at Composer's default only.
 TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
   EXPECT_EQ(train(config("a.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: SHARD_GRAD_OP, "
-                                             "state_dict_type: full, limit_all_gathers: true}}\n"))),
+                                             "state_dict_type: full, limit_all_gathers: true, "
+                                             "load_monolith_rank0_only: true}}\n"))),
             0)
       << err.str();
   EXPECT_EQ(train(config("b.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: HYBRID_SHARD}}\n"))), 2);

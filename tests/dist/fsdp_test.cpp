@@ -247,6 +247,46 @@ TEST_F(FsdpTest, FullCheckpointsResumeOnAnotherWorldSize) {
   }
 }
 
+// load_monolith_rank0_only: only rank 0 reads the full checkpoint (ranks 1 and 2 are given a path that does not
+// exist, as when the file is on rank 0's node alone); the 3 ranks load bitwise what 2 saved and train on to the
+// one-process run's weights. A checkpoint rank 0 cannot read is every rank's clear error.
+TEST_F(FsdpTest, LoadMonolithRank0OnlyReadsTheFileOnRankZeroAlone) {
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  const fs::path folder = dir / "saved-for-rank0";
+  env.set("FSDP_WORKER_SAVE", folder.string());
+  const auto saving = run_worker(launch(2, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(saving.status, 0) << saving.output;
+  const std::string ckpt = (folder / "ep0-ba3-rank0.pt").string();
+  env.set("FSDP_WORKER_SAVE", "");
+  env.set("FSDP_WORKER_LOAD", ckpt);
+  env.set("FSDP_WORKER_RANK0_ONLY", "1");
+  const std::string again = (dir / "again-rank0-only.pt").string();
+  env.set("FSDP_WORKER_RESAVE", again);
+  const auto loading = run_worker(launch(3, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(loading.status, 0) << loading.output;
+  expect_same_state(ckpt, again, 0);
+  env.set("FSDP_WORKER_RESAVE", "");
+  const std::string resumed = (dir / "resumed-rank0-only.pt").string();
+  const auto resuming = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(resuming.status, 0) << resuming.output;
+  expect_weights_near(one, resumed, " loaded on rank 0 only");
+
+  env.set("FSDP_WORKER_LOAD", (dir / "missing.pt").string());
+  const auto missing = run_worker(launch(3, {FSDP_WORKER, (dir / "y.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  env.set("FSDP_WORKER_RANK0_ONLY", "");
+  env.set("FSDP_WORKER_LOAD", "");
+  EXPECT_NE(missing.status, 0);
+  // Ranks 1 and 2 report rank 0's error; they never tried their own (nonexistent) path.
+  EXPECT_NE(
+      missing.output.find("[rank 2] fsdp_worker: rank 0 could not load the checkpoint (load_monolith_rank0_only): "
+                          "checkpoint '" +
+                          (dir / "missing.pt").string() + "' cannot be opened"),
+      std::string::npos)
+      << missing.output;
+  EXPECT_EQ(missing.output.find(".not-on-this-rank"), std::string::npos) << missing.output;
+}
+
 // state_dict_type sharded: PyTorch's DCP layout, one file per rank and the metadata. Saved on N ranks at batch 3,
 // it holds the one-process run's state (within 1e-10), PyTorch's torch.distributed.checkpoint reads it into
 // exactly the same tensors, M ranks resume from it to the one-process run's weights, and a directory whose save

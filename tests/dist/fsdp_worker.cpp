@@ -15,8 +15,9 @@
 // writes the loaded state again to PATH as a full checkpoint (every rank gathers, rank 0 writes) and stops;
 // FSDP_WORKER_SHARDED=1 saves sharded checkpoints (state_dict_type sharded: a directory per checkpoint);
 // FSDP_WORKER_AUTORESUME=1 turns autoresume on (with FSDP_WORKER_SAVE); FSDP_WORKER_KEEP=N keeps the newest N
-// checkpoints (save_num_checkpoints_to_keep); DIR may be an object-store URI; FSDP_WORKER_ONE_UNIT=1 makes the whole
-// model one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases);
+// checkpoints (save_num_checkpoints_to_keep); DIR may be an object-store URI; FSDP_WORKER_RANK0_ONLY=1 sets
+// load_monolith_rank0_only and gives ranks other than 0 a load path that does not exist; FSDP_WORKER_ONE_UNIT=1 makes
+// the whole model one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases);
 // FSDP_WORKER_ACTIVATION_CHECKPOINTING=1 builds the same network (the same weights) from composer::nn layers and
 // turns activation_checkpointing on (each Linear unit recomputed in the backward, the first one on an input that needs
 // no gradient).
@@ -128,7 +129,9 @@ int main(int argc, char** argv) try {
   if (!env("FSDP_WORKER_SAVE").empty())
     options.save_folder(env("FSDP_WORKER_SAVE")).save_interval("3ba").run_name("fsdp");
   if (!env("FSDP_WORKER_KEEP").empty()) options.save_num_checkpoints_to_keep(std::stoll(env("FSDP_WORKER_KEEP")));
-  if (!env("FSDP_WORKER_LOAD").empty()) options.load_path(env("FSDP_WORKER_LOAD"));
+  const bool rank0_only = env("FSDP_WORKER_RANK0_ONLY") == "1";
+  if (!env("FSDP_WORKER_LOAD").empty())  // with rank0_only, a path that exists on rank 0 only
+    options.load_path(env("FSDP_WORKER_LOAD") + (rank0_only && rank != 0 ? ".not-on-this-rank" : ""));
   if (env("FSDP_WORKER_AUTORESUME") == "1") options.autoresume(true);
   if (strategy != "ddp") {
     const auto units = [](const std::string&, const torch::nn::Module& m) {
@@ -140,6 +143,7 @@ int main(int argc, char** argv) try {
                                            .wrap_policy(units)
                                            .auto_wrap(env("FSDP_WORKER_ONE_UNIT") != "1")
                                            .activation_checkpointing(checkpointing)
+                                           .load_monolith_rank0_only(rank0_only)
                                            .state_dict_type(env("FSDP_WORKER_SHARDED") == "1" ? "sharded" : "full")));
   }
   Trainer trainer(options);

@@ -11,19 +11,12 @@ namespace {
 
 // Composer's FSDPConfig keys this engine does not vary, with the default it matches (lower case).
 const std::map<std::string, std::string> kComposerDefaults{
-    {"activation_cpu_offload", "false"},
-    {"backward_prefetch", "backward_post"},
-    {"backward_prefetch_limit", "1"},
-    {"cpu_offload", "false"},
-    {"data_parallel_shard_degree", "-1"},
-    {"forward_prefetch", "false"},
-    {"forward_prefetch_limit", "1"},
-    {"keep_low_precision_grads", "false"},
-    {"limit_all_gathers", "true"},
-    {"load_monolith_rank0_only", "false"},
-    {"mixed_precision", "default"},
-    {"use_orig_params", "true"},
-    {"verbose", "false"},
+    {"activation_cpu_offload", "false"},  {"backward_prefetch", "backward_post"},
+    {"backward_prefetch_limit", "1"},     {"cpu_offload", "false"},
+    {"data_parallel_shard_degree", "-1"}, {"forward_prefetch", "false"},
+    {"forward_prefetch_limit", "1"},      {"keep_low_precision_grads", "false"},
+    {"limit_all_gathers", "true"},        {"mixed_precision", "default"},
+    {"use_orig_params", "true"},          {"verbose", "false"},
 };
 
 std::string lower(std::string s) {
@@ -45,7 +38,8 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
                                    "state_dict_type",
                                    "sharded_ckpt_prefix_dir",
                                    "activation_checkpointing",
-                                   "activation_checkpointing_reentrant"};
+                                   "activation_checkpointing_reentrant",
+                                   "load_monolith_rank0_only"};
   for (const auto& [key, value] : kComposerDefaults) allowed.push_back(key);
   f.expect_keys(allowed);
   dist::FSDPOptions o;
@@ -60,6 +54,7 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
   o.sync_module_states(f.get_bool("sync_module_states", o.sync_module_states()));
   o.auto_wrap(f.get_bool("auto_wrap", o.auto_wrap()));
   o.activation_checkpointing(f.get_bool("activation_checkpointing", o.activation_checkpointing()));
+  o.load_monolith_rank0_only(f.get_bool("load_monolith_rank0_only", o.load_monolith_rank0_only()));
   o.activation_checkpointing_reentrant(
       f.get_bool("activation_checkpointing_reentrant", o.activation_checkpointing_reentrant()));
   if (f.has("state_dict_type")) {

@@ -75,6 +75,10 @@ struct FSDPOptions {
   TORCH_ARG(std::string, state_dict_type) = "full";
   /// Where a sharded checkpoint goes inside save_folder (Composer's default; {epoch}, {batch}, ... as in filenames).
   TORCH_ARG(std::string, sharded_ckpt_prefix_dir) = "ep{epoch}-ba{batch}";
+  /// With state_dict_type "full": only rank 0 reads a monolithic checkpoint (load_path, autoresume) and hands its
+  /// contents to the other ranks over the process group, so the file need only be readable on rank 0. Ignored with
+  /// "sharded" checkpoints, as Composer ignores it.
+  TORCH_ARG(bool, load_monolith_rank0_only) = false;
 };
 
 /// "full" or "sharded"; std::invalid_argument naming `key` otherwise.

@@ -16,4 +16,10 @@ inline std::optional<std::string> sharded_checkpoint_prefix(const State& state) 
   return std::nullopt;
 }
 
+/// FSDP's load_monolith_rank0_only, where it applies (state_dict_type full): rank 0 alone reads checkpoints.
+inline bool loads_on_rank0_only(const State& state) {
+  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(state.strategy.get());
+  return fsdp && fsdp->options().load_monolith_rank0_only() && fsdp->options().state_dict_type() == "full";
+}
+
 }  // namespace composer::detail
