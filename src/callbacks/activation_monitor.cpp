@@ -51,12 +51,7 @@ class Observer : public nn::Layer {
  public:
   Observer(std::shared_ptr<nn::Layer> inner, std::string name, Logger& logger)
       : inner_(std::move(inner)), name_(std::move(name)), logger_(logger) {
-    // The inner layer's parameters, buffers and children under their own names: the model's names do not change,
-    // and a parent that reads a child's weight by name (a GPT's tied head) finds it.
-    for (const auto& p : inner_->named_parameters(/*recurse=*/false))
-      register_parameter(p.key(), p.value(), p.value().requires_grad());
-    for (const auto& b : inner_->named_buffers(/*recurse=*/false)) register_buffer(b.key(), b.value());
-    for (const auto& c : inner_->named_children()) register_module(c.key(), c.value());
+    adopt_members_of(*inner_);
   }
   at::Tensor forward(const at::Tensor& x) override {
     at::Tensor out = inner_->forward(x);

@@ -121,10 +121,7 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
 
 CheckpointedLayer::CheckpointedLayer(std::shared_ptr<Layer> inner) : inner_(std::move(inner)) {
   if (!inner_) throw std::invalid_argument("CheckpointedLayer: the layer is null");
-  for (const auto& p : inner_->named_parameters(/*recurse=*/false))
-    register_parameter(p.key(), p.value(), p.value().requires_grad());
-  for (const auto& b : inner_->named_buffers(/*recurse=*/false)) register_buffer(b.key(), b.value());
-  for (const auto& c : inner_->named_children()) register_module(c.key(), c.value());
+  adopt_members_of(*inner_);
 }
 
 at::Tensor CheckpointedLayer::forward(const at::Tensor& x) {

@@ -4,6 +4,13 @@
 
 namespace composer::nn {
 
+void Layer::adopt_members_of(const Layer& inner) {
+  for (const auto& p : inner.named_parameters(/*recurse=*/false))
+    register_parameter(p.key(), p.value(), p.value().requires_grad());
+  for (const auto& b : inner.named_buffers(/*recurse=*/false)) register_buffer(b.key(), b.value());
+  for (const auto& c : inner.named_children()) register_module(c.key(), c.value());
+}
+
 std::shared_ptr<Layer> Composite::add(const std::string& name, std::shared_ptr<Layer> layer) {
   if (!layer) throw std::invalid_argument("Composite::add: layer '" + name + "' is null");
   if (layers_.count(name)) throw std::invalid_argument("Composite::add: a child named '" + name + "' already exists");

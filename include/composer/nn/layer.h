@@ -23,6 +23,12 @@ namespace composer::nn {
 class Layer : public torch::nn::Module {
  public:
   virtual at::Tensor forward(const at::Tensor& x) = 0;
+
+ protected:
+  /// For a layer that stands in for `inner` (wraps it and forwards to it): registers inner's own parameters, buffers
+  /// and children under their names, so the model's names do not change and a parent that reads a child's weight by
+  /// name (a GPT's tied head) still finds it.
+  void adopt_members_of(const Layer& inner);
 };
 
 /// A Layer whose children are Layers, resolved by name at every forward().
