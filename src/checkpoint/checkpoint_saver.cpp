@@ -195,9 +195,7 @@ void CheckpointSaver::fit_start(State& state, Logger&) {
 
 void CheckpointSaver::check_remote_folder(const State& state) {
   const std::string prefix = detail::folder_prefix(remote_folder(state));
-  std::vector<std::string> names = detail::objects_in_folder(uploader_->remote_backend(), prefix);
-  for (auto& dir : detail::complete_sharded_in_folder(uploader_->remote_backend(), prefix))
-    names.push_back(std::move(dir));
+  const std::vector<std::string> names = detail::checkpoint_names_in_folder(uploader_->remote_backend(), prefix);
   const std::string pattern = checkpoint_pattern(state);
   const bool by_batch = pattern.find("{batch}") != std::string::npos;
   const int64_t now = by_batch ? state.timestamp.batch : state.timestamp.epoch;

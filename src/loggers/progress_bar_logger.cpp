@@ -32,6 +32,15 @@ std::string bar(int64_t done, int64_t total) {
          std::string(kWidth - filled, ' ') + "]";
 }
 
+/// Whether a bar is due a redraw (`last` moves on when it is): a TTY redraws at most 10 times a second; a log file
+/// gets a line every 10 seconds.
+bool redraw_due(std::chrono::steady_clock::time_point& last, bool tty) {
+  const auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - last).count() < (tty ? 0.1 : 10.0)) return false;
+  last = now;
+  return true;
+}
+
 }  // namespace
 
 void ProgressBarLogger::draw(const State& state, bool final_line) {
@@ -71,13 +80,7 @@ void ProgressBarLogger::emit(const std::string& line, bool final_line) {
 }
 
 void ProgressBarLogger::batch_end(State& state, Logger&) {
-  if (!enabled_) return;
-  const auto now = std::chrono::steady_clock::now();
-  const double since = std::chrono::duration<double>(now - last_draw_).count();
-  // A TTY redraws at most 10 times a second; a log file gets a line every 10 seconds.
-  if (since < (tty_ ? 0.1 : 10.0)) return;
-  last_draw_ = now;
-  draw(state, false);
+  if (enabled_ && redraw_due(last_draw_, tty_)) draw(state, false);
 }
 
 void ProgressBarLogger::epoch_end(State& state, Logger&) {
@@ -119,11 +122,7 @@ void ProgressBarLogger::draw_eval(const State& state, bool final_line) {
 }
 
 void ProgressBarLogger::eval_batch_end(State& state, Logger&) {
-  if (!enabled_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (std::chrono::duration<double>(now - last_draw_).count() < (tty_ ? 0.1 : 10.0)) return;
-  last_draw_ = now;
-  draw_eval(state, false);
+  if (enabled_ && redraw_due(last_draw_, tty_)) draw_eval(state, false);
 }
 
 void ProgressBarLogger::eval_end(State& state, Logger&) {

@@ -39,21 +39,15 @@ std::string download_path(const std::string& name) {
 
 std::string folder_prefix(const std::string& folder) { return folder.empty() ? "" : folder + "/"; }
 
-std::vector<std::string> complete_sharded_in_folder(ObjectStore& store, const std::string& prefix) {
+std::vector<std::string> checkpoint_names_in_folder(ObjectStore& store, const std::string& prefix) {
   std::vector<std::string> names;
   for (const auto& object : store.list_objects(prefix)) {
     const std::string rest = object.name.substr(prefix.size());
     const auto slash = rest.find('/');
-    if (slash != std::string::npos && rest.substr(slash) == "/.metadata") names.push_back(rest.substr(0, slash));
-  }
-  return names;
-}
-
-std::vector<std::string> objects_in_folder(ObjectStore& store, const std::string& prefix) {
-  std::vector<std::string> names;
-  for (const auto& object : store.list_objects(prefix)) {
-    const std::string rest = object.name.substr(prefix.size());
-    if (rest.find('/') == std::string::npos) names.push_back(rest);
+    if (slash == std::string::npos)
+      names.push_back(rest);  // an object directly in the folder
+    else if (rest.substr(slash) == "/.metadata")
+      names.push_back(rest.substr(0, slash));  // a complete sharded checkpoint
   }
   return names;
 }
@@ -137,8 +131,7 @@ std::vector<std::string> remote_checkpoint_candidates(const std::string& folder_
                                                       const std::string& latest_filename, const State& state) {
   auto store = make_object_store(folder_uri);
   const std::string prefix = folder_prefix(format_name(parse_uri(folder_uri).path, state));
-  std::vector<std::string> names = objects_in_folder(*store, prefix);
-  for (auto& dir : complete_sharded_in_folder(*store, prefix)) names.push_back(std::move(dir));
+  const std::vector<std::string> names = checkpoint_names_in_folder(*store, prefix);
   std::vector<std::string> out;
   for (const auto& [count, name] : match_checkpoint_names(names, filename, state))
     out.push_back(store->get_uri(prefix + name));

@@ -16,11 +16,9 @@ namespace composer::detail {
 
 /// "folder/" for an object-store folder path, "" for the bucket's top (object names are prefix + file name).
 std::string folder_prefix(const std::string& folder);
-/// The names of the objects directly in `prefix` (no deeper '/'), without the prefix, sorted.
-std::vector<std::string> objects_in_folder(ObjectStore& store, const std::string& prefix);
-
-/// The sharded checkpoints directly in `prefix` whose .metadata is there (complete), by folder name.
-std::vector<std::string> complete_sharded_in_folder(ObjectStore& store, const std::string& prefix);
+/// From one listing of `prefix`, without the prefix: the objects directly in it (no deeper '/'), and the sharded
+/// checkpoint folders directly in it whose .metadata is there (complete), by folder name.
+std::vector<std::string> checkpoint_names_in_folder(ObjectStore& store, const std::string& prefix);
 
 /// Reads a checkpoint from a local path or an object-store URI (downloaded to a temporary file, read and checked as
 /// read_checkpoint does, then removed). A URI that names a folder of objects is a sharded checkpoint: read when its
