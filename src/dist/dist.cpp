@@ -209,6 +209,35 @@ Handle all_reduce_async(at::Tensor& tensor) {
   return Handle([work] { run(work, "all_reduce"); });
 }
 
+Handle all_gather_into_async(at::Tensor& output, const at::Tensor& input) {
+  if (output.numel() != input.numel() * get_world_size()) {
+    throw std::invalid_argument("dist: all_gather_into_async needs an output of " +
+                                std::to_string(input.numel() * get_world_size()) + " elements, got " +
+                                std::to_string(output.numel()));
+  }
+  if (get_world_size() == 1) {
+    output.copy_(input);
+    return Handle();
+  }
+  at::Tensor in = input;  // the backend's signature takes it by reference
+  auto work = pg()._allgather_base(output, in);
+  return Handle([work] { run(work, "all_gather"); });
+}
+
+Handle reduce_scatter_async(at::Tensor& output, at::Tensor& input) {
+  if (output.numel() * get_world_size() != input.numel()) {
+    throw std::invalid_argument("dist: reduce_scatter_async needs an output of 1/" + std::to_string(get_world_size()) +
+                                " of the input's " + std::to_string(input.numel()) + " elements, got " +
+                                std::to_string(output.numel()));
+  }
+  if (get_world_size() == 1) {
+    output.copy_(input);
+    return Handle();
+  }
+  auto work = pg()._reduce_scatter_base(output, input);
+  return Handle([work] { run(work, "reduce_scatter"); });
+}
+
 void broadcast(at::Tensor& tensor, int64_t src) {
   if (get_world_size() == 1) return;
   at::Tensor d = on_backend_device(tensor);

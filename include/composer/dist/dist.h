@@ -40,7 +40,7 @@ std::vector<at::Tensor> all_gather(const at::Tensor& tensor);
 /// Every rank's bytes (any length), in rank order: for small objects serialised by the caller.
 std::vector<std::string> all_gather_object(const std::string& bytes);
 
-/// An all-reduce in flight.
+/// A collective in flight.
 class Handle {
  public:
   Handle() = default;
@@ -49,11 +49,20 @@ class Handle {
     if (wait_) wait_();
     wait_ = nullptr;
   }
+  /// Whether wait() has something left to wait for.
+  bool pending() const { return static_cast<bool>(wait_); }
 
  private:
   std::function<void()> wait_;
 };
 /// Starts a SUM all-reduce of `tensor` in place and returns at once; wait() completes it.
 Handle all_reduce_async(at::Tensor& tensor);
+/// Starts gathering every rank's `input` into `output` (world size times input's elements, rank r's at
+/// [r * n, (r + 1) * n)); both contiguous, on the backend's device. Returns at once; wait() completes it.
+Handle all_gather_into_async(at::Tensor& output, const at::Tensor& input);
+/// Starts a SUM reduce-scatter: `output` (input's elements divided by the world size) takes this rank's slice of the
+/// elementwise sum of every rank's `input`. NCCL reduce-scatters; Gloo does it as an all-reduce and a slice (twice a
+/// reduce-scatter's traffic) and may overwrite `input`. Returns at once; wait() completes it.
+Handle reduce_scatter_async(at::Tensor& output, at::Tensor& input);
 
 }  // namespace composer::dist
