@@ -1,14 +1,16 @@
 // bench/fsdp_scaling: step time and per-rank memory of DDP, FULL_SHARD and SHARD_GRAD_OP (run under
 // composer-cpp launch -n N; bench/fsdp_scaling.sh runs 1, 2 and 4 ranks).
 //   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
-//                [--batch 2] [--steps 4] [--activation-checkpointing 0|1] [--checkpoint full|sharded --checkpoint-dir
-//                DIR]
+//                [--batch 2] [--steps 4] [--activation-checkpointing 0|1] [--backward-prefetch PRE|POST|NONE]
+//                [--forward-prefetch 0|1] [--checkpoint full|sharded --checkpoint-dir DIR]
 // A GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at seq 1024; the position table
 // is --seq long here) on random tokens, DecoupledAdamW, float32. Prints on every rank, after the steps:
 //   RESULT fsdp_scaling strategy=S activation_checkpointing=A world=N step_ms=T param_bytes=P grad_bytes=G
-//   optim_bytes=O peak_rss_mib=R
+//   optim_bytes=O peak_rss_mib=R per_unit=U peak_gathered_mib=M
 // param_bytes/grad_bytes/optim_bytes: what the rank keeps between steps (FSDP: its shards; DDP: full replicas);
-// step_ms: the median of the steps after the first; peak_rss_mib: the process's high-water resident memory.
+// step_ms: the median of the steps after the first; peak_rss_mib: the process's high-water resident memory;
+// per_unit: the sharding units gathered around their own passes; peak_gathered_mib: the most gathered parameter
+// bytes at once in training passes (FSDP only).
 // With --checkpoint, after training the state is saved once into DIR (full: every rank gathers, rank 0 writes one
 // file; sharded: every rank writes its DCP file) and read back into the trainer, and the line adds
 //   checkpoint=K save_ms=S load_ms=L save_peak_mib=A load_peak_mib=B disk_mib=D
@@ -83,9 +85,9 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string strategy = "ddp", checkpoint, checkpoint_dir;
+  std::string strategy = "ddp", checkpoint, checkpoint_dir, backward_prefetch = "BACKWARD_POST";
   int64_t layers = 12, d_model = 768, heads = 12, seq = 64, batch = 2, steps = 4;
-  bool activation_checkpointing = false;
+  bool activation_checkpointing = false, forward_prefetch = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--strategy")
@@ -104,6 +106,10 @@ int main(int argc, char** argv) try {
       steps = std::stoll(v);
     else if (k == "--activation-checkpointing")
       activation_checkpointing = v == "1";
+    else if (k == "--backward-prefetch")
+      backward_prefetch = v == "NONE" ? v : "BACKWARD_" + v;
+    else if (k == "--forward-prefetch")
+      forward_prefetch = v == "1";
     else if (k == "--checkpoint")
       checkpoint = v;
     else if (k == "--checkpoint-dir")
@@ -133,15 +139,19 @@ int main(int argc, char** argv) try {
     options.parallelism_config(dist::ParallelismConfig().fsdp(
         dist::FSDPOptions()
             .sharding_strategy(dist::sharding_strategy_from_string(strategy, "--strategy"))
-            .activation_checkpointing(activation_checkpointing)));
+            .activation_checkpointing(activation_checkpointing)
+            .backward_prefetch(dist::backward_prefetch_from_string(backward_prefetch, "--backward-prefetch"))
+            .forward_prefetch(forward_prefetch)));
   }
   Trainer trainer(options);
   trainer.fit();
 
-  int64_t param_bytes = 0;
+  int64_t param_bytes = 0, per_unit = 0, peak_gathered = 0;
   const int64_t grad_bytes = times->grad_bytes;
   if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get())) {
     param_bytes = fsdp->memory().parameter_bytes;
+    per_unit = fsdp->memory().per_unit_gathered;
+    peak_gathered = fsdp->memory().peak_training_gathered_bytes;
   } else {
     for (const auto& p : model->parameters()) param_bytes += p.numel() * static_cast<int64_t>(p.element_size());
   }
@@ -178,7 +188,9 @@ int main(int argc, char** argv) try {
   std::cout << "RESULT fsdp_scaling strategy=" << strategy << " activation_checkpointing=" << activation_checkpointing
             << " world=" << world << " rank=" << rank << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2])
             << " param_bytes=" << param_bytes << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes
-            << " peak_rss_mib=" << run_peak << ckpt.str() << std::endl;
+            << " peak_rss_mib=" << run_peak << " per_unit=" << per_unit
+            << " peak_gathered_mib=" << static_cast<double>(peak_gathered) / (1024.0 * 1024.0) << ckpt.str()
+            << std::endl;
   trainer.close();
   return 0;
 } catch (const std::exception& e) {

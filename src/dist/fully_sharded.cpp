@@ -9,6 +9,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -40,6 +41,26 @@ ShardingStrategy sharding_strategy_from_string(const std::string& text, const st
   throw std::invalid_argument(key + " must be FULL_SHARD, SHARD_GRAD_OP or NO_SHARD, got '" + text + "'");
 }
 
+std::string to_string(BackwardPrefetch p) {
+  switch (p) {
+    case BackwardPrefetch::BACKWARD_PRE:
+      return "BACKWARD_PRE";
+    case BackwardPrefetch::BACKWARD_POST:
+      return "BACKWARD_POST";
+    case BackwardPrefetch::NONE:
+      return "NONE";
+  }
+  return "?";
+}
+
+BackwardPrefetch backward_prefetch_from_string(const std::string& text, const std::string& key) {
+  std::string upper = text;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (BackwardPrefetch p : {BackwardPrefetch::BACKWARD_PRE, BackwardPrefetch::BACKWARD_POST, BackwardPrefetch::NONE})
+    if (upper == to_string(p)) return p;
+  throw std::invalid_argument(key + " must be BACKWARD_PRE, BACKWARD_POST or NONE, got '" + text + "'");
+}
+
 bool default_wrap_policy(const std::string&, const torch::nn::Module& module) {
   const std::string cls = module.name();
   for (const char* unit : {"GPTBlock", "BertLayer", "BasicBlock", "ResNetBottleneck"}) {
@@ -69,6 +90,8 @@ class GatherScope final : public PhaseScope {
 FullyShardedDataParallel::FullyShardedDataParallel(FSDPOptions options)
     : options_(std::move(options)), impl_(std::make_unique<Impl>()) {
   impl_->strategy = options_.sharding_strategy();
+  impl_->backward_prefetch = options_.backward_prefetch();
+  impl_->forward_prefetch = options_.forward_prefetch();
 }
 
 FullyShardedDataParallel::~FullyShardedDataParallel() = default;
@@ -99,24 +122,29 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
   // after their parents in named_modules(), so walk it backwards); the root unit holds the rest.
   std::set<const c10::TensorImpl*> claimed;
   std::vector<std::vector<at::Tensor>> units;
-  auto take = [&](torch::nn::Module& module) {
+  std::vector<torch::nn::Module*> unit_modules;  // nullptr for the root
+  auto take = [&](const std::string& name, torch::nn::Module& module, bool root) {
     std::vector<at::Tensor> unit;
     for (const auto& p : module.parameters(/*recurse=*/true)) {
       if (!p.requires_grad() || claimed.count(p.unsafeGetTensorImpl())) continue;
       claimed.insert(p.unsafeGetTensorImpl());
       unit.push_back(p);
     }
-    if (!unit.empty()) units.push_back(std::move(unit));
+    if (unit.empty()) return;
+    units.push_back(std::move(unit));
+    unit_modules.push_back(root ? nullptr : &module);
+    m.units.emplace_back();
+    m.units.back().name = name;
   };
   if (options_.auto_wrap()) {
     const WrapPolicy policy = options_.wrap_policy() ? options_.wrap_policy() : WrapPolicy(default_wrap_policy);
     const auto modules = model.named_modules("", /*include_self=*/false);
     for (auto it = modules.end(); it != modules.begin();) {
       --it;
-      if (policy(it->key(), *it->value())) take(*it->value());
+      if (policy(it->key(), *it->value())) take(it->key(), *it->value(), false);
     }
   }
-  take(model);
+  take("", model, true);
   m.num_units = static_cast<int64_t>(units.size());
   for (const auto& p : model.named_parameters(/*recurse=*/true))
     if (p.value().requires_grad()) m.trainable.emplace_back(p.key(), p.value());
@@ -132,7 +160,8 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
   }
   std::vector<std::vector<int64_t>> group_flats(groups.size());
   at::NoGradGuard no_grad;
-  for (const auto& unit : units) {
+  for (size_t u = 0; u < units.size(); ++u) {
+    const auto& unit = units[u];
     std::map<std::pair<int64_t, int>, FlatParam> by_group;  // (group, dtype) -> flat
     for (const auto& p : unit) {
       const auto g = group_of.find(p.unsafeGetTensorImpl());
@@ -159,6 +188,9 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
         f.gathered = true;
       }
       if (key.first >= 0) group_flats[static_cast<size_t>(key.first)].push_back(static_cast<int64_t>(m.flats.size()));
+      f.unit = static_cast<int64_t>(u);
+      m.units[u].flats.push_back(static_cast<int64_t>(m.flats.size()));
+      m.units[u].params += static_cast<int64_t>(f.params.size());
       m.flats.push_back(std::move(f));
     }
   }
@@ -182,6 +214,7 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
     }
     groups[g].params() = std::move(params);
   }
+  m.wrap_units(model, unit_modules);
   m.set_up = true;
 }
 
@@ -191,6 +224,8 @@ void FullyShardedDataParallel::zero_grad() {
   for (auto& f : impl_->flats)
     for (auto& p : f.params) p.mutable_grad() = at::Tensor();
 }
+
+void FullyShardedDataParallel::before_backward(bool sync) { impl_->sync = sync; }
 
 void FullyShardedDataParallel::after_backward(bool sync) {
   if (sync) impl_->reduce_gradients();
@@ -205,11 +240,33 @@ void FullyShardedDataParallel::sum_metric_state(at::Tensor& state) { all_reduce(
 std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
   Impl& m = *impl_;
   if (!m.sharded()) return nullptr;
+  switch (phase) {
+    case Phase::TRAIN_FORWARD:
+      // The units gathered around their own forward do so as it reaches them; the rest now. FULL_SHARD frees those
+      // after the forward, except the root's own parameters, which the backward needs first (as torch FSDP keeps the
+      // root's); SHARD_GRAD_OP keeps everything until the backward is done.
+      m.training_forward = true;
+      m.order.clear();
+      m.gather_whole_units();
+      return std::make_unique<GatherScope>([&m] {
+        m.training_forward = false;
+        m.last_order = m.order;
+        if (m.strategy != ShardingStrategy::FULL_SHARD) return;
+        for (size_t u = 0; u + 1 < m.units.size(); ++u)
+          if (!m.units[u].per_unit) m.release_unit(static_cast<int64_t>(u));
+      });
+    case Phase::TRAIN_BACKWARD:
+      m.begin_backward(m.sync);
+      m.gather_whole_units();
+      return std::make_unique<GatherScope>([&m] {
+        m.in_backward = false;
+        m.release_all();
+      });
+    case Phase::EVAL_FORWARD:
+    case Phase::PREDICT_FORWARD:
+      break;
+  }
   m.gather_all();
-  // FULL_SHARD frees the gathered weights after the forward and gathers them again for the backward; SHARD_GRAD_OP
-  // keeps them from the forward until the backward is done.
-  const bool release = phase != Phase::TRAIN_FORWARD || m.strategy == ShardingStrategy::FULL_SHARD;
-  if (!release) return nullptr;
   return std::make_unique<GatherScope>([&m] { m.release_all(); });
 }
 
@@ -240,6 +297,8 @@ void FullyShardedDataParallel::clip_gradient_norm(double max_norm, double norm_t
 ShardedMemory FullyShardedDataParallel::memory() const {
   ShardedMemory out;
   out.num_units = impl_->num_units;
+  for (const auto& u : impl_->units) out.per_unit_gathered += u.per_unit ? 1 : 0;
+  out.peak_training_gathered_bytes = impl_->peak_training_gathered_bytes;
   for (const auto& f : impl_->flats) {
     out.parameter_bytes += f.shard.numel() * static_cast<int64_t>(f.shard.element_size());
     out.full_parameter_bytes += f.numel * static_cast<int64_t>(f.shard.element_size());
@@ -249,11 +308,15 @@ ShardedMemory FullyShardedDataParallel::memory() const {
 
 std::vector<std::pair<std::string, at::Tensor>> FullyShardedDataParallel::gathered_parameters() {
   Impl& m = *impl_;
-  const bool was_gathered = m.flats.empty() || m.flats.front().gathered;
-  m.gather_all();
+  std::vector<bool> was_gathered;
+  for (auto& f : m.flats) {
+    was_gathered.push_back(f.gathered);
+    m.gather(f);
+  }
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& [name, p] : m.trainable) out.emplace_back(name, p.detach().clone());
-  if (!was_gathered) m.release_all();
+  for (size_t k = 0; k < m.flats.size(); ++k)
+    if (!was_gathered[k]) m.release(m.flats[k]);
   return out;
 }
 

@@ -149,6 +149,19 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
                          "parallelism_config: {fsdp: {activation_checkpointing: true}}\n")),
             0)
       << err.str();
+  // The GPT's blocks gathered one by one, prefetched in both passes.
+  EXPECT_EQ(train(config("m.yaml",
+                         "model: {name: gpt, n_layer: 2, n_head: 2, d_model: 16, max_seq_len: 8}\n"
+                         "train_data: {dataset: synthetic_tokens, vocab_size: 13, seq_len: 8, num_samples: "
+                         "32, batch_size: 8}\nmax_duration: 2ba\nprogress_bar: false\n"
+                         "parallelism_config: {fsdp: {backward_prefetch: backward_pre, forward_prefetch: true}}\n")),
+            0)
+      << err.str();
+  EXPECT_EQ(train(config("n.yaml", synthetic("parallelism_config: {fsdp: {backward_prefetch: SOON}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.backward_prefetch must be BACKWARD_PRE, BACKWARD_POST or NONE, "
+                           "got 'SOON'"),
+            std::string::npos)
+      << err.str();
   EXPECT_NE(train(config("l.yaml", synthetic("parallelism_config: {fsdp: {activation_checkpointing: true}}\n"))), 0);
   EXPECT_NE(err.str().find("activation_checkpointing: no module of the model is picked"), std::string::npos)
       << err.str();

@@ -142,6 +142,48 @@ TEST_F(FsdpTest, ActivationCheckpointingEqualsOneProcess) {
   expect_equal_to_one_process(2, "FULL_SHARD", "sgdw", "0", "norm:0.05");
 }
 
+// Each Linear unit (composer::nn layers) is gathered around its own forward and backward, its gradient
+// reduce-scattered when its backward is done, the next unit prefetched: the same weights as one process, with every
+// prefetch setting, microbatches and clipping; FULL_SHARD with BACKWARD_POST never holds both units at once.
+TEST_F(FsdpTest, PerUnitGatheringEqualsOneProcess) {
+  reference("adamw", "0", "");
+  reference("sgdw", "0", "");
+  reference("sgdw", "0", "norm:0.05");
+  const auto peak_and_full = [this](int ranks, const std::string& strategy) {
+    const std::string out = (dir / (strategy + "-" + std::to_string(ranks) + "-adamw-0.pt")).string();
+    const auto r = run_worker(launch(ranks, {FSDP_WORKER, out, strategy, "adamw", "0"}));
+    EXPECT_EQ(r.status, 0) << r.output;
+    const auto per_unit = testing::printed_values(r.output, "per_unit ", "[rank 1] ");
+    const auto peak = testing::printed_values(r.output, "peak_gathered ", "[rank 1] ");
+    const auto full = testing::printed_values(r.output, "full_bytes ", "[rank 1] ");
+    EXPECT_EQ(peak.size(), 1u) << r.output;
+    EXPECT_EQ(full.size(), 1u) << r.output;
+    EXPECT_EQ(per_unit.size(), 1u) << r.output;
+    return std::vector<double>{per_unit.at(0), peak.at(0), full.at(0)};
+  };
+  // The torch::nn model cannot be rewired: its units are gathered with the whole model.
+  const auto whole = peak_and_full(2, "FULL_SHARD");
+  EXPECT_EQ(whole[0], 0);
+  EXPECT_GE(whole[1], whole[2]);
+
+  testing::ScopedEnv env;
+  env.set("FSDP_WORKER_NN_LAYERS", "1");
+  // Units of 217 + 31 and 155 + 5 float64 elements (padded to 250 and 162 on 2 ranks): 2000 of 3296 bytes at most.
+  const auto per_unit = peak_and_full(2, "FULL_SHARD");
+  EXPECT_EQ(per_unit[0], 2);
+  EXPECT_EQ(per_unit[1], 2000);
+  EXPECT_EQ(peak_and_full(2, "SHARD_GRAD_OP")[1], 3296);  // kept from the forward to the backward
+  expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
+  expect_equal_to_one_process(3, "SHARD_GRAD_OP", "sgdw", "3", "norm:0.05");
+  expect_equal_to_one_process(3, "FULL_SHARD", "sgdw", "0");
+  env.set("FSDP_WORKER_BACKWARD_PREFETCH", "PRE");
+  env.set("FSDP_WORKER_FORWARD_PREFETCH", "1");
+  expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "4");  // 3 microbatches
+  expect_equal_to_one_process(4, "FULL_SHARD", "sgdw", "0", "norm:0.05");
+  env.set("FSDP_WORKER_BACKWARD_PREFETCH", "NONE");
+  expect_equal_to_one_process(3, "FULL_SHARD", "adamw", "3");
+}
+
 // The one-process run with a full checkpoint every 3 batches: its final weights' file and its batch-3 checkpoint.
 std::pair<std::string, std::string> one_process_with_checkpoints(const fs::path& dir, testing::ScopedEnv& env) {
   env.set("FSDP_WORKER_SAVE", (dir / "one").string());

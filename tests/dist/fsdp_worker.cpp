@@ -20,7 +20,10 @@
 // the whole model one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases);
 // FSDP_WORKER_ACTIVATION_CHECKPOINTING=1 builds the same network (the same weights) from composer::nn layers and
 // turns activation_checkpointing on (each Linear unit recomputed in the backward, the first one on an input that needs
-// no gradient).
+// no gradient); FSDP_WORKER_NN_LAYERS=1 builds it from composer::nn layers without checkpointing (either way each
+// Linear unit is gathered around its own forward and backward); FSDP_WORKER_BACKWARD_PREFETCH=PRE|POST|NONE and
+// FSDP_WORKER_FORWARD_PREFETCH=1 set the prefetch options. Under FSDP every rank also prints "per_unit N" (units
+// gathered on their own) and "peak_gathered B" (the most gathered parameter bytes at once in training passes).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -104,7 +107,8 @@ int main(int argc, char** argv) try {
   net->to(at::kDouble);
   const auto env = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
   const bool checkpointing = env("FSDP_WORKER_ACTIVATION_CHECKPOINTING") == "1";
-  auto model = checkpointing ? ComposerClassifier::wrap(as_nn_layers(net)) : ComposerClassifier::wrap(net);
+  const bool nn_layers = checkpointing || env("FSDP_WORKER_NN_LAYERS") == "1";
+  auto model = nn_layers ? ComposerClassifier::wrap(as_nn_layers(net)) : ComposerClassifier::wrap(net);
   auto opt = make_optimizer(optimizer, *model);
   auto loader = std::make_shared<DatasetLoader>(
       std::make_shared<TensorDataset>(data()),
@@ -134,6 +138,12 @@ int main(int argc, char** argv) try {
     options.load_path(env("FSDP_WORKER_LOAD") + (rank0_only && rank != 0 ? ".not-on-this-rank" : ""));
   if (env("FSDP_WORKER_AUTORESUME") == "1") options.autoresume(true);
   if (strategy != "ddp") {
+    const std::string prefetch = env("FSDP_WORKER_BACKWARD_PREFETCH");
+    const dist::BackwardPrefetch backward_prefetch =
+        dist::backward_prefetch_from_string(prefetch.empty()     ? "BACKWARD_POST"
+                                            : prefetch == "NONE" ? prefetch
+                                                                 : "BACKWARD_" + prefetch,
+                                            "FSDP_WORKER_BACKWARD_PREFETCH");
     const auto units = [](const std::string&, const torch::nn::Module& m) {
       return m.name().find("Linear") != std::string::npos;
     };
@@ -144,6 +154,8 @@ int main(int argc, char** argv) try {
                                            .auto_wrap(env("FSDP_WORKER_ONE_UNIT") != "1")
                                            .activation_checkpointing(checkpointing)
                                            .load_monolith_rank0_only(rank0_only)
+                                           .forward_prefetch(env("FSDP_WORKER_FORWARD_PREFETCH") == "1")
+                                           .backward_prefetch(backward_prefetch)
                                            .state_dict_type(env("FSDP_WORKER_SHARDED") == "1" ? "sharded" : "full")));
   }
   Trainer trainer(options);
@@ -159,7 +171,8 @@ int main(int argc, char** argv) try {
   if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get())) {
     const dist::ShardedMemory mem = fsdp->memory();
     std::cout << "shard_bytes " << mem.parameter_bytes << "\nfull_bytes " << mem.full_parameter_bytes << "\nunits "
-              << mem.num_units << std::endl;
+              << mem.num_units << "\nper_unit " << mem.per_unit_gathered << "\npeak_gathered "
+              << mem.peak_training_gathered_bytes << std::endl;
     for (const auto& [name, value] : fsdp->gathered_parameters()) w.insert(name, value);
   } else {
     for (const auto& p : model->named_parameters()) w.insert(p.key(), p.value().detach().clone());

@@ -16,7 +16,7 @@ LAYERS = {
     "data": {"utils", "storage", "dist"},
     "metrics": {"utils"},
     "nn": {"utils"},
-    "dist": {"utils"},
+    "dist": {"utils", "nn"},
     "storage": {"utils"},
     "core": {"utils", "data", "metrics", "dist"},
     "models": {"utils", "data", "metrics", "nn", "core"},

@@ -11,12 +11,9 @@ namespace {
 
 // Composer's FSDPConfig keys this engine does not vary, with the default it matches (lower case).
 const std::map<std::string, std::string> kComposerDefaults{
-    {"activation_cpu_offload", "false"},  {"backward_prefetch", "backward_post"},
-    {"backward_prefetch_limit", "1"},     {"cpu_offload", "false"},
-    {"data_parallel_shard_degree", "-1"}, {"forward_prefetch", "false"},
-    {"forward_prefetch_limit", "1"},      {"keep_low_precision_grads", "false"},
-    {"limit_all_gathers", "true"},        {"mixed_precision", "default"},
-    {"use_orig_params", "true"},          {"verbose", "false"},
+    {"activation_cpu_offload", "false"},  {"backward_prefetch_limit", "1"}, {"cpu_offload", "false"},
+    {"data_parallel_shard_degree", "-1"}, {"forward_prefetch_limit", "1"},  {"keep_low_precision_grads", "false"},
+    {"mixed_precision", "default"},       {"use_orig_params", "true"},      {"verbose", "false"},
 };
 
 std::string lower(std::string s) {
@@ -39,7 +36,10 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
                                    "sharded_ckpt_prefix_dir",
                                    "activation_checkpointing",
                                    "activation_checkpointing_reentrant",
-                                   "load_monolith_rank0_only"};
+                                   "load_monolith_rank0_only",
+                                   "backward_prefetch",
+                                   "forward_prefetch",
+                                   "limit_all_gathers"};
   for (const auto& [key, value] : kComposerDefaults) allowed.push_back(key);
   f.expect_keys(allowed);
   dist::FSDPOptions o;
@@ -55,6 +55,16 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
   o.auto_wrap(f.get_bool("auto_wrap", o.auto_wrap()));
   o.activation_checkpointing(f.get_bool("activation_checkpointing", o.activation_checkpointing()));
   o.load_monolith_rank0_only(f.get_bool("load_monolith_rank0_only", o.load_monolith_rank0_only()));
+  o.forward_prefetch(f.get_bool("forward_prefetch", o.forward_prefetch()));
+  o.limit_all_gathers(f.get_bool("limit_all_gathers", o.limit_all_gathers()));
+  if (f.has("backward_prefetch")) {
+    try {
+      o.backward_prefetch(
+          dist::backward_prefetch_from_string(f.require_string("backward_prefetch"), f.key_path("backward_prefetch")));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(e.what());
+    }
+  }
   o.activation_checkpointing_reentrant(
       f.get_bool("activation_checkpointing_reentrant", o.activation_checkpointing_reentrant()));
   if (f.has("state_dict_type")) {

@@ -2,9 +2,14 @@
 // sharding unit's trainable parameters (one unit per submodule the wrap policy picks, the root holding the rest) are
 // one flat buffer per optimizer parameter group, split evenly over the ranks (padded to a multiple of the world
 // size); the optimizer steps on the local shard only, so parameters, gradients and optimizer state between steps
-// take 1/N of the memory on each rank. Before a forward (and, for FULL_SHARD, again before the backward) the shards
-// are all-gathered into the module's parameters; after the backward the flat gradient is averaged over the ranks and
-// each keeps its slice (an all-reduce and a slice, as Gloo has no reduce-scatter: twice a reduce-scatter's traffic).
+// take 1/N of the memory on each rank.
+//
+// A unit that is a composer::nn::Layer called through a composer::nn::Composite (the model zoo's blocks) is gathered
+// around its own forward and backward, as torch FSDP does with its hooks: all-gathered just before its forward,
+// freed after it (FULL_SHARD), gathered again just before its backward, and after its backward its gradient is
+// reduce-scattered in the background and its weights freed; the next unit's all-gather is prefetched
+// (backward_prefetch, forward_prefetch). Other units, and the root's own parameters, are gathered for the whole forward
+// and backward.
 //
 // Outside a forward or backward the module's sharded parameters hold no values (shape [0]): read the weights through
 // gathered_parameters(), not the module, while training.
@@ -45,6 +50,16 @@ std::string to_string(ShardingStrategy s);
 /// (HYBRID_SHARD: a clear "not supported yet").
 ShardingStrategy sharding_strategy_from_string(const std::string& text, const std::string& key);
 
+/// Composer's backward_prefetch (torch's BackwardPrefetch): when the next unit's all-gather starts in the backward.
+enum class BackwardPrefetch {
+  BACKWARD_PRE,   ///< when a unit's backward begins (its weights gathered), before its gradients are computed
+  BACKWARD_POST,  ///< when a unit's gradients are done (its weights freed): less memory, less overlap
+  NONE,           ///< no prefetch: each unit gathers when its backward reaches it
+};
+std::string to_string(BackwardPrefetch p);
+/// "BACKWARD_PRE", "BACKWARD_POST", "NONE" (any case); std::invalid_argument naming `key` and the choices otherwise.
+BackwardPrefetch backward_prefetch_from_string(const std::string& text, const std::string& key);
+
 /// Which submodules are sharding units: called with each submodule's dotted name and the module.
 using WrapPolicy = std::function<bool(const std::string& name, const torch::nn::Module& module)>;
 /// The default: every transformer block (GPTBlock, BertLayer) and every ResNet block (BasicBlock,
@@ -79,6 +94,14 @@ struct FSDPOptions {
   /// contents to the other ranks over the process group, so the file need only be readable on rank 0. Ignored with
   /// "sharded" checkpoints, as Composer ignores it.
   TORCH_ARG(bool, load_monolith_rank0_only) = false;
+  /// Start the next unit's all-gather in the backward (Composer's default BACKWARD_POST).
+  TORCH_ARG(BackwardPrefetch, backward_prefetch) = BackwardPrefetch::BACKWARD_POST;
+  /// Start the next unit's all-gather (in the previous forward's order) when a unit's forward begins (Composer's
+  /// default false).
+  TORCH_ARG(bool, forward_prefetch) = false;
+  /// torch's limit on all-gathers in flight (Composer's default true). Accepted either way: at most one unit is ever
+  /// prefetched ahead here, which is within torch's limit of two.
+  TORCH_ARG(bool, limit_all_gathers) = true;
 };
 
 /// "full" or "sharded"; std::invalid_argument naming `key` otherwise.
@@ -105,6 +128,8 @@ struct ShardedMemory {
   int64_t parameter_bytes = 0;       ///< the local shards (plus unsharded parameters that need no gradient)
   int64_t full_parameter_bytes = 0;  ///< what a replicated (DDP) rank holds for the same parameters
   int64_t num_units = 0;
+  int64_t per_unit_gathered = 0;             ///< units gathered around their own forward and backward
+  int64_t peak_training_gathered_bytes = 0;  ///< the most gathered parameter bytes at once in training passes
 };
 
 class FullyShardedDataParallel final : public Strategy {
@@ -119,6 +144,7 @@ class FullyShardedDataParallel final : public Strategy {
   void setup(torch::nn::Module& model, torch::optim::Optimizer* optimizer) override;
   double mean_batch_samples(double local_samples) override;
   void zero_grad() override;
+  void before_backward(bool sync) override;
   void after_backward(bool sync) override;
   void sync_gradients() override;
   BatchTotals reduce_batch(BatchTotals local) override;

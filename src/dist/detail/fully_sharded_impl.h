@@ -1,5 +1,6 @@
-// The FSDP engine's private state, shared by fully_sharded.cpp (sharding, gathering, reducing) and
-// fully_sharded_state.cpp (the optimizer and model state in checkpoint form).
+// The FSDP engine's private state, shared by fully_sharded.cpp (sharding, gathering, reducing),
+// fully_sharded_units.cpp (the units gathered around their own forward and backward) and fully_sharded_state.cpp
+// (the optimizer and model state in checkpoint form).
 #pragma once
 
 #include "composer/dist/dist.h"
@@ -8,7 +9,9 @@
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/StorageImpl.h>
+#include <torch/nn/module.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,6 +34,26 @@ struct FlatParam {
   at::Tensor shard;
   at::Tensor full;
   bool gathered = false;
+  Handle gathering;  // an all-gather into `full` in flight (a prefetch)
+  int64_t unit = 0;
+};
+
+// A sharding unit: its flat buffers, and where its backward stands.
+struct Unit {
+  std::string name;  // "" for the root
+  std::vector<int64_t> flats;
+  bool per_unit = false;  // gathered around its own forward and backward (a ShardedUnitLayer)
+  int64_t params = 0;     // its trainable parameters: the gradient hooks one backward fires
+  int64_t waiting = 0;    // hooks not fired yet in this backward
+  bool reduced = false;   // its gradient reduction started in this step's last backward
+};
+
+// A gradient reduction in flight: `out` becomes the flat's gradient slice once `handle` is waited for.
+struct Reduction {
+  int64_t flat = 0;
+  at::Tensor out;
+  at::Tensor in;  // kept alive until the collective is done
+  Handle handle;
 };
 
 inline void allocate_storage(at::Tensor& full, int64_t numel, const at::TensorOptions& options) {
@@ -53,14 +76,36 @@ inline void release_storage(at::Tensor& full) {
 }  // namespace detail
 
 using detail::FlatParam;
+using detail::Reduction;
+using detail::Unit;
 
 struct FullyShardedDataParallel::Impl {
+  // What the layers and gradient hooks FSDP puts into the model call back into; nulled when the engine goes, so
+  // that a model outliving its strategy still runs (its layers then just call the wrapped ones).
+  std::shared_ptr<Impl*> self = std::make_shared<Impl*>(this);
+  class UnitLayer;
+  class GradientHook;
+  ~Impl() { *self = nullptr; }
+
   ShardingStrategy strategy = ShardingStrategy::FULL_SHARD;
   int64_t world = 1;
   int64_t rank = 0;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_POST;
+  bool forward_prefetch = false;
   std::vector<FlatParam> flats;
+  std::vector<Unit> units;                                    // the root (everything no other unit claims) last
   std::vector<std::pair<std::string, at::Tensor>> trainable;  // named_parameters() order
   int64_t num_units = 0;
+  // The training passes: per-unit gathering happens only inside them (evaluation and checkpoints gather the whole
+  // model through enter()).
+  bool training_forward = false;
+  bool in_backward = false;
+  bool sync = true;                   // this backward's gradients are reduced (the step's last microbatch)
+  std::vector<int64_t> order;         // per-unit units in the order their forward ran in this training forward
+  std::vector<int64_t> last_order;    // ... in the previous one (forward_prefetch's guide)
+  std::vector<Reduction> reductions;  // in flight
+  int64_t gathered_bytes = 0;
+  int64_t peak_training_gathered_bytes = 0;
   // What each optimizer parameter (numbered across the groups, as the optimizer's state dict numbers them) is:
   // a flat's shard, or a parameter FSDP left whole (frozen) under its name.
   struct Slot {
@@ -87,23 +132,56 @@ struct FullyShardedDataParallel::Impl {
     }
   }
 
+  // Starts all-gathering f's shards into `full` (a prefetch); gather() finishes it.
+  void start_gather(FlatParam& f) {
+    if (f.gathered || f.gathering.pending()) return;
+    at::NoGradGuard no_grad;
+    detail::allocate_storage(f.full, f.shard_numel * world, f.shard.options().requires_grad(false));
+    gathered_bytes += f.full.numel() * static_cast<int64_t>(f.full.element_size());
+    if (training_forward || in_backward)
+      peak_training_gathered_bytes = std::max(peak_training_gathered_bytes, gathered_bytes);
+    f.gathering = all_gather_into_async(f.full, f.shard.detach());
+  }
+
   void gather(FlatParam& f) {
     if (f.gathered) return;
-    at::NoGradGuard no_grad;
-    const std::vector<at::Tensor> parts = all_gather(f.shard.detach());
-    detail::allocate_storage(f.full, f.shard_numel * world, f.shard.options().requires_grad(false));
-    at::cat_out(f.full, parts);
+    start_gather(f);
+    f.gathering.wait();
     point_params_at(f, f.full);
     f.gathered = true;
   }
 
   void release(FlatParam& f) {
-    if (!f.gathered || !sharded()) return;
+    if (!sharded()) return;
+    if (f.gathering.pending()) {  // a prefetch nobody used: its buffer is written until it completes
+      f.gathering.wait();
+      f.gathered = true;
+    }
+    if (!f.gathered) return;
     at::NoGradGuard no_grad;
     const at::Tensor empty = at::empty({0}, f.shard.options().requires_grad(false));
     for (auto& p : f.params) p.set_data(empty);
-    if (f.full.defined()) detail::release_storage(f.full);  // undefined until the first gather
+    if (f.full.defined()) {  // undefined until the first gather
+      gathered_bytes -= f.full.numel() * static_cast<int64_t>(f.full.element_size());
+      detail::release_storage(f.full);
+    }
     f.gathered = false;
+  }
+
+  void gather_unit(int64_t u) {
+    for (const int64_t k : units[static_cast<size_t>(u)].flats) start_gather(flats[static_cast<size_t>(k)]);
+    for (const int64_t k : units[static_cast<size_t>(u)].flats) gather(flats[static_cast<size_t>(k)]);
+  }
+  void prefetch_unit(int64_t u) {
+    for (const int64_t k : units[static_cast<size_t>(u)].flats) start_gather(flats[static_cast<size_t>(k)]);
+  }
+  void release_unit(int64_t u) {
+    for (const int64_t k : units[static_cast<size_t>(u)].flats) release(flats[static_cast<size_t>(k)]);
+  }
+  // The units the enter() scopes gather: every unit not gathered around its own passes (the root among them).
+  void gather_whole_units() {
+    for (size_t u = 0; u < units.size(); ++u)
+      if (!units[u].per_unit) gather_unit(static_cast<int64_t>(u));
   }
 
   void gather_all() {
@@ -113,28 +191,67 @@ struct FullyShardedDataParallel::Impl {
     for (auto& f : flats) release(f);
   }
 
-  // The flat gradient, averaged over the ranks; this rank's part of it is added to the shard's gradient and the
-  // parameters' own (full-size) gradients are freed.
-  void reduce_gradients() {
+  // Starts reducing unit u's gradients: its parameters' (full-size) gradients are laid into one flat buffer per flat
+  // (zeros for the parameters without one) and freed; the reduce-scatter (an all-reduce when not sharded) runs in
+  // the background until finish_reductions(). Every rank reduces every unit, in the same order.
+  void start_reduction(int64_t u) {
     at::NoGradGuard no_grad;
-    for (auto& f : flats) {
-      at::Tensor flat = at::zeros({f.shard_numel * (sharded() ? world : 1)}, f.shard.options().requires_grad(false));
+    for (const int64_t k : units[static_cast<size_t>(u)].flats) {
+      FlatParam& f = flats[static_cast<size_t>(k)];
+      Reduction r;
+      r.flat = k;
+      r.in = at::zeros({f.shard_numel * (sharded() ? world : 1)}, f.shard.options().requires_grad(false));
       for (size_t i = 0; i < f.params.size(); ++i) {
         at::Tensor& g = f.params[i].mutable_grad();
         if (!g.defined()) continue;
-        flat.narrow(0, f.offsets[i], g.numel()).copy_(g.reshape(-1));
+        r.in.narrow(0, f.offsets[i], g.numel()).copy_(g.reshape(-1));
         g = at::Tensor();
       }
-      all_reduce(flat);  // every rank joins, with zeros for the parameters it did not use
-      if (world > 1) flat.div_(static_cast<double>(world));
-      at::Tensor mine = sharded() ? flat.narrow(0, rank * f.shard_numel, f.shard_numel) : flat;
-      at::Tensor& shard_grad = f.shard.mutable_grad();
-      if (shard_grad.defined())
-        shard_grad.add_(mine);
-      else
-        shard_grad = mine.clone();
+      if (sharded()) {
+        r.out = at::empty({f.shard_numel}, r.in.options());
+        r.handle = reduce_scatter_async(r.out, r.in);
+      } else {
+        r.out = r.in;
+        r.handle = all_reduce_async(r.out);
+      }
+      reductions.push_back(std::move(r));
     }
+    units[static_cast<size_t>(u)].reduced = true;
   }
+
+  // Waits for the reductions in flight and adds each rank's averaged slice to its shard's gradient.
+  void finish_reductions() {
+    at::NoGradGuard no_grad;
+    for (auto& r : reductions) {
+      r.handle.wait();
+      if (world > 1) r.out.div_(static_cast<double>(world));
+      at::Tensor& shard_grad = flats[static_cast<size_t>(r.flat)].shard.mutable_grad();
+      if (shard_grad.defined())
+        shard_grad.add_(r.out);
+      else
+        shard_grad = r.out.is_same(r.in) ? r.out : r.out.clone();
+    }
+    reductions.clear();
+  }
+
+  // The gradients averaged over the ranks, each rank keeping its slice: the units whose reduction has not started
+  // during the backward start now, then every reduction is finished.
+  void reduce_gradients() {
+    for (size_t u = 0; u < units.size(); ++u)
+      if (!units[u].reduced) start_reduction(static_cast<int64_t>(u));
+    finish_reductions();
+    for (auto& unit : units) unit.reduced = false;
+  }
+
+  // Per-unit scheduling (fully_sharded_units.cpp).
+  void unit_pre_forward(int64_t u);
+  void unit_post_forward(int64_t u, const at::Tensor& output);
+  void unit_pre_backward(int64_t u);
+  void unit_gradient_accumulated(int64_t u);
+  void begin_backward(bool reduce);
+  // Wraps every unit that is a composer::nn::Layer called through a composer::nn::Composite in a ShardedUnitLayer
+  // and hooks its parameters' gradients; returns how many.
+  int64_t wrap_units(torch::nn::Module& model, const std::vector<torch::nn::Module*>& modules);
 };
 
 }  // namespace composer::dist
