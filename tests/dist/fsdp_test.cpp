@@ -153,9 +153,10 @@ TEST_F(FsdpTest, PerUnitGatheringEqualsOneProcess) {
     const std::string out = (dir / (strategy + "-" + std::to_string(ranks) + "-adamw-0.pt")).string();
     const auto r = run_worker(launch(ranks, {FSDP_WORKER, out, strategy, "adamw", "0"}));
     EXPECT_EQ(r.status, 0) << r.output;
-    const auto per_unit = testing::printed_values(r.output, "per_unit ", "[rank 1] ");
-    const auto peak = testing::printed_values(r.output, "peak_gathered ", "[rank 1] ");
-    const auto full = testing::printed_values(r.output, "full_bytes ", "[rank 1] ");
+    const std::string last = "[rank " + std::to_string(ranks - 1) + "] ";
+    const auto per_unit = testing::printed_values(r.output, "per_unit ", last);
+    const auto peak = testing::printed_values(r.output, "peak_gathered ", last);
+    const auto full = testing::printed_values(r.output, "full_bytes ", last);
     EXPECT_EQ(peak.size(), 1u) << r.output;
     EXPECT_EQ(full.size(), 1u) << r.output;
     EXPECT_EQ(per_unit.size(), 1u) << r.output;
@@ -173,6 +174,8 @@ TEST_F(FsdpTest, PerUnitGatheringEqualsOneProcess) {
   EXPECT_EQ(per_unit[0], 2);
   EXPECT_EQ(per_unit[1], 2000);
   EXPECT_EQ(peak_and_full(2, "SHARD_GRAD_OP")[1], 3296);  // kept from the forward to the backward
+  // One rank: each unit gathered once at a time (its collective is a copy that is done at once), 248 elements.
+  EXPECT_EQ(peak_and_full(1, "FULL_SHARD")[1], 1984);
   expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
   expect_equal_to_one_process(3, "SHARD_GRAD_OP", "sgdw", "3", "norm:0.05");
   expect_equal_to_one_process(3, "FULL_SHARD", "sgdw", "0");

@@ -34,7 +34,8 @@ struct FlatParam {
   at::Tensor shard;
   at::Tensor full;
   bool gathered = false;
-  Handle gathering;  // an all-gather into `full` in flight (a prefetch)
+  bool started = false;  // an all-gather into `full` started (a prefetch) and not yet waited for
+  Handle gathering;
   int64_t unit = 0;
 };
 
@@ -134,27 +135,30 @@ struct FullyShardedDataParallel::Impl {
 
   // Starts all-gathering f's shards into `full` (a prefetch); gather() finishes it.
   void start_gather(FlatParam& f) {
-    if (f.gathered || f.gathering.pending()) return;
+    if (f.gathered || f.started) return;
     at::NoGradGuard no_grad;
     detail::allocate_storage(f.full, f.shard_numel * world, f.shard.options().requires_grad(false));
     gathered_bytes += f.full.numel() * static_cast<int64_t>(f.full.element_size());
     if (training_forward || in_backward)
       peak_training_gathered_bytes = std::max(peak_training_gathered_bytes, gathered_bytes);
     f.gathering = all_gather_into_async(f.full, f.shard.detach());
+    f.started = true;
   }
 
   void gather(FlatParam& f) {
     if (f.gathered) return;
     start_gather(f);
     f.gathering.wait();
+    f.started = false;
     point_params_at(f, f.full);
     f.gathered = true;
   }
 
   void release(FlatParam& f) {
     if (!sharded()) return;
-    if (f.gathering.pending()) {  // a prefetch nobody used: its buffer is written until it completes
+    if (f.started) {  // a prefetch nobody used: its buffer is written until it completes
       f.gathering.wait();
+      f.started = false;
       f.gathered = true;
     }
     if (!f.gathered) return;
