@@ -109,6 +109,8 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
   }
   m.world = get_world_size();
   m.rank = get_global_rank();
+  // One process has nothing to shard: as torch FSDP does, it runs as NO_SHARD (no gathering copies).
+  if (m.world == 1) m.strategy = ShardingStrategy::NO_SHARD;
   std::map<const c10::TensorImpl*, std::string> name_of;
   for (const auto& p : model.named_parameters(/*recurse=*/true))
     name_of.emplace(p.value().unsafeGetTensorImpl(), p.key());

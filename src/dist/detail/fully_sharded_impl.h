@@ -200,17 +200,23 @@ struct FullyShardedDataParallel::Impl {
   // the background until finish_reductions(). Every rank reduces every unit, in the same order.
   void start_reduction(int64_t u) {
     at::NoGradGuard no_grad;
+    const size_t earlier = reductions.size();
     for (const int64_t k : units[static_cast<size_t>(u)].flats) {
       FlatParam& f = flats[static_cast<size_t>(k)];
       Reduction r;
       r.flat = k;
-      r.in = at::zeros({f.shard_numel * (sharded() ? world : 1)}, f.shard.options().requires_grad(false));
+      r.in = at::empty({f.shard_numel * (sharded() ? world : 1)}, f.shard.options().requires_grad(false));
       for (size_t i = 0; i < f.params.size(); ++i) {
         at::Tensor& g = f.params[i].mutable_grad();
-        if (!g.defined()) continue;
-        r.in.narrow(0, f.offsets[i], g.numel()).copy_(g.reshape(-1));
+        at::Tensor slot = r.in.narrow(0, f.offsets[i], c10::multiply_integers(f.shapes[i]));
+        if (!g.defined()) {
+          slot.zero_();
+          continue;
+        }
+        slot.copy_(g.reshape(-1));
         g = at::Tensor();
       }
+      r.in.narrow(0, f.numel, r.in.numel() - f.numel).zero_();  // the padding
       if (sharded()) {
         r.out = at::empty({f.shard_numel}, r.in.options());
         r.handle = reduce_scatter_async(r.out, r.in);
@@ -221,21 +227,27 @@ struct FullyShardedDataParallel::Impl {
       reductions.push_back(std::move(r));
     }
     units[static_cast<size_t>(u)].reduced = true;
+    // At most this unit's reductions stay in flight (with the next unit's backward), so that the full-size gradient
+    // buffers of at most two units exist at once.
+    finish_reductions(reductions.size() - earlier);
   }
 
-  // Waits for the reductions in flight and adds each rank's averaged slice to its shard's gradient.
-  void finish_reductions() {
+  // Waits for the reductions in flight but the last `keep` and adds each rank's averaged slice to its shard's
+  // gradient.
+  void finish_reductions(size_t keep = 0) {
     at::NoGradGuard no_grad;
-    for (auto& r : reductions) {
+    const size_t done = reductions.size() - std::min(keep, reductions.size());
+    for (size_t i = 0; i < done; ++i) {
+      Reduction& r = reductions[i];
       r.handle.wait();
       if (world > 1) r.out.div_(static_cast<double>(world));
       at::Tensor& shard_grad = flats[static_cast<size_t>(r.flat)].shard.mutable_grad();
       if (shard_grad.defined())
         shard_grad.add_(r.out);
       else
-        shard_grad = r.out.is_same(r.in) ? r.out : r.out.clone();
+        shard_grad = r.out;
     }
-    reductions.clear();
+    reductions.erase(reductions.begin(), reductions.begin() + static_cast<std::ptrdiff_t>(done));
   }
 
   // The gradients averaged over the ranks, each rank keeping its slice: the units whose reduction has not started
