@@ -223,7 +223,7 @@ c10::IValue make_state_dict(const State& state, std::vector<ShardedEntry>* shard
     for (const auto& b : state.model->named_buffers()) model.insert(b.key(), b.value().detach());
     d.insert("model", model);
   } else if (state.model) {
-    const auto gathered = fsdp ? state.strategy->enter(dist::Phase::EVAL_FORWARD) : nullptr;
+    const auto gathered = fsdp ? fsdp->gather_full_precision() : nullptr;
     d.insert("model", model_state_dict(*state.model, fsdp != nullptr));
   }
   if (state.optimizer) {
@@ -294,7 +294,7 @@ void load_state_dict(State& state, const c10::IValue& saved, bool strict_model) 
   dist::FullyShardedDataParallel* fsdp = sharded_by(state);
   if (state.model && d.contains("model")) {
     // FSDP: the whole weights load into the gathered parameters, and each rank keeps its part.
-    const auto gathered = fsdp ? state.strategy->enter(dist::Phase::EVAL_FORWARD) : nullptr;
+    const auto gathered = fsdp ? fsdp->gather_full_precision() : nullptr;
     load_model_state(*state.model, d.at("model").toGenericDict(), strict_model);
     if (fsdp) fsdp->keep_gathered_values();
   }

@@ -61,6 +61,36 @@ BackwardPrefetch backward_prefetch_from_string(const std::string& text, const st
   throw std::invalid_argument(key + " must be BACKWARD_PRE, BACKWARD_POST or NONE, got '" + text + "'");
 }
 
+at::ScalarType mixed_precision_dtype_from_string(const std::string& text, const std::string& key) {
+  static const std::map<std::string, at::ScalarType> names{
+      {"float32", at::kFloat},      {"torch.float32", at::kFloat},
+      {"fp32", at::kFloat},         {"float16", at::kHalf},
+      {"torch.float16", at::kHalf}, {"half", at::kHalf},
+      {"fp16", at::kHalf},          {"amp", at::kHalf},
+      {"amp_fp16", at::kHalf},      {"bfloat16", at::kBFloat16},
+      {"bfloat", at::kBFloat16},    {"torch.bfloat16", at::kBFloat16},
+      {"bf16", at::kBFloat16},      {"amp_bf16", at::kBFloat16},
+      {"float64", at::kDouble},     {"torch.float64", at::kDouble},
+      {"fp64", at::kDouble},        {"double", at::kDouble},
+  };
+  const auto it = names.find(text);
+  if (it != names.end()) return it->second;
+  throw std::invalid_argument(key + " must be a floating dtype (float32, bfloat16, float16, float64 or Composer's " +
+                              "aliases such as fp32, bf16, amp_bf16), got '" + text + "'");
+}
+
+MixedPrecisionDtypes resolve_mixed_precision(const FSDPMixedPrecision& mp, at::ScalarType precision_dtype,
+                                             const std::string& key) {
+  if (mp.preset.empty()) return mp.dtypes;
+  std::string upper = mp.preset;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "FULL") return {};
+  if (upper == "DEFAULT") return {precision_dtype, at::kFloat, precision_dtype};
+  if (upper == "PURE") return {precision_dtype, precision_dtype, precision_dtype};
+  throw std::invalid_argument(key + " must be DEFAULT, PURE, FULL or a map of param_dtype, reduce_dtype and " +
+                              "buffer_dtype, got '" + mp.preset + "'");
+}
+
 bool default_wrap_policy(const std::string&, const torch::nn::Module& module) {
   const std::string cls = module.name();
   for (const char* unit : {"GPTBlock", "BertLayer", "BasicBlock", "ResNetBottleneck"}) {
@@ -87,8 +117,9 @@ class GatherScope final : public PhaseScope {
 
 }  // namespace
 
-FullyShardedDataParallel::FullyShardedDataParallel(FSDPOptions options)
+FullyShardedDataParallel::FullyShardedDataParallel(FSDPOptions options, at::ScalarType precision_dtype)
     : options_(std::move(options)), impl_(std::make_unique<Impl>()) {
+  impl_->mixed_precision = resolve_mixed_precision(options_.mixed_precision(), precision_dtype);
   impl_->strategy = options_.sharding_strategy();
   impl_->backward_prefetch = options_.backward_prefetch();
   impl_->forward_prefetch = options_.forward_prefetch();
@@ -111,6 +142,16 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
   m.rank = get_global_rank();
   // One process has nothing to shard: as torch FSDP does, it runs as NO_SHARD (no gathering copies).
   if (m.world == 1) m.strategy = ShardingStrategy::NO_SHARD;
+  // torch FSDP's averaging of the gradients: predivided by the largest power of two f dividing the world size with
+  // f * f < world (in torch's loop), postdivided by world / f.
+  m.predivide = 1;
+  while (m.world % static_cast<int64_t>(m.predivide) == 0 && static_cast<double>(m.world) / m.predivide > m.predivide)
+    m.predivide *= 2;
+  m.postdivide = static_cast<double>(m.world) / m.predivide;
+  const std::optional<at::ScalarType> param_dtype = m.mixed_precision.param_dtype;
+  const auto compute_dtype_of = [&](at::ScalarType own) {
+    return param_dtype && at::isFloatingType(own) ? *param_dtype : own;
+  };
   std::map<const c10::TensorImpl*, std::string> name_of;
   for (const auto& p : model.named_parameters(/*recurse=*/true))
     name_of.emplace(p.value().unsafeGetTensorImpl(), p.key());
@@ -182,6 +223,10 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
         flat.narrow(0, f.offsets[i], f.params[i].numel()).copy_(f.params[i].detach().reshape(-1));
       f.shard = (m.sharded() ? flat.narrow(0, m.rank * f.shard_numel, f.shard_numel).clone() : flat);
       f.shard.set_requires_grad(true);
+      f.compute_dtype = compute_dtype_of(f.shard.scalar_type());
+      // torch's rule: reduce_dtype, else param_dtype when that is given, else the parameters' own.
+      f.reduce_dtype = m.mixed_precision.reduce_dtype ? *m.mixed_precision.reduce_dtype : f.compute_dtype;
+      if (f.compute_dtype != f.shard.scalar_type()) m.low_precision_params = true;
       if (m.sharded()) {
         f.gathered = true;  // the parameters still hold their values until release()
         m.release(f);
@@ -216,6 +261,18 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
     }
     groups[g].params() = std::move(params);
   }
+  // Unsharded flats computing in param_dtype are gathered (cast) like sharded ones: empty until then.
+  if (!m.sharded() && m.low_precision_params) {
+    for (auto& f : m.flats) {
+      f.gathered = true;
+      m.release(f);
+    }
+  }
+  if (const auto buffer_dtype = m.mixed_precision.buffer_dtype) {
+    for (const auto& b : model.buffers(/*recurse=*/true))
+      if (b.defined() && at::isFloatingType(b.scalar_type()) && b.scalar_type() != *buffer_dtype)
+        m.cast_buffers.push_back({b, b.detach()});
+  }
   m.wrap_units(model, unit_modules);
   m.set_up = true;
 }
@@ -241,7 +298,11 @@ void FullyShardedDataParallel::sum_metric_state(at::Tensor& state) { all_reduce(
 
 std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
   Impl& m = *impl_;
-  if (!m.sharded()) return nullptr;
+  if (phase != Phase::TRAIN_BACKWARD) m.cast_buffers_for_forward();
+  if (!m.gathers()) {
+    if (!m.buffers_cast) return nullptr;
+    return std::make_unique<GatherScope>([&m] { m.restore_buffers(); });
+  }
   switch (phase) {
     case Phase::TRAIN_FORWARD:
       // The units gathered around their own forward do so as it reaches them; the rest now. FULL_SHARD frees those
@@ -251,6 +312,7 @@ std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
       m.order.clear();
       m.gather_whole_units();
       return std::make_unique<GatherScope>([&m] {
+        m.restore_buffers();
         m.training_forward = false;
         m.last_order = m.order;
         if (m.strategy != ShardingStrategy::FULL_SHARD) return;
@@ -269,7 +331,38 @@ std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
       break;
   }
   m.gather_all();
-  return std::make_unique<GatherScope>([&m] { m.release_all(); });
+  return std::make_unique<GatherScope>([&m] {
+    m.restore_buffers();
+    m.release_all();
+  });
+}
+
+std::optional<at::ScalarType> FullyShardedDataParallel::forward_input_dtype() const {
+  return impl_->mixed_precision.param_dtype;
+}
+
+const MixedPrecisionDtypes& FullyShardedDataParallel::mixed_precision() const { return impl_->mixed_precision; }
+
+std::unique_ptr<PhaseScope> FullyShardedDataParallel::gather_full_precision() {
+  Impl& m = *impl_;
+  std::vector<bool> was_gathered;
+  for (const auto& f : m.flats) {
+    if (f.gathered && m.gathers() && !f.in_full_state && f.compute_dtype != f.shard.scalar_type())
+      throw std::logic_error("FSDP: gather_full_precision() inside a forward or backward pass");
+    was_gathered.push_back(f.gathered);
+  }
+  m.full_precision = true;
+  try {
+    m.gather_all();
+  } catch (...) {
+    m.full_precision = false;
+    throw;
+  }
+  m.full_precision = false;
+  return std::make_unique<GatherScope>([&m, was_gathered] {
+    for (size_t k = 0; k < m.flats.size(); ++k)
+      if (!was_gathered[k]) m.release(m.flats[k]);
+  });
 }
 
 void FullyShardedDataParallel::clip_gradient_norm(double max_norm, double norm_type) {
@@ -309,16 +402,9 @@ ShardedMemory FullyShardedDataParallel::memory() const {
 }
 
 std::vector<std::pair<std::string, at::Tensor>> FullyShardedDataParallel::gathered_parameters() {
-  Impl& m = *impl_;
-  std::vector<bool> was_gathered;
-  for (auto& f : m.flats) {
-    was_gathered.push_back(f.gathered);
-    m.gather(f);
-  }
+  const auto gathered = gather_full_precision();
   std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& [name, p] : m.trainable) out.emplace_back(name, p.detach().clone());
-  for (size_t k = 0; k < m.flats.size(); ++k)
-    if (!was_gathered[k]) m.release(m.flats[k]);
+  for (const auto& [name, p] : impl_->trainable) out.emplace_back(name, p.detach().clone());
   return out;
 }
 

@@ -270,11 +270,12 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IVal
 
 void FullyShardedDataParallel::keep_gathered_values() {
   Impl& m = *impl_;
-  if (!m.sharded()) return;  // the parameters are views of the (whole) shards
+  if (!m.gathers()) return;  // the parameters are views of the (whole) shards
   at::NoGradGuard no_grad;
   for (auto& f : m.flats) {
     if (!f.gathered) throw std::logic_error("FSDP: keep_gathered_values() outside a gathered scope");
-    f.shard.detach().copy_(f.full.narrow(0, m.rank * f.shard_numel, f.shard_numel));
+    const at::Tensor& gathered = f.in_full_state ? f.full_state : f.full;
+    f.shard.detach().copy_(gathered.narrow(0, m.sharded() ? m.rank * f.shard_numel : 0, f.shard_numel));
   }
 }
 

@@ -8,6 +8,7 @@
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
 #include "composer/trainer/microbatch_search.h"
+#include "trainer/detail/forward_inputs.h"
 #include "trainer/detail/global_metric.h"
 #include "trainer/detail/loader_swap.h"
 
@@ -92,7 +93,7 @@ void EvalLoop::run(Evaluator& evaluator) {
         {
           auto scope = s.strategy->enter(dist::Phase::EVAL_FORWARD);
           auto autocast = precision_.enter();
-          s.outputs = s.model->eval_forward(s.batch);
+          s.outputs = s.model->eval_forward(detail::forward_inputs(s.batch, *s.strategy));
         }
         engine_.run_event(Event::EVAL_AFTER_FORWARD);
         for (auto& [name, m] : metrics) s.model->update_metric(s.batch, s.outputs, *m);

@@ -3,6 +3,7 @@
 #include "composer/core/engine.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
+#include "trainer/detail/forward_inputs.h"
 #include "trainer/detail/loader_swap.h"
 
 #include <torch/torch.h>
@@ -32,7 +33,7 @@ std::vector<at::Tensor> PredictLoop::run(DataLoader& loader, PredictLoopOptions 
     {
       auto scope = s.strategy->enter(dist::Phase::PREDICT_FORWARD);
       auto autocast = precision_.enter();
-      s.outputs = s.model->forward(s.batch);
+      s.outputs = s.model->forward(detail::forward_inputs(s.batch, *s.strategy));
     }
     engine_.run_event(Event::PREDICT_AFTER_FORWARD);
     outputs.push_back(s.outputs.to(at::kCPU));

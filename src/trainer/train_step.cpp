@@ -11,6 +11,7 @@
 #include "composer/optim/grad_scaler.h"
 #include "composer/utils/error_text.h"
 #include "composer/utils/reproducibility.h"
+#include "trainer/detail/forward_inputs.h"
 
 #include <torch/torch.h>
 
@@ -72,7 +73,7 @@ void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor
     engine_.run_event(Event::BEFORE_FORWARD);
     {
       auto autocast = precision_.enter();
-      s.outputs = s.model->forward(s.batch);
+      s.outputs = s.model->forward(detail::forward_inputs(s.batch, *s.strategy));
     }
     engine_.run_event(Event::AFTER_FORWARD);
     engine_.run_event(Event::BEFORE_LOSS);

@@ -220,11 +220,16 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   if (o.tune_allocator()) tune_allocator();
   s.device = detail::resolve_device(o.device());
   dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
-  if (o.parallelism_config().fsdp())
-    s.strategy = std::make_unique<dist::FullyShardedDataParallel>(detail::fsdp_options(*o.parallelism_config().fsdp()));
-  else
-    s.strategy = dist::default_strategy();
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
+  if (o.parallelism_config().fsdp()) {
+    const at::ScalarType precision_dtype = s.precision == Precision::AMP_BF16   ? at::kBFloat16
+                                           : s.precision == Precision::AMP_FP16 ? at::kHalf
+                                                                                : at::kFloat;
+    s.strategy = std::make_unique<dist::FullyShardedDataParallel>(detail::fsdp_options(*o.parallelism_config().fsdp()),
+                                                                  precision_dtype);
+  } else {
+    s.strategy = dist::default_strategy();
+  }
   (void)PrecisionContext(s.precision, s.device);                    // throws for a precision the device cannot run
   s.auto_microbatching = o.device_train_microbatch_size().is_auto;  // searched from the whole batch down
   s.device_train_microbatch_size = o.device_train_microbatch_size().value;

@@ -162,6 +162,30 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
                            "got 'SOON'"),
             std::string::npos)
       << err.str();
+  // mixed_precision: the GPT computing in bfloat16 (its float32 weights kept), PURE, and the errors.
+  EXPECT_EQ(train(config("o.yaml",
+                         "model: {name: gpt, n_layer: 2, n_head: 2, d_model: 16, max_seq_len: 8}\n"
+                         "train_data: {dataset: synthetic_tokens, vocab_size: 13, seq_len: 8, num_samples: "
+                         "32, batch_size: 8}\nmax_duration: 2ba\nprogress_bar: false\n"
+                         "parallelism_config: {fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: "
+                         "float32}}}\n")),
+            0)
+      << err.str();
+  EXPECT_EQ(train(config("p.yaml", synthetic("parallelism_config: {fsdp: {mixed_precision: pure}}\n"))), 0)
+      << err.str();
+  EXPECT_EQ(train(config("q.yaml", synthetic("parallelism_config: {fsdp: {mixed_precision: HALF}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.mixed_precision must be DEFAULT, PURE, FULL or a map of "
+                           "param_dtype, reduce_dtype and buffer_dtype, got 'HALF'"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(train(config("r.yaml", synthetic("parallelism_config: {fsdp: {mixed_precision: {param_dtype: int8}}}\n"))),
+            2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.mixed_precision.param_dtype must be a floating dtype"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(train(config("s.yaml", synthetic("parallelism_config: {fsdp: {mixed_precision: {param: bf16}}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.mixed_precision.param: unknown key"), std::string::npos)
+      << err.str();
   EXPECT_NE(train(config("l.yaml", synthetic("parallelism_config: {fsdp: {activation_checkpointing: true}}\n"))), 0);
   EXPECT_NE(err.str().find("activation_checkpointing: no module of the model is picked"), std::string::npos)
       << err.str();

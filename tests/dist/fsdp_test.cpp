@@ -189,6 +189,53 @@ TEST_F(FsdpTest, PerUnitGatheringEqualsOneProcess) {
   expect_equal_to_one_process(3, "FULL_SHARD", "adamw", "3");
 }
 
+// mixed_precision param_dtype float32 on the float64 model: the forward and backward run in float32 (the outputs are
+// float32) while the shards, the optimizer and the saved weights stay float64; the weights end near the float64
+// run's but not on them; reduce_dtype float64 reduces differently from float32. Sharded, unsharded (one rank too),
+// whole-model and per-unit gathering alike.
+TEST_F(FsdpTest, MixedPrecisionComputesInParamDtypeAndKeepsFullPrecisionWeights) {
+  const auto one = testing::read_pickled_tensors(reference("adamw", "0", ""));
+  testing::ScopedEnv env;
+  int run = 0;
+  std::string output;
+  const auto train = [&](int ranks, const std::string& strategy, const std::string& mp) {
+    env.set("FSDP_WORKER_MIXED_PRECISION", mp);
+    const std::string out = (dir / ("mp-" + std::to_string(run++) + ".pt")).string();
+    const auto r = run_worker(launch(ranks, {FSDP_WORKER, out, strategy, "adamw", "0"}));
+    EXPECT_EQ(r.status, 0) << r.output;
+    output = r.output;
+    const auto dtype = testing::printed_words(r.output, "outputs_dtype ");
+    EXPECT_FALSE(dtype.empty()) << r.output;
+    for (const auto& d : dtype) EXPECT_EQ(d, mp == "FULL" ? "Double" : "Float") << strategy << " " << mp;
+    const auto w = testing::read_pickled_tensors(out);
+    EXPECT_EQ(w.size(), one.size());
+    double off = 0;
+    for (const auto& [name, t] : w) {
+      EXPECT_EQ(t.scalar_type(), at::kDouble) << name;
+      off = std::max(off, (t - one.at(name)).abs().max().item<double>());
+    }
+    EXPECT_LT(off, 1e-4) << strategy << " " << mp << " on " << ranks;
+    if (mp == "FULL")
+      EXPECT_LT(off, 1e-10);
+    else
+      EXPECT_GT(off, 1e-9) << "float32 compute left no trace: " << strategy << " " << mp << " on " << ranks;
+    return w;
+  };
+  const auto f32 = train(2, "FULL_SHARD", "f32");
+  const auto reduce64 = train(2, "FULL_SHARD", "f32-reduce64");
+  double apart = 0;
+  for (const auto& [name, t] : f32) apart = std::max(apart, (t - reduce64.at(name)).abs().max().item<double>());
+  EXPECT_GT(apart, 0) << "reduce_dtype float64 reduced as float32 did";
+  train(3, "SHARD_GRAD_OP", "f32");
+  train(2, "NO_SHARD", "f32");
+  train(1, "FULL_SHARD", "f32");
+  train(2, "FULL_SHARD", "FULL");
+  env.set("FSDP_WORKER_NN_LAYERS", "1");  // each unit gathered (in float32) around its own passes
+  train(2, "FULL_SHARD", "f32");
+  // Gathered in float32: half the bytes of PerUnitGatheringEqualsOneProcess's 2000 at most at once.
+  EXPECT_EQ(testing::printed_values(output, "peak_gathered ", "[rank 1] "), std::vector<double>{1000}) << output;
+}
+
 // The one-process run with a full checkpoint every 3 batches: its final weights' file and its batch-3 checkpoint.
 std::pair<std::string, std::string> one_process_with_checkpoints(const fs::path& dir, testing::ScopedEnv& env) {
   env.set("FSDP_WORKER_SAVE", (dir / "one").string());

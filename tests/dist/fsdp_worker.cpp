@@ -22,8 +22,9 @@
 // turns activation_checkpointing on (each Linear unit recomputed in the backward, the first one on an input that needs
 // no gradient); FSDP_WORKER_NN_LAYERS=1 builds it from composer::nn layers without checkpointing (either way each
 // Linear unit is gathered around its own forward and backward); FSDP_WORKER_BACKWARD_PREFETCH=PRE|POST|NONE and
-// FSDP_WORKER_FORWARD_PREFETCH=1 set the prefetch options. Under FSDP every rank also prints "per_unit N" (units
-// gathered on their own) and "peak_gathered B" (the most gathered parameter bytes at once in training passes).
+// FSDP_WORKER_FORWARD_PREFETCH=1 set the prefetch options; FSDP_WORKER_MIXED_PRECISION (below) sets mixed_precision.
+// Under FSDP every rank also prints "per_unit N" (units gathered on their own) and "peak_gathered B" (the most gathered
+// parameter bytes at once in training passes).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -144,6 +145,13 @@ int main(int argc, char** argv) try {
                                             : prefetch == "NONE" ? prefetch
                                                                  : "BACKWARD_" + prefetch,
                                             "FSDP_WORKER_BACKWARD_PREFETCH");
+    // The float64 model computes in float64 (FULL) unless FSDP_WORKER_MIXED_PRECISION says otherwise: "f32"
+    // (param_dtype float32; the reduction then in float32 too, torch's rule), "f32-reduce64" (reduce_dtype
+    // float64) or a preset.
+    const std::string mp = env("FSDP_WORKER_MIXED_PRECISION");
+    dist::FSDPMixedPrecision mixed = dist::FSDPMixedPrecision::of(mp.empty() ? "FULL" : mp);
+    if (mp == "f32") mixed = dist::FSDPMixedPrecision::custom({at::kFloat, std::nullopt, std::nullopt});
+    if (mp == "f32-reduce64") mixed = dist::FSDPMixedPrecision::custom({at::kFloat, at::kDouble, std::nullopt});
     const auto units = [](const std::string&, const torch::nn::Module& m) {
       return m.name().find("Linear") != std::string::npos;
     };
@@ -156,6 +164,7 @@ int main(int argc, char** argv) try {
                                            .load_monolith_rank0_only(rank0_only)
                                            .forward_prefetch(env("FSDP_WORKER_FORWARD_PREFETCH") == "1")
                                            .backward_prefetch(backward_prefetch)
+                                           .mixed_precision(mixed)
                                            .state_dict_type(env("FSDP_WORKER_SHARDED") == "1" ? "sharded" : "full")));
   }
   Trainer trainer(options);
@@ -172,7 +181,8 @@ int main(int argc, char** argv) try {
     const dist::ShardedMemory mem = fsdp->memory();
     std::cout << "shard_bytes " << mem.parameter_bytes << "\nfull_bytes " << mem.full_parameter_bytes << "\nunits "
               << mem.num_units << "\nper_unit " << mem.per_unit_gathered << "\npeak_gathered "
-              << mem.peak_training_gathered_bytes << std::endl;
+              << mem.peak_training_gathered_bytes << "\noutputs_dtype "
+              << c10::toString(trainer.state().outputs.scalar_type()) << std::endl;
     for (const auto& [name, value] : fsdp->gathered_parameters()) w.insert(name, value);
   } else {
     for (const auto& p : model->named_parameters()) w.insert(p.key(), p.value().detach().clone());

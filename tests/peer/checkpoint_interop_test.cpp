@@ -108,8 +108,9 @@ TEST_F(CheckpointInteropTest, WeContinueFromComposersShardedCheckpointLayout) {
   const auto result = run_composer({"save_sharded", ckpt});
   ASSERT_TRUE(is_distributed_checkpoint(ckpt));
   auto ours = std::make_shared<LossRecorder>();
-  Trainer resumed(options(ours).max_duration("12ba").load_path(ckpt).parallelism_config(
-      dist::ParallelismConfig().fsdp(dist::FSDPOptions().state_dict_type("sharded"))));
+  // The float64 model keeps computing in float64 (mixed_precision DEFAULT would compute in float32, as Composer's).
+  Trainer resumed(options(ours).max_duration("12ba").load_path(ckpt).parallelism_config(dist::ParallelismConfig().fsdp(
+      dist::FSDPOptions().state_dict_type("sharded").mixed_precision(dist::FSDPMixedPrecision::of("FULL")))));
   EXPECT_EQ(resumed.state().timestamp.batch, 6);
   EXPECT_EQ(resumed.state().timestamp.epoch, 1);
   resumed.fit();

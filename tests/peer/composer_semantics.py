@@ -11,7 +11,8 @@ REQUESTS: {"time_strings": [str], "schedulers": [{"class": str, "kwargs": {...},
            "alibi": [{"n_heads": int, "max_len": int, "causal": bool}],
            "optimizer_metrics": [{"lr", "betas", "eps", "weight_decay": float, "params": [{"name": str,
                                   "shape": [int], "weight": [float]}], "grads": [[[float]]] (per step, per param)}],
-           "gpu_flops": [{"device_name": str, "precision": "fp32" | "amp_fp16" | "amp_bf16"}]}
+           "gpu_flops": [{"device_name": str, "precision": "fp32" | "amp_fp16" | "amp_bf16"}],
+           "fsdp_mixed_precision": [{"precision": str, "mixed_precision": str | {key: str}}]}
 ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
            "schedulers": [{"factors": [float]} | {"error": str}],
            "gradient_clipping": [{"grads": [[float] | null]}],  (float64, flattened)
@@ -20,7 +21,8 @@ ANSWERS:  {"time_strings": [{"value": float, "unit": str} | {"error": str}],
            "alibi": [{"slopes": [float], "shape": [int], "bias": [float]}],
            "early_stopper": [[bool]],
            "optimizer_metrics": [{key: float}],
-           "gpu_flops": [float | null]}  (OptimizerMonitor's keys after DecoupledAdamW steps)
+           "gpu_flops": [float | null],  (optimizer_metrics: OptimizerMonitor's keys after DecoupledAdamW steps)
+           "fsdp_mixed_precision": [{"param_dtype", "reduce_dtype", "buffer_dtype": str | null} | {"error": str}]}
 """
 import json
 import sys
@@ -312,6 +314,19 @@ def gpu_flops(specs):
     return out
 
 
+def fsdp_mixed_precision(spec):
+    """Composer's get_mixed_precision: the dtypes a preset or a dict resolves to for a precision."""
+    from composer.core import Precision
+    from composer.distributed.mosaic_parallelism import get_mixed_precision
+
+    try:
+        _, param, reduce, buffer = get_mixed_precision(Precision(spec['precision']), spec['mixed_precision'])
+    except ValueError as e:
+        return {'error': str(e)}
+    name = lambda d: None if d is None else str(d).replace('torch.', '')
+    return {'param_dtype': name(param), 'reduce_dtype': name(reduce), 'buffer_dtype': name(buffer)}
+
+
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
@@ -331,6 +346,7 @@ def main():
         'early_stopper': [early_stopper(s) for s in requests.get('early_stopper', [])],
         'optimizer_metrics': [optimizer_metrics(s) for s in requests.get('optimizer_metrics', [])],
         'gpu_flops': gpu_flops(requests.get('gpu_flops', [])),
+        'fsdp_mixed_precision': [fsdp_mixed_precision(s) for s in requests.get('fsdp_mixed_precision', [])],
     }
     with open(sys.argv[2], 'w') as f:
         json.dump(answers, f)

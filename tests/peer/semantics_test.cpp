@@ -16,6 +16,7 @@
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/core/time.h"
+#include "composer/dist/fully_sharded.h"
 #include "composer/loggers/in_memory_logger.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
@@ -793,6 +794,67 @@ TEST(PeerSemanticsTest, PeakFlopsTableIsComposers) {
         EXPECT_EQ(*ours, theirs[i].get<double>()) << n << " " << text;
       }
       ++i;
+    }
+}
+
+// FSDP's mixed_precision: each preset and dict resolves, for each precision, to the dtypes Composer's
+// get_mixed_precision gives; what Composer cannot interpret we refuse too.
+TEST(PeerSemanticsTest, FsdpMixedPrecisionResolvesAsComposers) {
+  COMPOSER_REQUIRE_PYTHON("composer torch");
+  const std::vector<std::pair<std::string, at::ScalarType>> precisions = {
+      {"fp32", at::kFloat}, {"amp_fp16", at::kHalf}, {"amp_bf16", at::kBFloat16}};
+  const std::vector<json> settings = {"DEFAULT",
+                                      "PURE",
+                                      "FULL",
+                                      "default",
+                                      "HALF",
+                                      json{{"param_dtype", "bf16"}},
+                                      json{{"param_dtype", "float16"}, {"reduce_dtype", "fp32"}},
+                                      json{{"buffer_dtype", "torch.bfloat16"}, {"reduce_dtype", "amp_bf16"}}};
+  json requests = json::array();
+  for (const auto& [text, dtype] : precisions)
+    for (const auto& mp : settings) requests.push_back({{"precision", text}, {"mixed_precision", mp}});
+  const auto theirs = ask_composer({{"fsdp_mixed_precision", requests}})["fsdp_mixed_precision"];
+  ASSERT_EQ(theirs.size(), requests.size());
+  const auto name = [](const std::optional<at::ScalarType>& d) -> json {
+    if (!d) return nullptr;
+    switch (*d) {
+      case at::kFloat:
+        return "float32";
+      case at::kHalf:
+        return "float16";
+      case at::kBFloat16:
+        return "bfloat16";
+      default:
+        return c10::toString(*d);
+    }
+  };
+  size_t i = 0;
+  for (const auto& [text, dtype] : precisions)
+    for (const auto& mp : settings) {
+      const auto& answer = theirs[i++];
+      const std::string what = text + " " + mp.dump();
+      dist::FSDPMixedPrecision ours;
+      try {
+        if (mp.is_string()) {
+          ours = dist::FSDPMixedPrecision::of(mp.get<std::string>());
+        } else {
+          dist::MixedPrecisionDtypes d;
+          for (const auto& [key, value] : mp.items()) {
+            const auto t = dist::mixed_precision_dtype_from_string(value.get<std::string>(), key);
+            (key == "param_dtype" ? d.param_dtype : key == "reduce_dtype" ? d.reduce_dtype : d.buffer_dtype) = t;
+          }
+          ours = dist::FSDPMixedPrecision::custom(d);
+        }
+        const dist::MixedPrecisionDtypes r = dist::resolve_mixed_precision(ours, dtype);
+        ASSERT_FALSE(answer.contains("error")) << what << ": Composer refuses it: " << answer.dump();
+        EXPECT_EQ(name(r.param_dtype), answer["param_dtype"]) << what;
+        EXPECT_EQ(name(r.reduce_dtype), answer["reduce_dtype"]) << what;
+        EXPECT_EQ(name(r.buffer_dtype), answer["buffer_dtype"]) << what;
+      } catch (const std::invalid_argument& e) {
+        EXPECT_TRUE(answer.contains("error"))
+            << what << ": we refuse it (" << e.what() << "), Composer gives " << answer.dump();
+      }
     }
 }
 

@@ -47,4 +47,16 @@ inline std::vector<double> printed_values(const std::string& output, const std::
   return values;
 }
 
+/// The rest of each line of `output` that starts with `prefix`, on every rank (after any "[rank R] " tag).
+inline std::vector<std::string> printed_words(const std::string& output, const std::string& prefix) {
+  std::vector<std::string> words;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("[rank ", 0) == 0 && line.find("] ") != std::string::npos) line = line.substr(line.find("] ") + 2);
+    if (line.rfind(prefix, 0) == 0) words.push_back(line.substr(prefix.size()));
+  }
+  return words;
+}
+
 }  // namespace composer::testing

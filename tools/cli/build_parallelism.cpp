@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -11,14 +12,48 @@ namespace {
 
 // Composer's FSDPConfig keys this engine does not vary, with the default it matches (lower case).
 const std::map<std::string, std::string> kComposerDefaults{
-    {"activation_cpu_offload", "false"},  {"backward_prefetch_limit", "1"}, {"cpu_offload", "false"},
-    {"data_parallel_shard_degree", "-1"}, {"forward_prefetch_limit", "1"},  {"keep_low_precision_grads", "false"},
-    {"mixed_precision", "default"},       {"use_orig_params", "true"},      {"verbose", "false"},
+    {"activation_cpu_offload", "false"},
+    {"backward_prefetch_limit", "1"},
+    {"cpu_offload", "false"},
+    {"data_parallel_shard_degree", "-1"},
+    {"forward_prefetch_limit", "1"},
+    {"keep_low_precision_grads", "false"},
+    {"use_orig_params", "true"},
+    {"verbose", "false"},
 };
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
+}
+
+// Composer's mixed_precision: DEFAULT, PURE, FULL, or {param_dtype, reduce_dtype, buffer_dtype}.
+dist::FSDPMixedPrecision mixed_precision(const ConfigNode& f) {
+  const std::string key = f.key_path("mixed_precision");
+  if (f.yaml()["mixed_precision"].IsMap()) {
+    const ConfigNode m = f.child("mixed_precision");
+    m.expect_keys({"param_dtype", "reduce_dtype", "buffer_dtype"});
+    dist::MixedPrecisionDtypes dtypes;
+    const auto read = [&m](const std::string& name, std::optional<at::ScalarType>& out) {
+      if (!m.has(name) || m.yaml()[name].IsNull()) return;
+      try {
+        out = dist::mixed_precision_dtype_from_string(m.require_string(name), m.key_path(name));
+      } catch (const std::invalid_argument& e) {
+        throw ConfigError(e.what());
+      }
+    };
+    read("param_dtype", dtypes.param_dtype);
+    read("reduce_dtype", dtypes.reduce_dtype);
+    read("buffer_dtype", dtypes.buffer_dtype);
+    return dist::FSDPMixedPrecision::custom(dtypes);
+  }
+  const dist::FSDPMixedPrecision preset = dist::FSDPMixedPrecision::of(f.require_string("mixed_precision"));
+  try {
+    (void)dist::resolve_mixed_precision(preset, at::kFloat, key);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+  return preset;
 }
 
 }  // namespace
@@ -39,7 +74,8 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
                                    "load_monolith_rank0_only",
                                    "backward_prefetch",
                                    "forward_prefetch",
-                                   "limit_all_gathers"};
+                                   "limit_all_gathers",
+                                   "mixed_precision"};
   for (const auto& [key, value] : kComposerDefaults) allowed.push_back(key);
   f.expect_keys(allowed);
   dist::FSDPOptions o;
@@ -65,6 +101,7 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
       throw ConfigError(e.what());
     }
   }
+  if (f.has("mixed_precision")) o.mixed_precision(mixed_precision(f));
   o.activation_checkpointing_reentrant(
       f.get_bool("activation_checkpointing_reentrant", o.activation_checkpointing_reentrant()));
   if (f.has("state_dict_type")) {

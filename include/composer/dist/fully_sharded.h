@@ -60,6 +60,32 @@ std::string to_string(BackwardPrefetch p);
 /// "BACKWARD_PRE", "BACKWARD_POST", "NONE" (any case); std::invalid_argument naming `key` and the choices otherwise.
 BackwardPrefetch backward_prefetch_from_string(const std::string& text, const std::string& key);
 
+/// The dtypes of Composer's mixed_precision (torch's MixedPrecision); unset: as the parameters and buffers are.
+struct MixedPrecisionDtypes {
+  std::optional<at::ScalarType> param_dtype;   ///< the gathered weights and the forward's floating inputs
+  std::optional<at::ScalarType> reduce_dtype;  ///< the gradient reduction (unset with param_dtype set: param_dtype)
+  std::optional<at::ScalarType> buffer_dtype;  ///< the floating buffers during forward passes
+  bool operator==(const MixedPrecisionDtypes& o) const {
+    return param_dtype == o.param_dtype && reduce_dtype == o.reduce_dtype && buffer_dtype == o.buffer_dtype;
+  }
+};
+
+/// Composer's mixed_precision: a preset ("DEFAULT": weights and buffers in the precision's dtype, reduction in
+/// float32; "PURE": all three in the precision's dtype; "FULL": no casts) or explicit dtypes (Composer's dict).
+struct FSDPMixedPrecision {
+  std::string preset = "DEFAULT";  ///< DEFAULT, PURE, FULL (any case); "" when `dtypes` are given
+  MixedPrecisionDtypes dtypes;
+  static FSDPMixedPrecision of(const std::string& preset) { return {preset, {}}; }
+  static FSDPMixedPrecision custom(MixedPrecisionDtypes dtypes) { return {"", dtypes}; }
+};
+/// The dtypes for the Trainer's precision (its dtype: float32 for fp32, bfloat16 for amp_bf16, float16 for amp_fp16),
+/// as Composer's get_mixed_precision resolves them; std::invalid_argument naming `key` for an unknown preset.
+MixedPrecisionDtypes resolve_mixed_precision(const FSDPMixedPrecision& mp, at::ScalarType precision_dtype,
+                                             const std::string& key = "mixed_precision");
+/// Composer's dtype names: float32/fp32/torch.float32, float16/half/fp16/amp_fp16/amp, bfloat16/bf16/amp_bf16/...,
+/// and float64/fp64/double (not in Composer's list; for float64 models); std::invalid_argument naming `key`.
+at::ScalarType mixed_precision_dtype_from_string(const std::string& text, const std::string& key);
+
 /// Which submodules are sharding units: called with each submodule's dotted name and the module.
 using WrapPolicy = std::function<bool(const std::string& name, const torch::nn::Module& module)>;
 /// The default: every transformer block (GPTBlock, BertLayer) and every ResNet block (BasicBlock,
@@ -99,6 +125,9 @@ struct FSDPOptions {
   /// Start the next unit's all-gather (in the previous forward's order) when a unit's forward begins (Composer's
   /// default false).
   TORCH_ARG(bool, forward_prefetch) = false;
+  /// Composer's mixed_precision (default DEFAULT: with precision fp32 nothing is cast; a float64 model under
+  /// DEFAULT computes in float32, as under Composer: give FULL to keep float64).
+  TORCH_ARG(FSDPMixedPrecision, mixed_precision);
   /// torch's limit on all-gathers in flight (Composer's default true). Accepted either way: at most one unit is ever
   /// prefetched ahead here, which is within torch's limit of two.
   TORCH_ARG(bool, limit_all_gathers) = true;
@@ -134,7 +163,8 @@ struct ShardedMemory {
 
 class FullyShardedDataParallel final : public Strategy {
  public:
-  explicit FullyShardedDataParallel(FSDPOptions options = {});
+  /// `precision_dtype`: the Trainer's precision's dtype, which mixed_precision's presets resolve to.
+  explicit FullyShardedDataParallel(FSDPOptions options = {}, at::ScalarType precision_dtype = at::kFloat);
   ~FullyShardedDataParallel() override;
   std::string name() const override { return "fsdp"; }
   int64_t num_replicas() const override;
@@ -152,9 +182,15 @@ class FullyShardedDataParallel final : public Strategy {
   std::unique_ptr<PhaseScope> enter(Phase phase) override;
   bool shards_state() const override { return options_.sharding_strategy() != ShardingStrategy::NO_SHARD; }
   bool holds_gradients() const override { return true; }
+  std::optional<at::ScalarType> forward_input_dtype() const override;
   void clip_gradient_norm(double max_norm, double norm_type) override;
 
   const FSDPOptions& options() const { return options_; }
+  /// mixed_precision resolved for the Trainer's precision.
+  const MixedPrecisionDtypes& mixed_precision() const;
+  /// Gathers every unit in the parameters' own dtype (not param_dtype) until the scope ends, for reading or
+  /// writing the weights whole (checkpoints, exports). A collective; call it between steps, on every rank.
+  std::unique_ptr<PhaseScope> gather_full_precision();
   ShardedMemory memory() const;
   /// Every trainable parameter's full value, in the model's named_parameters() order (a collective: call it on
   /// every rank).

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -86,6 +87,9 @@ class Strategy {
   }
   /// Whether the training data must be split across ranks (DataLoader::is_distributed()).
   virtual bool needs_sharded_data() const { return num_replicas() > 1; }
+  /// The dtype the floating fields of the batch the model's forward sees are cast to (FSDP's param_dtype, as torch
+  /// FSDP casts the root's forward inputs); unset: as they are. The loss sees the batch uncast.
+  virtual std::optional<at::ScalarType> forward_input_dtype() const { return std::nullopt; }
 };
 
 /// The null strategy of a one-process run.

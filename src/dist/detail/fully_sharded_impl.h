@@ -32,11 +32,23 @@ struct FlatParam {
   int64_t numel = 0;
   int64_t shard_numel = 0;
   at::Tensor shard;
-  at::Tensor full;
+  at::Tensor full;        // gathered for computing, in compute_dtype
+  at::Tensor full_state;  // gathered in the shard's own dtype (gather_full_precision), when compute_dtype differs
+  at::ScalarType compute_dtype = at::kFloat;  // mixed_precision's param_dtype, or the shard's dtype
+  at::ScalarType reduce_dtype = at::kFloat;   // the gradient reduction's
   bool gathered = false;
-  bool started = false;  // an all-gather into `full` started (a prefetch) and not yet waited for
+  bool started = false;         // an all-gather started (a prefetch) and not yet waited for
+  bool in_full_state = false;   // the gather in flight or done is into full_state
+  int64_t gathered_nbytes = 0;  // of that gather
+  at::Tensor gather_input;      // the (cast) shard being gathered, kept until the collective is done
   Handle gathering;
   int64_t unit = 0;
+};
+
+// A floating buffer cast to mixed_precision's buffer_dtype for the forward passes: `own` aliases its own values.
+struct CastBuffer {
+  at::Tensor buffer;
+  at::Tensor own;
 };
 
 // A sharding unit: its flat buffers, and where its backward stands.
@@ -76,6 +88,7 @@ inline void release_storage(at::Tensor& full) {
 
 }  // namespace detail
 
+using detail::CastBuffer;
 using detail::FlatParam;
 using detail::Reduction;
 using detail::Unit;
@@ -93,6 +106,11 @@ struct FullyShardedDataParallel::Impl {
   int64_t rank = 0;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_POST;
   bool forward_prefetch = false;
+  MixedPrecisionDtypes mixed_precision;
+  bool low_precision_params = false;  // some flat computes in another dtype than its shard's: gathered even unsharded
+  bool full_precision = false;        // inside gather_full_precision()
+  std::vector<CastBuffer> cast_buffers;
+  bool buffers_cast = false;
   std::vector<FlatParam> flats;
   std::vector<Unit> units;                                    // the root (everything no other unit claims) last
   std::vector<std::pair<std::string, at::Tensor>> trainable;  // named_parameters() order
@@ -105,6 +123,10 @@ struct FullyShardedDataParallel::Impl {
   std::vector<int64_t> order;         // per-unit units in the order their forward ran in this training forward
   std::vector<int64_t> last_order;    // ... in the previous one (forward_prefetch's guide)
   std::vector<Reduction> reductions;  // in flight
+  // torch FSDP's averaging: divided by `predivide` before the reduction and by `postdivide` after (world =
+  // predivide * postdivide), so that low-precision sums do not overflow.
+  double predivide = 1;
+  double postdivide = 1;
   int64_t gathered_bytes = 0;
   int64_t peak_training_gathered_bytes = 0;
   // What each optimizer parameter (numbered across the groups, as the optimizer's state dict numbers them) is:
@@ -125,6 +147,9 @@ struct FullyShardedDataParallel::Impl {
   c10::IValue by_parameter_name(const c10::IValue& sharded, const SplitEntry& split) const;
 
   bool sharded() const { return strategy != ShardingStrategy::NO_SHARD; }
+  // Whether the parameters are gathered into buffers of their own for computing (and empty otherwise); unsharded
+  // without mixed precision they are views of the shards throughout.
+  bool gathers() const { return sharded() || low_precision_params; }
 
   void point_params_at(FlatParam& f, const at::Tensor& values) {
     for (size_t i = 0; i < f.params.size(); ++i) {
@@ -133,15 +158,27 @@ struct FullyShardedDataParallel::Impl {
     }
   }
 
-  // Starts all-gathering f's shards into `full` (a prefetch); gather() finishes it.
+  // Starts all-gathering f's shards (cast to its compute dtype, or in their own under gather_full_precision) into
+  // its full buffer (a prefetch); gather() finishes it. Unsharded, the "gather" is the cast copy.
   void start_gather(FlatParam& f) {
     if (f.gathered || f.started) return;
     at::NoGradGuard no_grad;
-    detail::allocate_storage(f.full, f.shard_numel * world, f.shard.options().requires_grad(false));
-    gathered_bytes += f.full.numel() * static_cast<int64_t>(f.full.element_size());
+    f.in_full_state = full_precision && f.compute_dtype != f.shard.scalar_type();
+    at::Tensor& buffer = f.in_full_state ? f.full_state : f.full;
+    const at::ScalarType dtype = f.in_full_state || full_precision ? f.shard.scalar_type() : f.compute_dtype;
+    detail::allocate_storage(buffer, f.shard_numel * (sharded() ? world : 1),
+                             f.shard.options().dtype(dtype).requires_grad(false));
+    f.gathered_nbytes = buffer.numel() * static_cast<int64_t>(buffer.element_size());
+    gathered_bytes += f.gathered_nbytes;
     if (training_forward || in_backward)
       peak_training_gathered_bytes = std::max(peak_training_gathered_bytes, gathered_bytes);
-    f.gathering = all_gather_into_async(f.full, f.shard.detach());
+    f.gather_input = f.shard.detach().to(dtype);
+    if (sharded()) {
+      f.gathering = all_gather_into_async(buffer, f.gather_input);
+    } else {
+      buffer.copy_(f.gather_input);
+      f.gathering = Handle();
+    }
     f.started = true;
   }
 
@@ -150,26 +187,47 @@ struct FullyShardedDataParallel::Impl {
     start_gather(f);
     f.gathering.wait();
     f.started = false;
-    point_params_at(f, f.full);
+    f.gather_input = at::Tensor();
+    point_params_at(f, f.in_full_state ? f.full_state : f.full);
     f.gathered = true;
   }
 
   void release(FlatParam& f) {
-    if (!sharded()) return;
+    if (!gathers()) return;
     if (f.started) {  // a prefetch nobody used: its buffer is written until it completes
       f.gathering.wait();
       f.started = false;
+      f.gather_input = at::Tensor();
       f.gathered = true;
     }
     if (!f.gathered) return;
     at::NoGradGuard no_grad;
     const at::Tensor empty = at::empty({0}, f.shard.options().requires_grad(false));
     for (auto& p : f.params) p.set_data(empty);
-    if (f.full.defined()) {  // undefined until the first gather
-      gathered_bytes -= f.full.numel() * static_cast<int64_t>(f.full.element_size());
-      detail::release_storage(f.full);
-    }
+    at::Tensor& buffer = f.in_full_state ? f.full_state : f.full;
+    if (buffer.defined()) detail::release_storage(buffer);  // undefined until the first gather
+    gathered_bytes -= f.gathered_nbytes;
+    f.gathered_nbytes = 0;
+    f.in_full_state = false;
     f.gathered = false;
+  }
+
+  // mixed_precision's buffer_dtype for a forward pass, and back (the values the pass wrote kept, as torch FSDP,
+  // which keeps the buffers in buffer_dtype, would have them).
+  void cast_buffers_for_forward() {
+    if (buffers_cast || cast_buffers.empty() || !mixed_precision.buffer_dtype) return;
+    at::NoGradGuard no_grad;
+    for (auto& b : cast_buffers) b.buffer.set_data(b.own.to(*mixed_precision.buffer_dtype));
+    buffers_cast = true;
+  }
+  void restore_buffers() {
+    if (!buffers_cast) return;
+    at::NoGradGuard no_grad;
+    for (auto& b : cast_buffers) {
+      b.own.copy_(b.buffer.detach());
+      b.buffer.set_data(b.own);
+    }
+    buffers_cast = false;
   }
 
   void gather_unit(int64_t u) {
@@ -205,7 +263,8 @@ struct FullyShardedDataParallel::Impl {
       FlatParam& f = flats[static_cast<size_t>(k)];
       Reduction r;
       r.flat = k;
-      r.in = at::empty({f.shard_numel * (sharded() ? world : 1)}, f.shard.options().requires_grad(false));
+      r.in = at::empty({f.shard_numel * (sharded() ? world : 1)},
+                       f.shard.options().dtype(f.reduce_dtype).requires_grad(false));
       for (size_t i = 0; i < f.params.size(); ++i) {
         at::Tensor& g = f.params[i].mutable_grad();
         at::Tensor slot = r.in.narrow(0, f.offsets[i], c10::multiply_integers(f.shapes[i]));
@@ -217,6 +276,7 @@ struct FullyShardedDataParallel::Impl {
         g = at::Tensor();
       }
       r.in.narrow(0, f.numel, r.in.numel() - f.numel).zero_();  // the padding
+      if (predivide > 1) r.in.div_(predivide);
       if (sharded()) {
         r.out = at::empty({f.shard_numel}, r.in.options());
         r.handle = reduce_scatter_async(r.out, r.in);
@@ -240,12 +300,13 @@ struct FullyShardedDataParallel::Impl {
     for (size_t i = 0; i < done; ++i) {
       Reduction& r = reductions[i];
       r.handle.wait();
-      if (world > 1) r.out.div_(static_cast<double>(world));
-      at::Tensor& shard_grad = flats[static_cast<size_t>(r.flat)].shard.mutable_grad();
+      if (postdivide > 1) r.out.div_(postdivide);
+      const FlatParam& f = flats[static_cast<size_t>(r.flat)];
+      at::Tensor& shard_grad = f.shard.mutable_grad();
       if (shard_grad.defined())
         shard_grad.add_(r.out);
       else
-        shard_grad = r.out;
+        shard_grad = r.out.to(f.shard.scalar_type());
     }
     reductions.erase(reductions.begin(), reductions.begin() + static_cast<std::ptrdiff_t>(done));
   }
