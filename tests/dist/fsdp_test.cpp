@@ -236,6 +236,51 @@ TEST_F(FsdpTest, MixedPrecisionComputesInParamDtypeAndKeepsFullPrecisionWeights)
   EXPECT_EQ(testing::printed_values(output, "peak_gathered ", "[rank 1] "), std::vector<double>{1000}) << output;
 }
 
+// A module whose float64 buffer counts its training forwards in steps of 1/3 and notes the dtype it saw.
+struct CountingNet : torch::nn::Module {
+  torch::nn::Linear fc{nullptr};
+  at::Tensor count;
+  std::vector<at::ScalarType> seen;
+  CountingNet() {
+    fc = register_module("fc", torch::nn::Linear(4, 3));
+    count = register_buffer("count", at::zeros({1}, at::kDouble));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    seen.push_back(count.scalar_type());
+    if (is_training()) count.add_(1.0 / 3);
+    return fc->forward(x);
+  }
+};
+
+// buffer_dtype (one process, FSDP running as NO_SHARD): the buffer is float16 inside every forward, float64 between
+// them, and holds what float16 accumulation gives (torch keeps the buffer in float16 throughout: the same values).
+TEST(FsdpMixedPrecision, BuffersRunInBufferDtypeAndKeepTheirOwnBetweenPasses) {
+  torch::manual_seed(0);
+  auto net = std::make_shared<CountingNet>();
+  net->to(at::kDouble);
+  auto model = ComposerClassifier::wrap(net);
+  auto loader = std::make_shared<DatasetLoader>(
+      std::make_shared<TensorDataset>(Batch(at::randn({40, 4}, at::kDouble), at::randint(3, {40}))),
+      DatasetLoaderOptions(8).num_workers(0));
+  Trainer trainer(TrainerOptions(model)
+                      .train_dataloader(loader)
+                      .max_duration("5ba")
+                      .device("cpu")
+                      .progress_bar(false)
+                      .parallelism_config(dist::ParallelismConfig().fsdp(dist::FSDPOptions().mixed_precision(
+                          dist::FSDPMixedPrecision::custom({std::nullopt, std::nullopt, at::kHalf})))));
+  trainer.fit();
+  ASSERT_EQ(net->seen.size(), 5u);
+  for (const auto dtype : net->seen) EXPECT_EQ(dtype, at::kHalf);
+  ASSERT_EQ(net->count.scalar_type(), at::kDouble);
+  at::Tensor expected = at::zeros({1}, at::kHalf);
+  for (int i = 0; i < 5; ++i) expected.add_(1.0 / 3);
+  EXPECT_EQ(net->count.item<double>(), expected.item<double>());
+  EXPECT_GT(std::abs(net->count.item<double>() - 5.0 / 3), 1e-4);  // float16 accumulation shows
+  EXPECT_FALSE(model->parameters().empty());
+  for (const auto& p : model->parameters()) EXPECT_EQ(p.scalar_type(), at::kDouble);
+}
+
 // The one-process run with a full checkpoint every 3 batches: its final weights' file and its batch-3 checkpoint.
 std::pair<std::string, std::string> one_process_with_checkpoints(const fs::path& dir, testing::ScopedEnv& env) {
   env.set("FSDP_WORKER_SAVE", (dir / "one").string());
