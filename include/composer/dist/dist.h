@@ -49,8 +49,6 @@ class Handle {
     if (wait_) wait_();
     wait_ = nullptr;
   }
-  /// Whether wait() has something left to wait for.
-  bool pending() const { return static_cast<bool>(wait_); }
 
  private:
   std::function<void()> wait_;
