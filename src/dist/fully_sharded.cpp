@@ -3,13 +3,13 @@
 #include "composer/dist/dist.h"
 #include "composer/dist/gradient_reducer.h"
 #include "dist/detail/fully_sharded_impl.h"
+#include "utils/detail/text.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -54,10 +54,9 @@ std::string to_string(BackwardPrefetch p) {
 }
 
 BackwardPrefetch backward_prefetch_from_string(const std::string& text, const std::string& key) {
-  std::string upper = text;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string lower = composer::detail::to_lower(text);
   for (BackwardPrefetch p : {BackwardPrefetch::BACKWARD_PRE, BackwardPrefetch::BACKWARD_POST, BackwardPrefetch::NONE})
-    if (upper == to_string(p)) return p;
+    if (lower == composer::detail::to_lower(to_string(p))) return p;
   throw std::invalid_argument(key + " must be BACKWARD_PRE, BACKWARD_POST or NONE, got '" + text + "'");
 }
 
@@ -82,11 +81,10 @@ at::ScalarType mixed_precision_dtype_from_string(const std::string& text, const 
 MixedPrecisionDtypes resolve_mixed_precision(const FSDPMixedPrecision& mp, at::ScalarType precision_dtype,
                                              const std::string& key) {
   if (mp.preset.empty()) return mp.dtypes;
-  std::string upper = mp.preset;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (upper == "FULL") return {};
-  if (upper == "DEFAULT") return {precision_dtype, at::kFloat, precision_dtype};
-  if (upper == "PURE") return {precision_dtype, precision_dtype, precision_dtype};
+  const std::string preset = composer::detail::to_lower(mp.preset);
+  if (preset == "full") return {};
+  if (preset == "default") return {precision_dtype, at::kFloat, precision_dtype};
+  if (preset == "pure") return {precision_dtype, precision_dtype, precision_dtype};
   throw std::invalid_argument(key + " must be DEFAULT, PURE, FULL or a map of param_dtype, reduce_dtype and " +
                               "buffer_dtype, got '" + mp.preset + "'");
 }

@@ -165,7 +165,7 @@ struct FullyShardedDataParallel::Impl {
     at::NoGradGuard no_grad;
     f.in_full_state = full_precision && f.compute_dtype != f.shard.scalar_type();
     at::Tensor& buffer = f.in_full_state ? f.full_state : f.full;
-    const at::ScalarType dtype = f.in_full_state || full_precision ? f.shard.scalar_type() : f.compute_dtype;
+    const at::ScalarType dtype = full_precision ? f.shard.scalar_type() : f.compute_dtype;
     detail::allocate_storage(buffer, f.shard_numel * (sharded() ? world : 1),
                              f.shard.options().dtype(dtype).requires_grad(false));
     f.gathered_nbytes = buffer.numel() * static_cast<int64_t>(buffer.element_size());
