@@ -41,7 +41,7 @@ void DecoupledAdamW::report_per_parameter_metrics(const at::Tensor& param, const
   const ParamState& st = it->second;
   const auto& o = static_cast<const DecoupledAdamWOptions&>(param_groups_[0].options());
   const auto [beta1, beta2] = o.betas();
-  const double t = static_cast<double>(st.step);
+  const double t = static_cast<double>(step_count(st));
   const double bias_correction1 = 1 - std::pow(beta1, t), bias_correction2 = 1 - std::pow(beta2, t);
   at::NoGradGuard no_grad;
   const at::Tensor denom = (st.exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
@@ -62,23 +62,62 @@ void DecoupledAdamW::init_groups() {
   detail::init_decoupled_groups<DecoupledAdamWOptions>(param_groups_, "DecoupledAdamW");
 }
 
-bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::vector<at::Tensor>& params) {
-  if (!params.front().is_cuda()) return false;
+namespace {
+
+// The fused kernel takes one device and one dtype per call.
+bool one_device_and_dtype(const std::vector<at::Tensor>& params) {
   for (const auto& p : params)
     if (p.device() != params.front().device() || p.scalar_type() != params.front().scalar_type()) return false;
+  return true;
+}
+
+}  // namespace
+
+int64_t DecoupledAdamW::step_count(const ParamState& state) {
+  return state.step_tensor.defined() ? static_cast<int64_t>(std::llround(state.step_tensor.item<double>()))
+                                     : state.step;
+}
+
+void DecoupledAdamW::set_graph_capture(bool on) {
+  graph_lrs_.clear();
+  graph_capture_ = false;
+  if (!on) return;
+  for (size_t i = 0; i < param_groups_.size(); ++i) {
+    const auto& params = param_groups_[i].params();
+    if (!one_device_and_dtype(params)) {
+      throw std::invalid_argument("DecoupledAdamW: param group " + std::to_string(i) +
+                                  " mixes devices or dtypes, which the fused kernel a CUDA graph records cannot "
+                                  "step; put each device and dtype in a group of its own");
+    }
+    graph_lrs_.push_back(params.empty() ? at::Tensor() : at::zeros({}, params.front().options().dtype(at::kFloat)));
+  }
+  graph_capture_ = true;
+  refresh_graph_scalars();
+}
+
+void DecoupledAdamW::refresh_graph_scalars() {
+  if (!graph_capture_) return;
+  for (size_t i = 0; i < param_groups_.size(); ++i)
+    if (graph_lrs_[i].defined()) graph_lrs_[i].fill_(param_groups_[i].options().get_lr());
+}
+
+// One _fused_adamw_ call over `params` (one device, one dtype); `lr` a device tensor under graph capture, else
+// undefined (the group's lr as a host scalar). The step counts live on the device from here on.
+void DecoupledAdamW::step_fused(const torch::optim::OptimizerParamGroup& group, const std::vector<at::Tensor>& params,
+                                const at::Tensor& lr) {
   const auto& o = static_cast<const DecoupledAdamWOptions&>(group.options());
   std::vector<at::Tensor> grads, m, v, vmax, steps;
-  for (auto& p : params) {
+  for (const auto& p : params) {
     auto& s = state_by_param_.at(p.unsafeGetTensorImpl());
-    if (!s.step_tensor.defined()) {
-      s.step_tensor = at::full({}, static_cast<double>(s.step - 1), p.options().dtype(at::kFloat));
-    }
+    if (!s.step_tensor.defined())
+      s.step_tensor = at::full({}, static_cast<double>(s.step), p.options().dtype(at::kFloat));
     grads.push_back(p.grad());
     m.push_back(s.exp_avg);
     v.push_back(s.exp_avg_sq);
     if (o.amsgrad()) vmax.push_back(s.max_exp_avg_sq);
     steps.push_back(s.step_tensor);
   }
+  at::_foreach_add_(steps, 1);  // the kernel reads step t; torch's optimizer counts it up first too
   // The kernel decays p *= 1 - lr*wd; Composer's decoupled decay is 1 - (lr/initial_lr)*wd, or 1 - wd for a group
   // created with lr 0, which the kernel cannot express: that decay is applied here first.
   double kernel_decay = 0.0;
@@ -87,10 +126,14 @@ bool DecoupledAdamW::step_fused(torch::optim::OptimizerParamGroup& group, std::v
   } else if (o.weight_decay() != 0) {
     at::_foreach_mul_(params, 1.0 - o.weight_decay());
   }
-  at::_fused_adamw_(params, grads, m, v, vmax, steps, o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()),
-                    kernel_decay, o.eps(), o.amsgrad(),
-                    /*maximize=*/false);
-  return true;
+  const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+  if (lr.defined()) {
+    at::_fused_adamw_(params, grads, m, v, vmax, steps, lr, beta1, beta2, kernel_decay, o.eps(), o.amsgrad(),
+                      /*maximize=*/false);
+  } else {
+    at::_fused_adamw_(params, grads, m, v, vmax, steps, o.lr(), beta1, beta2, kernel_decay, o.eps(), o.amsgrad(),
+                      /*maximize=*/false);
+  }
 }
 
 at::Tensor DecoupledAdamW::step(LossClosure closure) {
@@ -100,10 +143,10 @@ at::Tensor DecoupledAdamW::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
-  for (auto& group : param_groups_) {
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    auto& group = param_groups_[g];
     const auto& o = static_cast<const DecoupledAdamWOptions&>(group.options());
-    std::vector<at::Tensor> params, grads, m, v;
-    std::vector<at::Scalar> step_sizes, bias2_sqrt;
+    std::vector<at::Tensor> params;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& s = state_by_param_[p.unsafeGetTensorImpl()];
@@ -112,15 +155,29 @@ at::Tensor DecoupledAdamW::step(LossClosure closure) {
         s.exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Preserve);
         if (o.amsgrad()) s.max_exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Preserve);
       }
-      s.step += 1;
       params.push_back(p);
+    }
+    if (params.empty()) continue;
+    if (graph_capture_) {
+      step_fused(group, params, graph_lrs_[g]);
+      continue;
+    }
+    if (params.front().is_cuda() && one_device_and_dtype(params)) {
+      step_fused(group, params, at::Tensor());
+      continue;
+    }
+    std::vector<at::Tensor> grads, m, v;
+    std::vector<at::Scalar> step_sizes, bias2_sqrt;
+    for (auto& p : params) {
+      auto& s = state_by_param_[p.unsafeGetTensorImpl()];
+      s.step = step_count(s) + 1;
+      s.step_tensor = at::Tensor();
       grads.push_back(p.grad());
       m.push_back(s.exp_avg);
       v.push_back(s.exp_avg_sq);
       step_sizes.emplace_back(-o.lr() / (1.0 - std::pow(std::get<0>(o.betas()), static_cast<double>(s.step))));
       bias2_sqrt.emplace_back(std::sqrt(1.0 - std::pow(std::get<1>(o.betas()), static_cast<double>(s.step))));
     }
-    if (params.empty() || step_fused(group, params)) continue;
     if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - detail::decay_factor(o) * o.weight_decay());
     at::_foreach_mul_(m, std::get<0>(o.betas()));
     at::_foreach_add_(m, grads, 1.0 - std::get<0>(o.betas()));
@@ -151,7 +208,7 @@ c10::IValue DecoupledAdamW::state_dict() const {
         if (it == state_by_param_.end() || !it->second.exp_avg.defined()) return c10::nullopt;
         Dict d = new_dict();
         // A 0-dim float tensor, as torch.optim.AdamW (and so Composer's DecoupledAdamW) keeps it.
-        d.insert("step", at::scalar_tensor(static_cast<double>(it->second.step), at::kFloat));
+        d.insert("step", at::scalar_tensor(static_cast<double>(step_count(it->second)), at::kFloat));
         d.insert("exp_avg", it->second.exp_avg);
         d.insert("exp_avg_sq", it->second.exp_avg_sq);
         if (it->second.max_exp_avg_sq.defined()) d.insert("max_exp_avg_sq", it->second.max_exp_avg_sq);

@@ -39,6 +39,37 @@ void DecoupledSGDW::init_groups() {
   detail::init_decoupled_groups<DecoupledSGDWOptions>(param_groups_, "DecoupledSGDW");
 }
 
+void DecoupledSGDW::set_graph_capture(bool on) {
+  graph_neg_lrs_.clear();
+  graph_decays_.clear();
+  graph_capture_ = false;
+  if (!on) return;
+  for (size_t i = 0; i < param_groups_.size(); ++i) {
+    const auto& params = param_groups_[i].params();
+    for (const auto& p : params) {
+      if (p.device() != params.front().device()) {
+        throw std::invalid_argument("DecoupledSGDW: param group " + std::to_string(i) +
+                                    " spans devices, which one recorded CUDA graph cannot step; put each device's "
+                                    "parameters in a group of its own");
+      }
+    }
+    const auto options = at::TensorOptions(params.empty() ? c10::Device(c10::kCPU) : params.front().device());
+    graph_neg_lrs_.push_back(at::zeros({}, options.dtype(at::kDouble)));
+    graph_decays_.push_back(at::ones({}, options.dtype(at::kDouble)));
+  }
+  graph_capture_ = true;
+  refresh_graph_scalars();
+}
+
+void DecoupledSGDW::refresh_graph_scalars() {
+  if (!graph_capture_) return;
+  for (size_t i = 0; i < param_groups_.size(); ++i) {
+    const auto& o = static_cast<const DecoupledSGDWOptions&>(param_groups_[i].options());
+    graph_neg_lrs_[i].fill_(-o.lr());
+    graph_decays_[i].fill_(1.0 - detail::decay_factor(o) * o.weight_decay());
+  }
+}
+
 at::Tensor DecoupledSGDW::step(LossClosure closure) {
   at::NoGradGuard no_grad;
   at::Tensor loss;
@@ -46,7 +77,8 @@ at::Tensor DecoupledSGDW::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
-  for (auto& group : param_groups_) {
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    auto& group = param_groups_[g];
     const auto& o = static_cast<const DecoupledSGDWOptions&>(group.options());
     std::vector<at::Tensor> params, grads;
     for (auto& p : group.params()) {
@@ -73,6 +105,11 @@ at::Tensor DecoupledSGDW::step(LossClosure closure) {
         at::_foreach_add_(old_bufs, old_grads, 1.0 - o.dampening());
       }
       directions = o.nesterov() ? at::_foreach_add(grads, bufs, o.momentum()) : bufs;
+    }
+    if (graph_capture_) {  // the same arithmetic with the scalars read from the device
+      if (o.weight_decay() != 0) at::_foreach_mul_(params, graph_decays_[g]);
+      at::_foreach_add_(params, at::_foreach_mul(directions, graph_neg_lrs_[g]));
+      continue;
     }
     if (o.weight_decay() != 0) at::_foreach_mul_(params, 1.0 - detail::decay_factor(o) * o.weight_decay());
     at::_foreach_add_(params, directions, -o.lr());

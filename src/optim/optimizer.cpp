@@ -2,6 +2,7 @@
 
 #include "composer/core/serialization.h"
 #include "composer/utils/compat.h"
+#include "composer/utils/type_name.h"
 
 #include <torch/serialize.h>
 
@@ -77,6 +78,18 @@ std::vector<double> initial_lrs(const torch::optim::Optimizer& optimizer) {
 const torch::optim::Optimizer& checkpointed_optimizer(const torch::optim::Optimizer& optimizer) {
   const Optimizer* o = ours(optimizer);
   return o ? o->checkpointed() : optimizer;
+}
+
+void Optimizer::set_graph_capture(bool on) {
+  if (on) {
+    throw std::invalid_argument(class_name_of(*this) +
+                                " cannot be recorded in a CUDA graph; DecoupledSGDW and DecoupledAdamW can");
+  }
+}
+
+bool supports_graph_capture(const torch::optim::Optimizer& optimizer) {
+  const Optimizer* o = ours(optimizer);
+  return o && o->supports_graph_capture();
 }
 
 void erase_param_state(torch::optim::Optimizer& optimizer, const at::Tensor& param) {

@@ -41,6 +41,7 @@ struct DecoupledAdamWOptions : torch::optim::OptimizerCloneableOptions<Decoupled
 /// Step t: p *= 1 - (lr/initial_lr)*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
 /// p -= (lr / (1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps) (max of v with amsgrad).
 /// CUDA with LibTorch >= 2.4: one `_fused_adamw_` kernel per device/dtype group; elsewhere `_foreach_` kernels.
+/// Under set_graph_capture(true) the fused kernel on any device, with the lr read from a device tensor.
 class DecoupledAdamW : public Optimizer {
  public:
   explicit DecoupledAdamW(std::vector<at::Tensor> params, DecoupledAdamWOptions options = DecoupledAdamWOptions());
@@ -52,6 +53,10 @@ class DecoupledAdamW : public Optimizer {
   /// Forgets the moments of `param` (module surgery removed it).
   void erase_state(const at::Tensor& param) override { state_by_param_.erase(param.unsafeGetTensorImpl()); }
   std::vector<double> initial_lrs() const override;
+  bool supports_graph_capture() const override { return true; }
+  /// Throws std::invalid_argument when a group mixes devices or dtypes (the fused kernel takes one of each).
+  void set_graph_capture(bool on) override;
+  void refresh_graph_scalars() override;
   /// As Composer's: l2_norm/moment (of exp_avg), l2_norm/param, l2_norm/update (of lr/(1-b1^t) * m / (sqrt(v) /
   /// sqrt(1-b2^t) + eps) - (lr/initial_lr)*wd * p, with group 0's options) and l2_norm/grad, for a stepped param.
   void report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
@@ -59,13 +64,17 @@ class DecoupledAdamW : public Optimizer {
 
  private:
   struct ParamState {
-    int64_t step = 0;
-    at::Tensor step_tensor;  // float32 scalar on the param's device (fused kernel)
+    int64_t step = 0;        // the count, unless step_tensor holds it
+    at::Tensor step_tensor;  // float32 scalar on the param's device, once the fused kernel stepped it
     at::Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
   };
   void init_groups();
-  bool step_fused(torch::optim::OptimizerParamGroup& group, std::vector<at::Tensor>& params);
+  void step_fused(const torch::optim::OptimizerParamGroup& group, const std::vector<at::Tensor>& params,
+                  const at::Tensor& lr);
+  static int64_t step_count(const ParamState& state);
   std::unordered_map<const void*, ParamState> state_by_param_;
+  bool graph_capture_ = false;
+  std::vector<at::Tensor> graph_lrs_;  // per group under graph capture: float32, 0-dim, on the group's device
 };
 
 }  // namespace composer::optim

@@ -53,10 +53,17 @@ class DecoupledSGDW : public Optimizer {
   /// Forgets the momentum buffer of `param` (module surgery removed it).
   void erase_state(const at::Tensor& param) override { momentum_buffers_.erase(param.unsafeGetTensorImpl()); }
   std::vector<double> initial_lrs() const override;
+  bool supports_graph_capture() const override { return true; }
+  /// Throws std::invalid_argument when a group spans devices.
+  void set_graph_capture(bool on) override;
+  void refresh_graph_scalars() override;
 
  private:
   void init_groups();
   std::unordered_map<const void*, at::Tensor> momentum_buffers_;
+  bool graph_capture_ = false;
+  // Per group under graph capture, float64 0-dim tensors on the group's device: -lr, and 1 - (lr/initial_lr)*wd.
+  std::vector<at::Tensor> graph_neg_lrs_, graph_decays_;
 };
 
 }  // namespace composer::optim

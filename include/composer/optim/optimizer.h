@@ -38,6 +38,20 @@ class Optimizer : public torch::optim::Optimizer {
     (void)metrics;
   }
 
+  // CUDA-graph capture (TrainStepOptions::cuda_graph). A recorded step replays its kernels with the arguments they
+  // were recorded with, so a capturable optimizer reads what changes from step to step from device tensors: each
+  // group's learning rate (the schedulers change it every batch) and the step counts.
+  /// Whether set_graph_capture(true) works (DecoupledSGDW, DecoupledAdamW).
+  virtual bool supports_graph_capture() const { return false; }
+  /// On: every later step() reads each group's lr from a 0-dim tensor on the group's device, which
+  /// refresh_graph_scalars() fills, and keeps the step counts on the device (DecoupledAdamW: the fused kernel on
+  /// any device). Off: back to host scalars. Throws std::invalid_argument naming the optimizer and the reason where
+  /// capture is not supported.
+  virtual void set_graph_capture(bool on);
+  /// Copies each group's current lr (and what derives from it) into the tensors set_graph_capture made. Call it
+  /// outside a capture, before every step() and every replay. No-op when capture is off.
+  virtual void refresh_graph_scalars() {}
+
   /// torch::save / torch::load: the state_dict() travels in the archive, so a saved optimizer keeps its moments.
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
@@ -54,6 +68,8 @@ void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::IV
 std::vector<double> initial_lrs(const torch::optim::Optimizer& optimizer);
 /// Ours: checkpointed(). LibTorch's: itself.
 const torch::optim::Optimizer& checkpointed_optimizer(const torch::optim::Optimizer& optimizer);
+/// Ours: supports_graph_capture(). LibTorch's: false.
+bool supports_graph_capture(const torch::optim::Optimizer& optimizer);
 /// Drops the state `optimizer` holds for `param`.
 void erase_param_state(torch::optim::Optimizer& optimizer, const at::Tensor& param);
 
