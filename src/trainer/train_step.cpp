@@ -5,12 +5,17 @@
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/dist/env.h"
+#include "composer/dist/fully_sharded.h"
+#include "composer/dist/strategy.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
 #include "composer/optim/closure.h"
 #include "composer/optim/grad_scaler.h"
+#include "composer/optim/optimizer.h"
 #include "composer/utils/error_text.h"
 #include "composer/utils/reproducibility.h"
+#include "composer/utils/type_name.h"
+#include "trainer/detail/captured_step.h"
 #include "trainer/detail/forward_inputs.h"
 
 #include <torch/torch.h>
@@ -52,17 +57,104 @@ void add_weighted(std::map<std::string, at::Tensor>& totals, const std::string& 
   if (!fresh) it->second = it->second + weighted;
 }
 
+// Which of the optimizer's parameters train now: a recorded step updates those it was recorded with.
+std::vector<bool> trainable_flags(const torch::optim::Optimizer& optimizer) {
+  std::vector<bool> flags;
+  for (const auto& group : optimizer.param_groups())
+    for (const auto& p : group.params()) flags.push_back(p.requires_grad());
+  return flags;
+}
+
+// Automatic microbatching shrinks in the batch it starts with, and may again when a later batch needs more (longer
+// inputs, a new high-water mark); a third batch that shrinks means memory in use keeps growing, and halving on would
+// only postpone running out. `shrinks` holds one "batch B: S -> T" entry per batch that shrank.
+constexpr size_t kMaxShrinkingBatches = 2;
+
+void note_shrink(std::vector<std::string>& shrinks, int64_t batch, int64_t from, int64_t to) {
+  const std::string label = "batch " + std::to_string(batch) + ": ";
+  if (!shrinks.empty() && shrinks.back().rfind(label, 0) == 0) {
+    shrinks.back() = shrinks.back().substr(0, shrinks.back().rfind(' ') + 1) + std::to_string(to);
+    return;
+  }
+  shrinks.push_back(label + std::to_string(from) + " -> " + std::to_string(to));
+  if (shrinks.size() <= kMaxShrinkingBatches) return;
+  std::string list;
+  for (const auto& entry : shrinks) list += (list.empty() ? "" : ", ") + entry;
+  throw std::runtime_error("automatic microbatching: device_train_microbatch_size shrank in " +
+                           std::to_string(shrinks.size()) + " different batches (" + list +
+                           "): memory in use grows from batch to batch (tensors kept across steps, a growing cache), "
+                           "and halving again would only postpone running out; find what holds the memory, or set "
+                           "device_train_microbatch_size to a number");
+}
+
 // Every rank ran out of its attempt and at least one ran out of memory: redo the batch with a smaller size.
 struct RetryBatch {};
 
 }  // namespace
 
-TrainStep::TrainStep(State& state, Engine& engine, Logger& logger)
+TrainStep::TrainStep(State& state, Engine& engine, Logger& logger, TrainStepOptions options)
     : state_(state),
       engine_(engine),
       logger_(logger),
       precision_(state.precision, state.device),
-      search_("train", state.device) {}
+      search_("train", state.device),
+      options_(options) {
+  if (!options_.cuda_graph()) return;
+  if (options_.cuda_graph_warmup_steps() < 1) {
+    throw std::invalid_argument(
+        "cuda_graph_warmup_steps must be >= 1 (an eager step creates the optimizer's state), "
+        "got " +
+        std::to_string(options_.cuda_graph_warmup_steps()));
+  }
+  const std::vector<std::string> obstacles = cuda_graph_obstacles(state);
+  if (!obstacles.empty()) {
+    std::string text = "cuda_graph: true cannot record this run's train step: ";
+    for (size_t i = 0; i < obstacles.size(); ++i) text += (i ? "; " : "") + obstacles[i];
+    throw std::invalid_argument(text);
+  }
+  dynamic_cast<optim::Optimizer&>(*state.optimizer).set_graph_capture(true);
+  graph_ = std::make_unique<detail::CapturedStep>();
+}
+
+TrainStep::~TrainStep() = default;
+
+std::vector<std::string> TrainStep::cuda_graph_obstacles(const State& s) {
+  std::vector<std::string> found;
+  if (!s.device.is_cuda()) found.push_back("the device is " + s.device.str() + ", and CUDA graphs need a CUDA device");
+  const int64_t world = s.strategy ? s.strategy->num_replicas() : dist::get_world_size();
+  if (world > 1 || dist::get_world_size() > 1) {
+    found.push_back("the world size is " + std::to_string(std::max(world, dist::get_world_size())) +
+                    ", and the gradient collectives are not recorded (one process only)");
+  }
+  if (dynamic_cast<const dist::FullyShardedDataParallel*>(s.strategy.get())) {
+    found.push_back("parallelism_config.fsdp gathers weights between the recorded kernels (not supported)");
+  }
+  if (s.precision == Precision::AMP_FP16) {
+    found.push_back("precision amp_fp16's grad scaler decides on the host whether to step; use amp_bf16 or fp32");
+  }
+  if (s.auto_microbatching) {
+    found.push_back("device_train_microbatch_size auto changes the step's shapes; give a number or leave it unset");
+  }
+  if (!s.optimizer) {
+    found.push_back("no optimizer is set");
+  } else if (!optim::supports_graph_capture(*s.optimizer)) {
+    found.push_back("the optimizer " + class_name_of(*s.optimizer) +
+                    " cannot be recorded (DecoupledSGDW and DecoupledAdamW can)");
+  }
+  static constexpr Event kInside[] = {Event::BEFORE_TRAIN_BATCH, Event::BEFORE_FORWARD,   Event::AFTER_FORWARD,
+                                      Event::BEFORE_LOSS,        Event::AFTER_LOSS,       Event::BEFORE_BACKWARD,
+                                      Event::AFTER_BACKWARD,     Event::AFTER_TRAIN_BATCH};
+  for (const auto& a : s.algorithms) {
+    for (Event e : kInside) {
+      if (!a->match(e, s)) continue;
+      found.push_back("the algorithm " + a->name() + " acts on " + event_name(e) +
+                      ", inside the step, where its host code would run once, at the recording");
+      break;
+    }
+  }
+  if (backwards_create_graph(s)) found.push_back("an algorithm backpropagates with create_graph");
+  return found;
+}
 
 // Forward, loss and backward of one microbatch; adds its weighted losses to `totals`.
 void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor>& totals, bool sync_gradients) {
@@ -200,12 +292,91 @@ std::map<std::string, at::Tensor> TrainStep::run_searching() {
     metric_states.restore();
     const int64_t before = s.device_train_microbatch_size;
     s.device_train_microbatch_size = MicrobatchSearch::halve(before, "train");
+    note_shrink(shrinks_, s.timestamp.batch, before, s.device_train_microbatch_size);
     if (dist::get_global_rank() == 0) {
       std::cerr << "composer: warning: out of memory at device_train_microbatch_size " << before << "; redoing batch "
                 << s.timestamp.batch << " with " << s.device_train_microbatch_size << "\n";
     }
     s.batch = full_batch;
   }
+}
+
+std::map<std::string, at::Tensor> TrainStep::run_eager() {
+  if (state_.auto_microbatching) return run_searching();
+  int closure_runs = 0;
+  return step_optimizer(closure_runs);
+}
+
+// Records forward, loss, backward and the optimizer step into the graph (inside BEFORE_TRAIN_BATCH ..
+// AFTER_TRAIN_BATCH, without the events between them), on the graph's static copy of this batch.
+std::map<std::string, at::Tensor> TrainStep::record_step() {
+  State& s = state_;
+  const int64_t samples = s.batch.num_samples();
+  if (s.device_train_microbatch_size > 0 && s.device_train_microbatch_size < samples) {
+    throw std::invalid_argument("cuda_graph: device_train_microbatch_size " +
+                                std::to_string(s.device_train_microbatch_size) + " splits the batch of " +
+                                std::to_string(samples) +
+                                " samples, and a recorded step takes one microbatch; leave it unset");
+  }
+  const Batch batch = s.batch;
+  s.optimizer->zero_grad(/*set_to_none=*/true);  // the recorded backward writes fresh gradient buffers
+  detail::CapturedStep& graph = *graph_;
+  graph.record(batch, [&](const Batch& inputs) {
+    s.batch = inputs;
+    {
+      auto autocast = precision_.enter();
+      s.outputs = s.model->forward(detail::forward_inputs(s.batch, *s.strategy));
+      s.losses = s.model->losses(s.outputs, s.batch);
+      s.loss = total_of(s.losses, s.model->name());
+    }
+    std::map<std::string, at::Tensor> totals;
+    add_weighted(totals, "total", s.loss, 1.0);
+    for (const auto& [name, l] : s.losses)
+      if (name != "total") add_weighted(totals, name, l, 1.0);
+    const at::Tensor to_backprop = s.loss.dim() == 0 ? s.loss : s.loss.mean();
+    (to_backprop * 1.0).backward();
+    s.optimizer->step();
+    graph.totals = totals;
+  });
+  graph.trainable = trainable_flags(*s.optimizer);
+  graph.outputs = s.outputs;
+  graph.loss = s.loss;
+  graph.losses = s.losses;
+  for (const auto& group : s.optimizer->param_groups())
+    for (const auto& p : group.params())
+      if (p.grad().defined()) graph.grads.emplace_back(p, p.grad());
+  s.batch = batch;
+  return graph.totals;
+}
+
+// cuda_graph: warm-up steps eagerly on a side stream, then the recorded step replayed for each batch that fits it.
+std::map<std::string, at::Tensor> TrainStep::run_graphed() {
+  State& s = state_;
+  auto& optimizer = dynamic_cast<optim::Optimizer&>(*s.optimizer);
+  optimizer.refresh_graph_scalars();  // the scheduler's lr for this step, into the tensors the step reads
+  std::map<std::string, at::Tensor> totals;
+  if (eager_steps_ < options_.cuda_graph_warmup_steps()) {
+    ++eager_steps_;
+    detail::CapturedStep::on_side_stream(s.device, [&] { totals = run_eager(); });
+    return totals;
+  }
+  if (graph_->recorded() && graph_->trainable != trainable_flags(*s.optimizer)) {
+    graph_ = std::make_unique<detail::CapturedStep>();  // LayerFreezing and the like: record the new step
+  }
+  detail::CapturedStep& graph = *graph_;
+  if (graph.recorded() && !graph.fits(s.batch)) return run_eager();  // another shape: the last, smaller batch
+  engine_.run_event(Event::BEFORE_TRAIN_BATCH);
+  if (!graph.recorded()) record_step();
+  graph.replay(s.batch);
+  s.outputs = graph.outputs;
+  s.loss = graph.loss;
+  s.losses = graph.losses;
+  for (auto& [param, grad] : graph.grads)  // an eager step in between gave the parameters other gradient tensors
+    if (!param.grad().is_same(grad)) param.mutable_grad() = grad;
+  update_train_metrics(s, s.batch);
+  engine_.run_event(Event::AFTER_TRAIN_BATCH);
+  for (const auto& [name, t] : graph.totals) totals[name] = t.clone();  // the next replay overwrites them
+  return totals;
 }
 
 std::map<std::string, at::Tensor> TrainStep::run() {
@@ -216,13 +387,7 @@ std::map<std::string, at::Tensor> TrainStep::run() {
     throw std::invalid_argument("TrainStep.run: amp_fp16 needs state.scaler");
   s.strategy->begin_step();
   const int64_t batch_samples = s.batch.num_samples();
-  std::map<std::string, at::Tensor> totals;
-  if (s.auto_microbatching) {
-    totals = run_searching();
-  } else {
-    int closure_runs = 0;
-    totals = step_optimizer(closure_runs);
-  }
+  const std::map<std::string, at::Tensor> totals = graph_ ? run_graphed() : run_eager();
   const int64_t size = s.device_train_microbatch_size;
   logger_.log_metrics({{"trainer/device_train_microbatch_size",
                         static_cast<double>(MicrobatchSearch::used_size(size, batch_samples))}});

@@ -154,7 +154,7 @@ ResumeOptions resume_options(const TrainerOptions& o) {
 // The loop units over the finished State, each with its part of the options.
 void build_loops(TrainerImpl& t) {
   const TrainerOptions& o = t.options;
-  t.train_step = std::make_unique<TrainStep>(t.state, t.engine, t.logger);
+  t.train_step = std::make_unique<TrainStep>(t.state, t.engine, t.logger, o.train_step());
   t.eval_loop = std::make_unique<EvalLoop>(t.state, t.engine, t.logger, o.eval());
   t.epoch_loop =
       std::make_unique<TrainEpochLoop>(t.state, t.engine, t.logger, *t.train_step, *t.eval_loop, o.train_epoch());

@@ -2,6 +2,7 @@
 // once the first batch is loaded): the search shrinks the microbatch until the step fits, and the run then equals
 // one configured with that size from the start; the train batch size is 4096, the eval batch size 4096.
 #include "support/run_files.h"
+#include "support/scoped_env.h"
 #include "support/worker_run.h"
 
 #include "composer/composer.h"
@@ -103,6 +104,21 @@ TEST_F(AutoMicrobatchTest, OneSampleThatDoesNotFitIsAClearError) {
   EXPECT_NE(r.output.find("ran out of memory with a microbatch of 1 sample"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("redoing batch 0 with 1\n"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "none.pt"));
+}
+
+// Memory that grows from batch to batch (the worker keeps 12 MiB more after each batch, as a callback storing every
+// step's tensors would): the size shrinks at the first batch and at later ones, and the third batch that shrinks
+// stops the run with the list of shrinks instead of halving on towards 1.
+TEST_F(AutoMicrobatchTest, RepeatedShrinkingStopsWithAClearError) {
+  testing::ScopedEnv env;
+  env.set("AUTO_MICROBATCH_LEAK_MIB", "12");
+  const auto r = train("leak.pt", "auto", "512", kBudgetMiB, "0");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("device_train_microbatch_size shrank in 3 different batches (batch 0: 4096 -> "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("memory in use grows from batch to batch"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "leak.pt"));
 }
 
 // On a GPU: the caching allocator's memory fraction is the limit, and CUDA's OutOfMemoryError drives the search.

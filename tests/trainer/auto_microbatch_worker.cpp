@@ -16,6 +16,7 @@
 
 #include <torch/serialize.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -63,6 +64,18 @@ class LimitMemory : public Callback {
   int64_t budget_;
   bool cuda_;
   bool applied_ = false;
+};
+
+// With $AUTO_MICROBATCH_LEAK_MIB set: keeps that much more memory after every batch, as a callback that stores
+// each step's tensors would, so that the room for activations shrinks from batch to batch.
+class KeepMemory : public Callback {
+ public:
+  explicit KeepMemory(int64_t bytes) : bytes_(bytes) {}
+  void batch_end(State&, Logger&) override { kept_.push_back(at::ones({bytes_ / 4})); }
+
+ private:
+  int64_t bytes_;
+  std::vector<at::Tensor> kept_;
 };
 
 class PrintSizes : public LoggerDestination {
@@ -117,6 +130,8 @@ int main(int argc, char** argv) {
   std::vector<std::shared_ptr<Callback>> callbacks;
   if (limited == "all" || (limited != "-1" && std::stoll(limited) == rank))
     callbacks.push_back(std::make_shared<LimitMemory>(budget, cuda));
+  if (const char* leak = std::getenv("AUTO_MICROBATCH_LEAK_MIB"))
+    callbacks.push_back(std::make_shared<KeepMemory>(std::stoll(leak) << 20));
   Trainer trainer(TrainerOptions(model)
                       .seed(11)
                       .device(cuda ? "cuda" : "cpu")

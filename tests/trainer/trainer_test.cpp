@@ -358,6 +358,8 @@ TEST(TrainerOptionsTest, SettingsLiveInTheUnitsSubStructsUnderComposersNames) {
                                             "device",
                                             "precision",
                                             "device_train_microbatch_size",
+                                            "cuda_graph",
+                                            "cuda_graph_warmup_steps",
                                             "deterministic_mode",
                                             "num_threads",
                                             "tune_allocator",

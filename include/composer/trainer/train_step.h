@@ -10,22 +10,55 @@
 #include "composer/trainer/precision_context.h"
 
 #include <ATen/core/Tensor.h>
+#include <torch/arg.h>
 
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace composer {
 
 class Engine;
 class Logger;
 struct State;
+namespace detail {
+class CapturedStep;
+}
+
+struct TrainStepOptions {
+  /// Record the step (forward, loss, backward, optimizer step) as one CUDA graph after the warm-up steps and replay
+  /// it for every later batch of the same shapes: one launch instead of hundreds of kernels. Needs CUDA, one
+  /// process, fp32 or amp_bf16, one microbatch per batch, DecoupledSGDW or DecoupledAdamW, and no algorithm acting
+  /// inside the step (TrainStep::cuda_graph_obstacles lists what stands in the way). docs/cuda_graph.md.
+  TORCH_ARG(bool, cuda_graph) = false;
+  /// Eager steps before recording (on a side stream, as CUDA graphs need): they create the optimizer's state and
+  /// let cuDNN and cuBLAS pick their algorithms. At least 1.
+  TORCH_ARG(int64_t, cuda_graph_warmup_steps) = 3;
+
+ public:
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("cuda_graph", self.cuda_graph_, "record the train step as a CUDA graph and replay it (docs/cuda_graph.md)");
+    visit("cuda_graph_warmup_steps", self.cuda_graph_warmup_steps_, "eager steps before the CUDA graph is recorded");
+  }
+};
 
 class TrainStep {
  public:
   /// Its settings are State's, because algorithms and automatic microbatching change them during a run:
   /// state.precision and state.device (read here: throws std::invalid_argument for amp_fp16 off CUDA),
   /// state.device_train_microbatch_size and state.strategy (read every step).
-  TrainStep(State& state, Engine& engine, Logger& logger);
+  /// With options.cuda_graph, throws std::invalid_argument listing cuda_graph_obstacles(state) when there are any.
+  TrainStep(State& state, Engine& engine, Logger& logger, TrainStepOptions options = TrainStepOptions());
+  ~TrainStep();
+
+  /// What stops this run's step from being recorded as a CUDA graph, one line each (empty: nothing): a device
+  /// other than CUDA, more than one process, amp_fp16 (its grad scaler decides on the host whether to step),
+  /// automatic or several microbatches, an optimizer without supports_graph_capture(), an algorithm that acts on an
+  /// event from BEFORE_TRAIN_BATCH to AFTER_TRAIN_BATCH (its host code would run once, at the recording), a loss
+  /// backpropagated with create_graph.
+  static std::vector<std::string> cuda_graph_obstacles(const State& state);
 
   /// Requires: state.model, state.optimizer, state.batch on state.device (state.scaler for amp_fp16), and
   /// state.dataloader and state.max_duration (the Engine refuses training events without them).
@@ -42,12 +75,23 @@ class TrainStep {
   /// train metrics as they were, halves state.device_train_microbatch_size and redoes the same batch from
   /// BEFORE_TRAIN_BATCH, so the step equals one run with the smaller size from the start. The ranks agree through
   /// MicrobatchSearch's collectives, and average gradients only after every rank is through its microbatches.
-  /// Throws std::runtime_error when 1 sample does not fit, or when memory runs out after the microbatches
-  /// (gradient averaging, AFTER_TRAIN_BATCH, the optimizer step), where a smaller microbatch would not help.
+  /// Throws std::runtime_error when 1 sample does not fit, when memory runs out after the microbatches
+  /// (gradient averaging, AFTER_TRAIN_BATCH, the optimizer step), where a smaller microbatch would not help, and
+  /// when the size shrinks in a third batch (repeated shrinking: memory in use grows from batch to batch, and
+  /// halving again would only postpone the failure); the message lists each batch's shrink.
+  ///
+  /// With options.cuda_graph: the first cuda_graph_warmup_steps steps run as above on a side stream; the next one
+  /// records forward, loss, backward and the optimizer step into a CUDA graph, and it and every later batch of the
+  /// same shapes copy the batch into the graph's inputs and replay it between BEFORE_TRAIN_BATCH and
+  /// AFTER_TRAIN_BATCH (which so fires after the optimizer step). The events inside the step (BEFORE_FORWARD ..
+  /// AFTER_BACKWARD) fire in eager steps only. A batch of other shapes (a last, smaller batch) runs eagerly.
   std::map<std::string, at::Tensor> run();
 
  private:
   void train_microbatch(double weight, std::map<std::string, at::Tensor>& totals, bool sync_gradients);
+  std::map<std::string, at::Tensor> run_eager();
+  std::map<std::string, at::Tensor> run_graphed();
+  std::map<std::string, at::Tensor> record_step();
   std::map<std::string, at::Tensor> train_microbatches();
   std::map<std::string, at::Tensor> step_optimizer(int& closure_runs);
   std::map<std::string, at::Tensor> run_searching();
@@ -58,6 +102,10 @@ class TrainStep {
   Logger& logger_;
   PrecisionContext precision_;
   MicrobatchSearch search_;
+  TrainStepOptions options_;
+  std::unique_ptr<detail::CapturedStep> graph_;  // with options_.cuda_graph
+  int64_t eager_steps_ = 0;                      // warm-up steps run so far
+  std::vector<std::string> shrinks_;  // automatic microbatching: "batch B: S -> T" for each batch that shrank
 };
 
 }  // namespace composer

@@ -13,6 +13,7 @@
 #include "composer/trainer/eval_loop.h"
 #include "composer/trainer/fit_loop.h"
 #include "composer/trainer/train_epoch_loop.h"
+#include "composer/trainer/train_step.h"
 
 #include <torch/arg.h>
 
@@ -97,6 +98,8 @@ struct TrainerOptions {
   TORCH_ARG(FitLoopOptions, fit);
   /// The train-epoch loop's: scheduler stepping and scale_schedule_ratio (which also scales max_duration).
   TORCH_ARG(TrainEpochLoopOptions, train_epoch);
+  /// The train step's: cuda_graph and its warm-up steps.
+  TORCH_ARG(TrainStepOptions, train_step);
   /// The eval loop's: eval_interval and batches per evaluation.
   TORCH_ARG(EvalLoopOptions, eval);
   /// The CheckpointSaver's, added after the other callbacks when its folder is set (format variables allowed,
@@ -148,6 +151,8 @@ struct TrainerOptions {
   COMPOSER_TRAINER_FORWARD(int64_t, train_subset_num_batches, fit, train_subset_num_batches)
   COMPOSER_TRAINER_FORWARD(double, scale_schedule_ratio, train_epoch, scale_schedule_ratio)
   COMPOSER_TRAINER_FORWARD(bool, step_schedulers_every_batch, train_epoch, step_schedulers_every_batch)
+  COMPOSER_TRAINER_FORWARD(bool, cuda_graph, train_step, cuda_graph)
+  COMPOSER_TRAINER_FORWARD(int64_t, cuda_graph_warmup_steps, train_step, cuda_graph_warmup_steps)
   COMPOSER_TRAINER_FORWARD(Time, eval_interval, eval, eval_interval)
   COMPOSER_TRAINER_FORWARD(int64_t, eval_subset_num_batches, eval, subset_num_batches)
   COMPOSER_TRAINER_FORWARD(std::string, save_folder, save, folder)
@@ -225,6 +230,7 @@ struct TrainerOptions {
     visit("precision", self.precision_, "fp32, amp_fp16 or amp_bf16; unset: amp_fp16 on CUDA, fp32 on CPU");
     visit("device_train_microbatch_size", self.device_train_microbatch_size_,
           "samples per microbatch, or auto; unset: the whole batch");
+    TrainStepOptions::for_each_field(self.train_step_, visit);
     visit("deterministic_mode", self.deterministic_mode_, "torch deterministic algorithms");
     visit("num_threads", self.num_threads_, "intra-op threads; 0: $OMP_NUM_THREADS, else the cores");
     visit("tune_allocator", self.tune_allocator_, "keep freed tensor memory in the process");
