@@ -4,6 +4,7 @@
 // (channels_last) per step, 1.9x (../shared/reference/gpu-anchors.md). On a CPU machine use small sizes
 // (--depth 18 --batch 8 --size 64) to check the path; the numbers that matter come from the GPU.
 #include "composer/composer.h"
+#include "repeat_loader.h"
 
 #include <torch/cuda.h>
 
@@ -15,31 +16,12 @@ using namespace composer;
 
 namespace {
 
-// The same device-resident batch every step, so the measurement is the training step, not host-to-device copies.
-class RepeatLoader : public DataLoader {
- public:
-  RepeatLoader(Batch batch, int64_t length) : batch_(std::move(batch)), length_(length) {}
-  std::optional<int64_t> length() const override { return length_; }
-  int64_t batch_size() const override { return batch_.num_samples(); }
-  void set_epoch(int64_t) override {}
-  void reset() override { served_ = 0; }
-  std::optional<Batch> next() override {
-    if (served_ >= length_) return std::nullopt;
-    ++served_;
-    return batch_;
-  }
-
- private:
-  Batch batch_;
-  int64_t length_, served_ = 0;
-};
-
 double step_ms(bool channels_last, int64_t depth, int64_t batch, int64_t size, int64_t steps, int64_t warmup,
                Precision precision, const c10::Device& device) {
   torch::manual_seed(0);
   auto model = ComposerClassifier::wrap(models::resnet(depth, 1000));
   const Batch data(torch::randn({batch, 3, size, size}).to(device), torch::randint(0, 1000, {batch}).to(device));
-  auto loader = std::make_shared<RepeatLoader>(data, warmup + steps);
+  auto loader = std::make_shared<bench::RepeatLoader>(data, warmup + steps);
   std::vector<std::shared_ptr<Algorithm>> algos;
   if (channels_last) algos.push_back(std::make_shared<algorithms::ChannelsLast>());
   auto opt =

@@ -13,24 +13,16 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-/tmp/device-out}"
 mkdir -p "$OUT"
-DEPS="$PWD/.deps/device/usr"
 BUILD="${BUILD:-build-device}"
 JOBS="$(nproc)"
 step() { echo "== $1 ($(date -u +%H:%M:%S))" | tee -a "$OUT/summary.txt"; }
 
 step "environment"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; cmake --version | head -1; c++ --version | head -1; } 2>&1 | tee -a "$OUT/summary.txt"
-TORCH_PREFIX="${TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}"
-ZLIB_LIB="$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)"
-[ -n "$ZLIB_LIB" ] || ZLIB_LIB="$DEPS/lib/x86_64-linux-gnu/libz.a"
-
 step "configure"
-TORCH_CUDA_ARCH_LIST="9.0" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" -Dnlohmann_json_DIR="$DEPS/share/cmake/nlohmann_json" \
-  -DZLIB_INCLUDE_DIR="$DEPS/include" -DZLIB_LIBRARY="$ZLIB_LIB" -DCOMPOSER_GLOO_INCLUDE_DIR="$DEPS/include" \
-  -DCOMPOSER_BUILD_TOOLS=OFF -DCOMPOSER_GTEST_SOURCE_DIR="$DEPS/src/googletest" \
-  -DCOMPOSER_WITH_TENSORBOARD=OFF -DCOMPOSER_WITH_MLFLOW=OFF -DCOMPOSER_WITH_OBJECT_STORES=OFF \
-  -DCOMPOSER_WITH_STREAMING=OFF > "$OUT/configure.log" 2>&1
+# shellcheck source=tools/device/configure.sh
+source tools/device/configure.sh
+configure_device_build "$BUILD" "$OUT/configure.log"
 echo "configure exit $?" | tee -a "$OUT/summary.txt"
 
 step "build (-k 0: every error in one pass)"
