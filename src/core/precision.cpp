@@ -7,16 +7,21 @@
 
 namespace composer {
 
-std::unique_ptr<compat::AutocastGuard> enter_autocast(Precision precision, const c10::Device& device) {
+at::ScalarType compute_dtype(Precision precision) {
   switch (precision) {
     case Precision::FP32:
-      return nullptr;
+      return at::kFloat;
     case Precision::AMP_BF16:
-      return std::make_unique<compat::AutocastGuard>(device.type(), at::kBFloat16);
+      return at::kBFloat16;
     case Precision::AMP_FP16:
-      return std::make_unique<compat::AutocastGuard>(device.type(), at::kHalf);
+      return at::kHalf;
   }
-  return nullptr;
+  return at::kFloat;
+}
+
+std::unique_ptr<compat::AutocastGuard> enter_autocast(Precision precision, const c10::Device& device) {
+  if (precision == Precision::FP32) return nullptr;
+  return std::make_unique<compat::AutocastGuard>(device.type(), compute_dtype(precision));
 }
 
 const char* to_string(Precision p) {

@@ -3,6 +3,7 @@
 #include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/checkpoint/resume.h"
 #include "composer/core/algorithm.h"
+#include "composer/core/autocast.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 #include "composer/dist/fully_sharded.h"
@@ -222,11 +223,8 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
   if (o.parallelism_config().fsdp()) {
-    const at::ScalarType precision_dtype = s.precision == Precision::AMP_BF16   ? at::kBFloat16
-                                           : s.precision == Precision::AMP_FP16 ? at::kHalf
-                                                                                : at::kFloat;
     s.strategy = std::make_unique<dist::FullyShardedDataParallel>(detail::fsdp_options(*o.parallelism_config().fsdp()),
-                                                                  precision_dtype);
+                                                                  compute_dtype(s.precision));
   } else {
     s.strategy = dist::default_strategy();
   }

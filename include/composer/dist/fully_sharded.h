@@ -65,9 +65,6 @@ struct MixedPrecisionDtypes {
   std::optional<at::ScalarType> param_dtype;   ///< the gathered weights and the forward's floating inputs
   std::optional<at::ScalarType> reduce_dtype;  ///< the gradient reduction (unset with param_dtype set: param_dtype)
   std::optional<at::ScalarType> buffer_dtype;  ///< the floating buffers during forward passes
-  bool operator==(const MixedPrecisionDtypes& o) const {
-    return param_dtype == o.param_dtype && reduce_dtype == o.reduce_dtype && buffer_dtype == o.buffer_dtype;
-  }
 };
 
 /// Composer's mixed_precision: a preset ("DEFAULT": weights and buffers in the precision's dtype, reduction in
