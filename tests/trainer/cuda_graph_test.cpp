@@ -33,8 +33,7 @@ TEST(CudaGraphTest, ObstaclesNameEachSettingThatStopsTheRecording) {
   EXPECT_TRUE(mentions(found, "the device is cpu")) << ::testing::PrintToString(found);
   EXPECT_TRUE(mentions(found, "amp_fp16")) << ::testing::PrintToString(found);
   EXPECT_TRUE(mentions(found, "device_train_microbatch_size auto")) << ::testing::PrintToString(found);
-  EXPECT_TRUE(mentions(found, "the optimizer SGD cannot be recorded"))
-      << ::testing::PrintToString(found);
+  EXPECT_TRUE(mentions(found, "the optimizer SGD cannot be recorded")) << ::testing::PrintToString(found);
   EXPECT_TRUE(mentions(found, "LabelSmoothing acts on BEFORE_LOSS")) << ::testing::PrintToString(found);
   EXPECT_TRUE(mentions(found, "GradientClipping acts on AFTER_TRAIN_BATCH")) << ::testing::PrintToString(found);
   EXPECT_FALSE(mentions(found, "EMA")) << "EMA acts at BATCH_END, after the step: " << ::testing::PrintToString(found);

@@ -42,7 +42,7 @@ class CapturedStep {
   at::Tensor outputs, loss;
   std::map<std::string, at::Tensor> losses, totals;
   std::vector<std::pair<at::Tensor, at::Tensor>> grads;  // (parameter, its gradient buffer)
-  std::vector<bool> trainable;  // requires_grad of the optimizer's parameters when recorded
+  std::vector<bool> trainable;                           // requires_grad of the optimizer's parameters when recorded
 
  private:
   struct Impl;
