@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <iostream>
 #include <stdexcept>
 
@@ -87,6 +88,42 @@ void note_shrink(std::vector<std::string>& shrinks, int64_t batch, int64_t from,
                            "device_train_microbatch_size to a number");
 }
 
+// The body of a microbatch: forward, losses, weighted backward, and its losses added to `totals`, firing the events
+// between through `fire`. An eager microbatch fires them on the Engine; recording a CUDA graph passes a no-op (those
+// events fire in eager steps only).
+void forward_backward(State& s, PrecisionContext& precision, const std::function<void(Event)>& fire, double weight,
+                      std::map<std::string, at::Tensor>& totals, bool sync_gradients) {
+  {
+    auto scope = s.strategy->enter(dist::Phase::TRAIN_FORWARD);  // FSDP: the weights gathered until the loss
+    fire(Event::BEFORE_FORWARD);
+    {
+      auto autocast = precision.enter();
+      s.outputs = s.model->forward(detail::forward_inputs(s.batch, *s.strategy));
+    }
+    fire(Event::AFTER_FORWARD);
+    fire(Event::BEFORE_LOSS);
+    {
+      auto autocast = precision.enter();
+      s.losses = s.model->losses(s.outputs, s.batch);
+      s.loss = total_of(s.losses, s.model->name());
+    }
+    fire(Event::AFTER_LOSS);
+  }
+  fire(Event::BEFORE_BACKWARD);
+  add_weighted(totals, "total", s.loss, weight);
+  for (const auto& [name, l] : s.losses)
+    if (name != "total") add_weighted(totals, name, l, weight);
+  at::Tensor to_backprop = s.loss.dim() == 0 ? s.loss : s.loss.mean();  // Composer backpropagates the mean
+  if (precision.uses_grad_scaling()) to_backprop = s.scaler->scale(to_backprop);
+  s.strategy->before_backward(sync_gradients);  // no gradient sync on all but the last microbatch
+  {
+    auto scope = s.strategy->enter(dist::Phase::TRAIN_BACKWARD);
+    (to_backprop * weight).backward({}, /*retain_graph=*/c10::nullopt, /*create_graph=*/backwards_create_graph(s));
+  }
+  s.strategy->after_backward(sync_gradients);
+  fire(Event::AFTER_BACKWARD);
+}
+
 // Every rank ran out of its attempt and at least one ran out of memory: redo the batch with a smaller size.
 struct RetryBatch {};
 
@@ -122,8 +159,8 @@ std::vector<std::string> TrainStep::cuda_graph_obstacles(const State& s) {
   std::vector<std::string> found;
   if (!s.device.is_cuda()) found.push_back("the device is " + s.device.str() + ", and CUDA graphs need a CUDA device");
   const int64_t world = s.strategy ? s.strategy->num_replicas() : dist::get_world_size();
-  if (world > 1 || dist::get_world_size() > 1) {
-    found.push_back("the world size is " + std::to_string(std::max(world, dist::get_world_size())) +
+  if (world > 1) {
+    found.push_back("the world size is " + std::to_string(world) +
                     ", and the gradient collectives are not recorded (one process only)");
   }
   if (dynamic_cast<const dist::FullyShardedDataParallel*>(s.strategy.get())) {
@@ -160,35 +197,8 @@ std::vector<std::string> TrainStep::cuda_graph_obstacles(const State& s) {
 void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor>& totals, bool sync_gradients) {
   State& s = state_;
   const Batch original = s.batch;
-  {
-    auto scope = s.strategy->enter(dist::Phase::TRAIN_FORWARD);  // FSDP: the weights gathered until the loss
-    engine_.run_event(Event::BEFORE_FORWARD);
-    {
-      auto autocast = precision_.enter();
-      s.outputs = s.model->forward(detail::forward_inputs(s.batch, *s.strategy));
-    }
-    engine_.run_event(Event::AFTER_FORWARD);
-    engine_.run_event(Event::BEFORE_LOSS);
-    {
-      auto autocast = precision_.enter();
-      s.losses = s.model->losses(s.outputs, s.batch);
-      s.loss = total_of(s.losses, s.model->name());
-    }
-    engine_.run_event(Event::AFTER_LOSS);
-  }
-  engine_.run_event(Event::BEFORE_BACKWARD);
-  add_weighted(totals, "total", s.loss, weight);
-  for (const auto& [name, l] : s.losses)
-    if (name != "total") add_weighted(totals, name, l, weight);
-  at::Tensor to_backprop = s.loss.dim() == 0 ? s.loss : s.loss.mean();  // Composer backpropagates the mean
-  if (precision_.uses_grad_scaling()) to_backprop = s.scaler->scale(to_backprop);
-  s.strategy->before_backward(sync_gradients);  // no gradient sync on all but the last microbatch
-  {
-    auto scope = s.strategy->enter(dist::Phase::TRAIN_BACKWARD);
-    (to_backprop * weight).backward({}, /*retain_graph=*/c10::nullopt, /*create_graph=*/backwards_create_graph(s));
-  }
-  s.strategy->after_backward(sync_gradients);
-  engine_.run_event(Event::AFTER_BACKWARD);
+  forward_backward(
+      s, precision_, [this](Event e) { engine_.run_event(e); }, weight, totals, sync_gradients);
   update_train_metrics(s, original);
 }
 
@@ -323,18 +333,9 @@ std::map<std::string, at::Tensor> TrainStep::record_step() {
   detail::CapturedStep& graph = *graph_;
   graph.record(batch, [&](const Batch& inputs) {
     s.batch = inputs;
-    {
-      auto autocast = precision_.enter();
-      s.outputs = s.model->forward(detail::forward_inputs(s.batch, *s.strategy));
-      s.losses = s.model->losses(s.outputs, s.batch);
-      s.loss = total_of(s.losses, s.model->name());
-    }
     std::map<std::string, at::Tensor> totals;
-    add_weighted(totals, "total", s.loss, 1.0);
-    for (const auto& [name, l] : s.losses)
-      if (name != "total") add_weighted(totals, name, l, 1.0);
-    const at::Tensor to_backprop = s.loss.dim() == 0 ? s.loss : s.loss.mean();
-    (to_backprop * 1.0).backward();
+    forward_backward(
+        s, precision_, [](Event) {}, 1.0, totals, /*sync_gradients=*/true);
     s.optimizer->step();
     graph.totals = totals;
   });
