@@ -10,9 +10,9 @@
 //     with 50 warmup batches and cosine decay over max-batches) until the validation cross entropy (16 fixed
 //     batches of the validation split, evaluated every eval-every batches, evaluation time excluded) reaches
 //     target. "recipe" is kRecipe below (Alibi with training sequences a quarter of the length, GradientClipping
-//     at norm 1.0); a comma-separated list of config names runs those methods (settings in make_method()).
-//     Prints EVAL lines (batches, training seconds, validation cross entropy at each evaluation) and
-//     RESULT lm_recipe side=ours config=... reached=0|1 batches=N train_s=T val_ce=V.
+//     at norm 1.0, EMA with a half-life of 50 batches); a comma-separated list of config names runs those methods
+//     (settings in make_method()). Prints EVAL lines (batches, training seconds, validation cross entropy at each
+//     evaluation) and RESULT lm_recipe side=ours config=... reached=0|1 batches=N train_s=T val_ce=V.
 #include "composer/composer.h"
 
 #include <chrono>
@@ -73,7 +73,7 @@ int tokenize(const std::string& out, const std::string& texts, const std::string
 }
 
 // The recipe, and each method's settings in it.
-constexpr const char* kRecipe = "alibi,gradient_clipping";
+constexpr const char* kRecipe = "alibi,gradient_clipping,ema";
 
 std::shared_ptr<Algorithm> make_method(const std::string& name) {
   if (name == "alibi")  // trained on sequences of 32 tokens, four times as many rows

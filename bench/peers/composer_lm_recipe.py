@@ -8,8 +8,8 @@ batches (evaluation time excluded, as Composer's timestamp excludes it), stoppin
 GPT2LMHeadModel(n_layer 2, n_embd 128, n_head 4, n_positions 128, vocab 50257, no dropout, exact GELU, tied head,
 eager attention: Composer's Alibi surgery replaces its _attn, which transformers 4.47 still calls).
 Its labels are the inputs (the model shifts them), so its cross entropy averages the 127 next-token predictions of
-each window; ours predicts the window's 128 next tokens. The recipe: Alibi (train_sequence_length_scaling 0.25) and
-GradientClipping (norm 1.0), Composer's own classes.
+each window; ours predicts the window's 128 next tokens. The recipe: Alibi (train_sequence_length_scaling 0.25),
+GradientClipping (norm 1.0) and EMA (half_life 50ba), Composer's own classes.
 
 Usage: composer_lm_recipe.py --tokens DIR --config baseline|recipe|NAME,NAME [--target 6.0] [--max-batches 1500]
        [--eval-every 50] [--seed 1] [--threads 2]
@@ -93,7 +93,7 @@ def main():
     train = torch.utils.data.DataLoader(Windows(os.path.join(a.tokens, 'train.u16')), batch_size=BATCH, shuffle=True,
                                         generator=torch.Generator().manual_seed(a.seed))
     val = torch.utils.data.DataLoader(Windows(os.path.join(a.tokens, 'val.u16')), batch_size=32, shuffle=False)
-    recipe = 'alibi,gradient_clipping' if a.config == 'recipe' else a.config
+    recipe = 'alibi,gradient_clipping,ema' if a.config == 'recipe' else a.config
     algorithms = [] if recipe == 'baseline' else [method(n) for n in recipe.split(',')]
     trainer = Trainer(model=model, train_dataloader=train, eval_dataloader=val, eval_subset_num_batches=EVAL_BATCHES,
                       eval_interval=f'{a.eval_every}ba', max_duration=f'{a.max_batches}ba',
