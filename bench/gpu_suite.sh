@@ -46,16 +46,18 @@ if [ "${CONFIGURE:-1}" = 1 ]; then
   echo "configure exit $?" | tee -a "$OUT/summary.txt"
 fi
 step "build"
-ninja -C "$BUILD" -k 0 -j"$(nproc)" composer gpu_suite optim_test trainer_test microbatch_test > "$OUT/build.log" 2>&1
+ninja -C "$BUILD" -k 0 -j"$(nproc)" composer gpu_suite optim_test trainer_test microbatch_test models_test \
+  > "$OUT/build.log" 2>&1
 echo "build exit $?" | tee -a "$OUT/summary.txt"
 grep -E "error|FAILED" "$OUT/build.log" | head -30 | tee -a "$OUT/summary.txt"
 
 step "CUDA tests"
 export COMPOSER_SOURCE_DIR="$PWD"
-(cd "$BUILD/tests" &&
-  ./trainer_test --gtest_filter='CudaGraph*' &&
-  ./optim_test --gtest_filter='GraphCapture*:DecoupledAdamW*:DecoupledSGDW*' &&
-  ./microbatch_test --gtest_filter='*Cuda*') > "$OUT/cuda_tests.log" 2>&1
+(cd "$BUILD/tests" && rc=0 &&
+  { ./trainer_test --gtest_filter='CudaGraph*' || rc=1; } &&
+  { ./optim_test --gtest_filter='GraphCapture*:DecoupledAdamW*:DecoupledSGDW*' || rc=1; } &&
+  { ./microbatch_test --gtest_filter='*Cuda*' || rc=1; } &&
+  { ./models_test --gtest_filter='ActivationCheckpointingTest.*' || rc=1; } && exit $rc) > "$OUT/cuda_tests.log" 2>&1
 echo "CUDA tests exit $?" | tee -a "$OUT/summary.txt"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|Skipped" "$OUT/cuda_tests.log" | head -20 | tee -a "$OUT/summary.txt"
 

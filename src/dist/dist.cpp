@@ -14,33 +14,54 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 
 namespace composer::dist {
 namespace {
 
-struct Group {
+struct World {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<detail::CommBackend> backend;
   std::string listen_address;     // where this rank's CPU backend listens (Gloo), for messages and tests
   c10::Device device{c10::kCPU};  // the backend's device: CUDA for NCCL
+  std::chrono::milliseconds timeout{300000};
+  std::map<std::string, int64_t> subgroups_made;  // how often each rank list was made into a group
 };
 
-Group& group() {
-  static Group g;
+World& world() {
+  static World g;
   return g;
 }
 
+}  // namespace
+
+struct Group::Impl {
+  c10::intrusive_ptr<detail::CommBackend> backend;  // none for a group of one rank
+  std::vector<int64_t> ranks;
+  int64_t rank = 0;
+};
+
+namespace {
+
 detail::CommBackend& pg() {
-  if (!group().backend) {
+  if (!world().backend) {
     throw std::logic_error("dist: WORLD_SIZE=" + std::to_string(get_world_size()) +
                            " but the process group is not initialised; call composer::dist::initialize_dist (the "
                            "Trainer does) or start with composer-cpp launch");
   }
-  return *group().backend;
+  return *world().backend;
+}
+
+// The backend `g`'s collectives run on: the world's, or the subgroup's.
+detail::CommBackend& pg(const Group& g) {
+  if (!g.impl()) return pg();
+  if (!g.impl()->backend) throw std::logic_error("dist: a collective on a group of one rank");
+  return *g.impl()->backend;
 }
 
 c10d::ReduceOp to_c10d(ReduceOp op) {
@@ -71,7 +92,7 @@ void run(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
   }
 }
 
-void create_backend(const c10::Device& device, int64_t rank, int64_t world, std::chrono::milliseconds timeout);
+void create_backend(const c10::Device& device, int64_t rank, int64_t world_size, std::chrono::milliseconds timeout);
 
 bool uses_agent_store() { return env_or("TORCHELASTIC_USE_AGENT_STORE", "") == "True"; }
 
@@ -82,10 +103,10 @@ std::string store_prefix() { return "composer/attempt_" + env_or("TORCHELASTIC_R
 
 void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeout) {
   if (is_initialized() || get_world_size() == 1) return;
-  const int64_t rank = get_global_rank(), world = get_world_size();
-  if (rank >= world) {
+  const int64_t rank = get_global_rank(), world_size = get_world_size();
+  if (rank >= world_size) {
     throw std::invalid_argument("dist: RANK=" + std::to_string(rank) +
-                                " is not below WORLD_SIZE=" + std::to_string(world));
+                                " is not below WORLD_SIZE=" + std::to_string(world_size));
   }
   const std::string addr = env_or("MASTER_ADDR", "127.0.0.1");
   const std::string port_text = env_or("MASTER_PORT", "29500");
@@ -96,22 +117,22 @@ void initialize_dist(const c10::Device& device, std::chrono::milliseconds timeou
   so.port = static_cast<uint16_t>(port);
   // Under torchrun the elastic agent already serves the store at MASTER_ADDR:MASTER_PORT; every rank is a client.
   so.isServer = rank == 0 && !uses_agent_store();
-  so.numWorkers = static_cast<int>(world);
+  so.numWorkers = static_cast<int>(world_size);
   so.timeout = timeout;
   try {
-    group().store = c10::make_intrusive<c10d::TCPStore>(addr, so);
+    world().store = c10::make_intrusive<c10d::TCPStore>(addr, so);
   } catch (const std::exception& e) {
     throw std::runtime_error("dist: rank " + std::to_string(rank) + " could not reach the rendezvous at " + addr + ":" +
                              port_text + " within " + std::to_string(timeout.count()) +
-                             " ms (WORLD_SIZE=" + std::to_string(world) + "): " + brief_error(e));
+                             " ms (WORLD_SIZE=" + std::to_string(world_size) + "): " + brief_error(e));
   }
   try {
-    create_backend(device, rank, world, timeout);
+    create_backend(device, rank, world_size, timeout);
   } catch (const std::exception& e) {
-    group().store.reset();
+    world().store.reset();
     throw std::runtime_error("dist: rank " + std::to_string(rank) + " timed out after " +
                              std::to_string(timeout.count()) + " ms waiting for the other ranks to join at " + addr +
-                             ":" + port_text + " (WORLD_SIZE=" + std::to_string(world) +
+                             ":" + port_text + " (WORLD_SIZE=" + std::to_string(world_size) +
                              "; are all ranks started?): " + brief_error(e));
   }
 }
@@ -128,57 +149,106 @@ std::shared_ptr<::gloo::transport::Device> gloo_device() {
   const std::string ifname = env_or("GLOO_SOCKET_IFNAME", "");
   if (!ifname.empty()) {
     const std::string first = ifname.substr(0, ifname.find(','));
-    group().listen_address = "interface " + first;
+    world().listen_address = "interface " + first;
     return c10d::ProcessGroupGloo::createDeviceForInterface(first);
   }
   const std::string node = env_or("COMPOSER_NODE_ADDR", "");
   if (!node.empty()) {
-    group().listen_address = node;
+    world().listen_address = node;
     return c10d::ProcessGroupGloo::createDeviceForHostname(node);
   }
   if (is_loopback(env_or("MASTER_ADDR", "127.0.0.1"))) {
-    group().listen_address = "127.0.0.1";
+    world().listen_address = "127.0.0.1";
     return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   }
-  group().listen_address = "the host name's address";
+  world().listen_address = "the host name's address";
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 #endif
 
-void create_backend(const c10::Device& device, int64_t rank, int64_t world, std::chrono::milliseconds timeout) {
-  group().device = device.is_cuda() ? device : c10::Device(c10::kCPU);
-  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(store_prefix(), group().store);
+// A backend for `size` processes meeting under `prefix` in the store: NCCL on a CUDA device, Gloo otherwise.
+c10::intrusive_ptr<detail::CommBackend> make_backend(const c10::Device& device, const std::string& prefix, int64_t rank,
+                                                     int64_t size, std::chrono::milliseconds timeout) {
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, world().store);
   if (device.is_cuda()) {
 #if COMPOSER_HAS_NCCL
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = timeout;
-    group().backend =
-        c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(rank), static_cast<int>(size), opts);
 #else
     throw std::invalid_argument("dist: this LibTorch build has no NCCL backend for CUDA devices");
 #endif
-  } else {
-#if COMPOSER_HAS_GLOO
-    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    opts->devices.push_back(gloo_device());
-    group().backend =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(rank), static_cast<int>(world), opts);
-#else
-    throw std::invalid_argument(
-        "dist: this build has no Gloo backend for CPU devices (install libgloo-dev and rebuild)");
-#endif
   }
+#if COMPOSER_HAS_GLOO
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  opts->devices.push_back(gloo_device());
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(rank), static_cast<int>(size), opts);
+#else
+  throw std::invalid_argument("dist: this build has no Gloo backend for CPU devices (install libgloo-dev and rebuild)");
+#endif
+}
+
+void create_backend(const c10::Device& device, int64_t rank, int64_t world_size, std::chrono::milliseconds timeout) {
+  world().device = device.is_cuda() ? device : c10::Device(c10::kCPU);
+  world().timeout = timeout;
+  world().backend = make_backend(world().device, store_prefix(), rank, world_size, timeout);
 }
 
 }  // namespace
 
-bool is_initialized() { return static_cast<bool>(group().backend); }
+bool is_initialized() { return static_cast<bool>(world().backend); }
 
-std::string listen_address() { return group().listen_address; }
+std::string listen_address() { return world().listen_address; }
 
 void destroy() {
-  group().backend.reset();
-  group().store.reset();
+  world().backend.reset();
+  world().store.reset();
+}
+
+int64_t Group::size() const { return impl_ ? static_cast<int64_t>(impl_->ranks.size()) : get_world_size(); }
+int64_t Group::rank() const { return impl_ ? impl_->rank : get_global_rank(); }
+std::vector<int64_t> Group::ranks() const {
+  if (impl_) return impl_->ranks;
+  std::vector<int64_t> all(static_cast<size_t>(get_world_size()));
+  for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int64_t>(r);
+  return all;
+}
+
+Group new_group(const std::vector<int64_t>& ranks) {
+  std::vector<int64_t> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  std::string list;
+  for (size_t i = 0; i < sorted.size(); ++i) list += (i ? "," : "") + std::to_string(sorted[i]);
+  const int64_t me = get_global_rank(), world_size = get_world_size();
+  if (sorted.empty()) throw std::invalid_argument("dist::new_group: no ranks given");
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    throw std::invalid_argument("dist::new_group: ranks [" + list + "] name a rank twice");
+  if (sorted.front() < 0 || sorted.back() >= world_size) {
+    throw std::invalid_argument("dist::new_group: ranks [" + list + "] must lie in [0, " + std::to_string(world_size) +
+                                ") (WORLD_SIZE)");
+  }
+  const auto at = std::find(sorted.begin(), sorted.end(), me);
+  if (at == sorted.end()) {
+    throw std::invalid_argument("dist::new_group: rank " + std::to_string(me) + " is not among ranks [" + list +
+                                "]; only the members make a group");
+  }
+  auto impl = std::make_shared<Group::Impl>();
+  impl->ranks = sorted;
+  impl->rank = at - sorted.begin();
+  if (sorted.size() > 1) {
+    pg();  // the world's group must exist: the subgroup meets through its store
+    // The members make the same groups in the same order: the count of earlier groups of these ranks names this one.
+    const int64_t made = world().subgroups_made[list]++;
+    const std::string prefix = store_prefix() + "/group_" + list + "_" + std::to_string(made);
+    try {
+      impl->backend =
+          make_backend(world().device, prefix, impl->rank, static_cast<int64_t>(sorted.size()), world().timeout);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("dist: rank " + std::to_string(me) + " could not form the group of ranks [" + list +
+                               "] (did every member call new_group?): " + brief_error(e));
+    }
+  }
+  return Group(std::move(impl));
 }
 
 void barrier() {
@@ -189,52 +259,54 @@ void barrier() {
 // NCCL takes CUDA tensors only: CPU tensors (the batch's loss and sample counts, RNG bytes, seeds) go through the
 // backend's device and back.
 at::Tensor on_backend_device(const at::Tensor& t) {
-  return group().device.is_cuda() && !t.is_cuda() ? t.to(group().device) : t;
+  return world().device.is_cuda() && !t.is_cuda() ? t.to(world().device) : t;
 }
 
-void all_reduce(at::Tensor& tensor, ReduceOp op) {
-  if (get_world_size() == 1) return;
+void all_reduce(at::Tensor& tensor, ReduceOp op, const Group& group) {
+  if (group.size() == 1) return;
   at::Tensor d = on_backend_device(tensor);
   std::vector<at::Tensor> v{d};
   c10d::AllreduceOptions o;
   o.reduceOp = to_c10d(op);
-  run(pg().allreduce(v, o), "all_reduce");
+  run(pg(group).allreduce(v, o), "all_reduce");
   if (!d.is_same(tensor)) tensor.copy_(d);
 }
 
-Handle all_reduce_async(at::Tensor& tensor) {
-  if (get_world_size() == 1) return Handle();
+Handle all_reduce_async(at::Tensor& tensor, const Group& group) {
+  if (group.size() == 1) return Handle();
   std::vector<at::Tensor> v{tensor};
-  auto work = pg().allreduce(v);
+  auto work = pg(group).allreduce(v);
   return Handle([work] { run(work, "all_reduce"); });
 }
 
-Handle all_gather_into_async(at::Tensor& output, const at::Tensor& input) {
-  if (output.numel() != input.numel() * get_world_size()) {
+Handle all_gather_into_async(at::Tensor& output, const at::Tensor& input, const Group& group) {
+  const int64_t size = group.size();
+  if (output.numel() != input.numel() * size) {
     throw std::invalid_argument("dist: all_gather_into_async needs an output of " +
-                                std::to_string(input.numel() * get_world_size()) + " elements, got " +
+                                std::to_string(input.numel() * size) + " elements, got " +
                                 std::to_string(output.numel()));
   }
-  if (get_world_size() == 1) {
+  if (size == 1) {
     output.copy_(input);
     return Handle();
   }
   at::Tensor in = input;  // the backend's signature takes it by reference
-  auto work = pg()._allgather_base(output, in);
+  auto work = pg(group)._allgather_base(output, in);
   return Handle([work] { run(work, "all_gather"); });
 }
 
-Handle reduce_scatter_async(at::Tensor& output, at::Tensor& input) {
-  if (output.numel() * get_world_size() != input.numel()) {
-    throw std::invalid_argument("dist: reduce_scatter_async needs an output of 1/" + std::to_string(get_world_size()) +
+Handle reduce_scatter_async(at::Tensor& output, at::Tensor& input, const Group& group) {
+  const int64_t size = group.size();
+  if (output.numel() * size != input.numel()) {
+    throw std::invalid_argument("dist: reduce_scatter_async needs an output of 1/" + std::to_string(size) +
                                 " of the input's " + std::to_string(input.numel()) + " elements, got " +
                                 std::to_string(output.numel()));
   }
-  if (get_world_size() == 1) {
+  if (size == 1) {
     output.copy_(input);
     return Handle();
   }
-  auto work = pg()._reduce_scatter_base(output, input);
+  auto work = pg(group)._reduce_scatter_base(output, input);
   return Handle([work] { run(work, "reduce_scatter"); });
 }
 
@@ -248,12 +320,12 @@ void broadcast(at::Tensor& tensor, int64_t src) {
   if (!d.is_same(tensor)) tensor.copy_(d);
 }
 
-std::vector<at::Tensor> all_gather(const at::Tensor& tensor) {
-  if (get_world_size() == 1) return {tensor.clone()};
+std::vector<at::Tensor> all_gather(const at::Tensor& tensor, const Group& group) {
+  if (group.size() == 1) return {tensor.clone()};
   std::vector<at::Tensor> in{on_backend_device(tensor.contiguous())};
   std::vector<std::vector<at::Tensor>> out(1);
-  for (int64_t r = 0; r < get_world_size(); ++r) out[0].push_back(at::empty_like(in[0]));
-  run(pg().allgather(out, in), "all_gather");
+  for (int64_t r = 0; r < group.size(); ++r) out[0].push_back(at::empty_like(in[0]));
+  run(pg(group).allgather(out, in), "all_gather");
   if (!tensor.is_cuda() && in[0].is_cuda())
     for (auto& t : out[0]) t = t.cpu();
   return out[0];

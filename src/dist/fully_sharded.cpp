@@ -11,6 +11,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <set>
@@ -26,19 +27,67 @@ std::string to_string(ShardingStrategy s) {
       return "SHARD_GRAD_OP";
     case ShardingStrategy::NO_SHARD:
       return "NO_SHARD";
+    case ShardingStrategy::HYBRID_SHARD:
+      return "HYBRID_SHARD";
+    case ShardingStrategy::HYBRID_SHARD_ZERO2:
+      return "_HYBRID_SHARD_ZERO2";
   }
   return "?";
 }
 
 ShardingStrategy sharding_strategy_from_string(const std::string& text, const std::string& key) {
-  for (ShardingStrategy s : {ShardingStrategy::FULL_SHARD, ShardingStrategy::SHARD_GRAD_OP, ShardingStrategy::NO_SHARD})
-    if (text == to_string(s)) return s;
-  if (text == "HYBRID_SHARD" || text == "_HYBRID_SHARD_ZERO2") {
-    throw std::invalid_argument(key + " " + text +
-                                " is not supported yet by Composer C++ (sharding within a node, replication across "
-                                "nodes); use FULL_SHARD, SHARD_GRAD_OP or NO_SHARD");
+  // Composer upper-cases the name before looking it up.
+  const std::string lower = composer::detail::to_lower(text);
+  for (ShardingStrategy s : {ShardingStrategy::FULL_SHARD, ShardingStrategy::SHARD_GRAD_OP, ShardingStrategy::NO_SHARD,
+                             ShardingStrategy::HYBRID_SHARD, ShardingStrategy::HYBRID_SHARD_ZERO2})
+    if (lower == composer::detail::to_lower(to_string(s))) return s;
+  throw std::invalid_argument(
+      key + " must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2, got '" + text + "'");
+}
+
+DataParallelMesh DataParallelMesh::resolve(int64_t shard_degree, std::optional<int64_t> replicate_degree,
+                                           int64_t world) {
+  const auto degrees = [&] {
+    return "data_parallel_shard_degree " + std::to_string(shard_degree) +
+           (replicate_degree ? ", data_parallel_replicate_degree " + std::to_string(*replicate_degree) : "");
+  };
+  for (const int64_t d : {shard_degree, replicate_degree.value_or(1)}) {
+    if (d == 0 || d < -1)
+      throw std::invalid_argument("FSDP: " + degrees() + ": a degree must be positive, or -1 for the rest");
   }
-  throw std::invalid_argument(key + " must be FULL_SHARD, SHARD_GRAD_OP or NO_SHARD, got '" + text + "'");
+  if (shard_degree == -1 && replicate_degree == -1) {
+    throw std::invalid_argument("FSDP: " + degrees() +
+                                ": only one of them may be -1 (it takes what the world size leaves)");
+  }
+  const int64_t given =
+      (shard_degree == -1 ? 1 : shard_degree) * (replicate_degree && *replicate_degree != -1 ? *replicate_degree : 1);
+  const bool fill = shard_degree == -1 || replicate_degree == -1;
+  if (fill ? world % given != 0 : given != world) {
+    throw std::invalid_argument("FSDP: " + degrees() + ": their product must " + (fill ? "divide" : "equal") +
+                                " the world size " + std::to_string(world));
+  }
+  DataParallelMesh mesh;
+  mesh.shard = shard_degree == -1 ? world / given : shard_degree;
+  mesh.replicate = world / mesh.shard;
+  return mesh;
+}
+
+ShardingStrategy DataParallelMesh::strategy_for(ShardingStrategy s, bool two_dimensional, bool* switched) {
+  ShardingStrategy out = s;
+  if (two_dimensional) {
+    if (s == ShardingStrategy::NO_SHARD) {
+      throw std::invalid_argument(
+          "FSDP: sharding_strategy NO_SHARD with data_parallel_replicate_degree: NO_SHARD replicates on every rank "
+          "already; leave the replicate degree unset, or use HYBRID_SHARD");
+    }
+    if (s == ShardingStrategy::FULL_SHARD) out = ShardingStrategy::HYBRID_SHARD;
+    if (s == ShardingStrategy::SHARD_GRAD_OP) out = ShardingStrategy::HYBRID_SHARD_ZERO2;
+  } else {
+    if (s == ShardingStrategy::HYBRID_SHARD) out = ShardingStrategy::FULL_SHARD;
+    if (s == ShardingStrategy::HYBRID_SHARD_ZERO2) out = ShardingStrategy::SHARD_GRAD_OP;
+  }
+  if (switched) *switched = out != s;
+  return out;
 }
 
 std::string to_string(BackwardPrefetch p) {
@@ -127,6 +176,31 @@ FullyShardedDataParallel::~FullyShardedDataParallel() = default;
 
 int64_t FullyShardedDataParallel::num_replicas() const { return get_world_size(); }
 
+ShardingStrategy FullyShardedDataParallel::effective_strategy() const { return impl_->strategy; }
+
+DataParallelMesh FullyShardedDataParallel::mesh() const {
+  DataParallelMesh mesh;
+  mesh.replicate = impl_->set_up ? impl_->replicas : 1;
+  mesh.shard = impl_->set_up ? impl_->world : get_world_size();
+  return mesh;
+}
+
+namespace {
+
+// The ranks of this rank's shard group (consecutive) and of its replica group (one per shard group, same place).
+std::vector<int64_t> shard_group_ranks(const DataParallelMesh& mesh, int64_t rank) {
+  std::vector<int64_t> ranks;
+  for (int64_t i = 0; i < mesh.shard; ++i) ranks.push_back(rank / mesh.shard * mesh.shard + i);
+  return ranks;
+}
+std::vector<int64_t> replica_group_ranks(const DataParallelMesh& mesh, int64_t rank) {
+  std::vector<int64_t> ranks;
+  for (int64_t i = 0; i < mesh.replicate; ++i) ranks.push_back(rank % mesh.shard + i * mesh.shard);
+  return ranks;
+}
+
+}  // namespace
+
 void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Optimizer* optimizer) {
   Impl& m = *impl_;
   if (!m.flats.empty()) throw std::logic_error("FSDP: setup() called twice");
@@ -136,16 +210,38 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
         "FSDP: the optimizer already has state (a step was taken or a checkpoint loaded); FSDP shards a fresh "
         "optimizer");
   }
-  m.world = get_world_size();
-  m.rank = get_global_rank();
-  // One process has nothing to shard: as torch FSDP does, it runs as NO_SHARD (no gathering copies).
-  if (m.world == 1) m.strategy = ShardingStrategy::NO_SHARD;
-  // torch FSDP's averaging of the gradients: predivided by the largest power of two f dividing the world size with
-  // f * f < world (in torch's loop), postdivided by world / f.
+  const int64_t world = get_world_size(), global_rank = get_global_rank();
+  const DataParallelMesh mesh = DataParallelMesh::resolve(options_.data_parallel_shard_degree(),
+                                                          options_.data_parallel_replicate_degree(), world);
+  bool switched = false;
+  m.strategy = DataParallelMesh::strategy_for(options_.sharding_strategy(),
+                                              options_.data_parallel_replicate_degree().has_value(), &switched);
+  if (switched && global_rank == 0) {
+    std::cerr << "composer: warning: FSDP sharding_strategy " << to_string(options_.sharding_strategy())
+              << (options_.data_parallel_replicate_degree() ? " with" : " without")
+              << " data_parallel_replicate_degree: using " << to_string(m.strategy) << " (as Composer)\n";
+  }
+  m.world = mesh.shard;  // the shard group's size and this rank's place in it
+  m.rank = global_rank % mesh.shard;
+  m.replicas = mesh.replicate;
+  m.reports = global_rank / mesh.shard == 0;
+  if (mesh.replicate > 1 && mesh.shard > 1) {
+    // Every rank makes its shard group, then its replica group: the same order on every member of each.
+    m.shard_group = new_group(shard_group_ranks(mesh, global_rank));
+    m.replica_group = new_group(replica_group_ranks(mesh, global_rank));
+  }
+  // A shard group of one process has nothing to shard: as torch FSDP does, it runs as NO_SHARD (no gathering
+  // copies; the gradients all-reduced over every rank).
+  if (m.world == 1) {
+    m.strategy = ShardingStrategy::NO_SHARD;
+    m.reports = global_rank == 0;
+  }
+  // torch FSDP's averaging of the gradients over all data-parallel ranks: predivided by the largest power of two f
+  // dividing the world size with f * f < world (in torch's loop), postdivided by world / f.
   m.predivide = 1;
-  while (m.world % static_cast<int64_t>(m.predivide) == 0 && static_cast<double>(m.world) / m.predivide > m.predivide)
+  while (world % static_cast<int64_t>(m.predivide) == 0 && static_cast<double>(world) / m.predivide > m.predivide)
     m.predivide *= 2;
-  m.postdivide = static_cast<double>(m.world) / m.predivide;
+  m.postdivide = static_cast<double>(world) / m.predivide;
   const std::optional<at::ScalarType> param_dtype = m.mixed_precision.param_dtype;
   const auto compute_dtype_of = [&](at::ScalarType own) {
     return param_dtype && at::isFloatingType(own) ? *param_dtype : own;
@@ -313,7 +409,7 @@ std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
         m.restore_buffers();
         m.training_forward = false;
         m.last_order = m.order;
-        if (m.strategy != ShardingStrategy::FULL_SHARD) return;
+        if (!m.frees_after_forward()) return;
         for (size_t u = 0; u + 1 < m.units.size(); ++u)
           if (!m.units[u].per_unit) m.release_unit(static_cast<int64_t>(u));
       });
@@ -377,9 +473,9 @@ void FullyShardedDataParallel::clip_gradient_norm(double max_norm, double norm_t
     local = inf ? std::max(local, n) : local + std::pow(n, norm_type);
   }
   double total = local;
-  if (m.sharded()) {
+  if (m.sharded()) {  // the shard group holds each gradient element once (its replicas hold the same)
     at::Tensor t = at::full({1}, local, at::kDouble);
-    all_reduce(t, inf ? ReduceOp::MAX : ReduceOp::SUM);
+    all_reduce(t, inf ? ReduceOp::MAX : ReduceOp::SUM, m.shard_group);
     total = t.item<double>();
   }
   if (!inf) total = std::pow(total, 1.0 / norm_type);

@@ -68,15 +68,17 @@ void check_state_dict_type(const std::string& text, const std::string& key) {
 
 namespace {
 
-// This rank's part of `shard_sized` (a flat's shard, or a tensor shaped like it) for parameter `i` of `f`. Under
-// NO_SHARD every rank holds everything: rank 0 reports it, the others nothing.
-LocalPart part_of(const FlatParam& f, size_t i, const at::Tensor& shard_sized, bool sharded, int64_t rank) {
+// This rank's part of `shard_sized` (a flat's shard, or a tensor shaped like it) for parameter `i` of `f`. Ranks
+// that hold what another reports (every rank but 0 under NO_SHARD, the replicas but the first under HYBRID_SHARD)
+// report nothing.
+LocalPart part_of(const FlatParam& f, size_t i, const at::Tensor& shard_sized, bool sharded, int64_t rank,
+                  bool reports) {
   LocalPart part;
   part.shape = f.shapes[i];
   part.dtype = shard_sized.scalar_type();
   const int64_t n = c10::multiply_integers(f.shapes[i]);
   const int64_t mine_begin = sharded ? rank * f.shard_numel : 0;
-  const int64_t mine_end = sharded || rank == 0 ? mine_begin + f.shard_numel : 0;
+  const int64_t mine_end = reports ? mine_begin + f.shard_numel : mine_begin;
   const int64_t lo = std::max(mine_begin, f.offsets[i]), hi = std::min(mine_end, f.offsets[i] + n);
   if (lo >= hi) {
     part.values = at::empty({0}, shard_sized.options());
@@ -95,7 +97,7 @@ std::vector<std::pair<std::string, LocalPart>> FullyShardedDataParallel::local_p
   std::vector<std::pair<std::string, LocalPart>> out;
   for (const auto& f : m.flats)
     for (size_t i = 0; i < f.params.size(); ++i)
-      out.emplace_back(f.names[i], part_of(f, i, f.shard, m.sharded(), m.rank));
+      out.emplace_back(f.names[i], part_of(f, i, f.shard, m.sharded(), m.rank, m.reports));
   return out;
 }
 
@@ -144,7 +146,7 @@ c10::IValue FullyShardedDataParallel::local_optimizer_state_dict(
   return m.by_parameter_name(
       sharded, [&](const FlatParam& f, const std::string& key, const at::Tensor& entry, std::vector<GenericDict>&) {
         for (size_t i = 0; i < f.params.size(); ++i)
-          parts.push_back({{f.names[i], key}, part_of(f, i, entry, m.sharded(), m.rank)});
+          parts.push_back({{f.names[i], key}, part_of(f, i, entry, m.sharded(), m.rank, m.reports)});
       });
 }
 
@@ -154,7 +156,7 @@ c10::IValue FullyShardedDataParallel::full_optimizer_state_dict(const c10::IValu
   return m.by_parameter_name(
       sharded, [&](const FlatParam& f, const std::string& key, const at::Tensor& entry, std::vector<GenericDict>& per) {
         const at::Tensor local = entry.contiguous();
-        const at::Tensor whole = m.sharded() ? at::cat(all_gather(local)) : local;
+        const at::Tensor whole = m.sharded() ? at::cat(all_gather(local, m.shard_group)) : local;
         for (size_t i = 0; i < f.params.size(); ++i) {
           const int64_t n = c10::multiply_integers(f.shapes[i]);
           per[i].insert(key, whole.narrow(0, f.offsets[i], n).view(f.shapes[i]).clone());

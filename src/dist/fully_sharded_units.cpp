@@ -84,7 +84,7 @@ void FullyShardedDataParallel::Impl::unit_pre_forward(int64_t u) {
 }
 
 void FullyShardedDataParallel::Impl::unit_post_forward(int64_t u, const at::Tensor& output) {
-  if (strategy == ShardingStrategy::FULL_SHARD) release_unit(u);
+  if (frees_after_forward()) release_unit(u);
   if (!at::GradMode::is_enabled() || !output.defined() || !output.requires_grad()) return;
   std::shared_ptr<Impl*> engine = self;
   output.register_hook([engine, u](const at::TensorBase&) {

@@ -69,7 +69,8 @@ struct ReplayState {
 // output needs one (and backward runs) even when x does not.
 class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& anchor, Layer* layer) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& anchor, Layer* layer,
+                            bool offload) {
     (void)anchor;
     const ReplayState s = ReplayState::capture(x);
     auto& d = ctx->saved_data;
@@ -83,7 +84,18 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
       d["autocast" + std::to_string(i)] = s.autocast[i];
       d["autocast_dtype" + std::to_string(i)] = static_cast<int64_t>(s.autocast_dtype[i]);
     }
-    ctx->save_for_backward({x});
+    if (offload) {  // the input's values wait in host memory; the recomputation's input is a leaf anyway
+      at::Tensor host = x.detach();
+      if (!x.is_cpu()) {
+        host = at::empty(x.sizes(), x.options().device(c10::kCPU).pinned_memory(true).requires_grad(false));
+        host.copy_(x.detach(), /*non_blocking=*/true);
+      }
+      d["offloaded"] = host;
+      d["device"] = x.device().str();
+      d["requires_grad"] = x.requires_grad();
+    } else {
+      ctx->save_for_backward({x});
+    }
     return layer->forward(x);
   }
 
@@ -100,8 +112,14 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
       replay.autocast[i] = d["autocast" + std::to_string(i)].toBool();
       replay.autocast_dtype[i] = static_cast<at::ScalarType>(d["autocast_dtype" + std::to_string(i)].toInt());
     }
-    const at::Tensor x = ctx->get_saved_variables()[0];
-    const at::Tensor input = x.detach().requires_grad_(x.requires_grad());
+    at::Tensor input;
+    if (d.count("offloaded")) {
+      input = d["offloaded"].toTensor().to(c10::Device(d["device"].toStringRef()), /*non_blocking=*/true);
+      input.requires_grad_(d["requires_grad"].toBool());
+    } else {
+      const at::Tensor x = ctx->get_saved_variables()[0];
+      input = x.detach().requires_grad_(x.requires_grad());
+    }
     at::Tensor out;
     const ReplayState previous = replay.swap_in();
     try {
@@ -113,23 +131,25 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     }
     previous.swap_in();
     if (out.requires_grad()) torch::autograd::backward({out}, {grad_outputs[0]});
-    return {input.requires_grad() ? input.grad() : at::Tensor(), at::Tensor(), at::Tensor()};
+    return {input.requires_grad() ? input.grad() : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-CheckpointedLayer::CheckpointedLayer(std::shared_ptr<Layer> inner) : inner_(std::move(inner)) {
+CheckpointedLayer::CheckpointedLayer(std::shared_ptr<Layer> inner, bool offload_input)
+    : inner_(std::move(inner)), offload_input_(offload_input) {
   if (!inner_) throw std::invalid_argument("CheckpointedLayer: the layer is null");
   adopt_members_of(*inner_);
 }
 
 at::Tensor CheckpointedLayer::forward(const at::Tensor& x) {
   if (!at::GradMode::is_enabled()) return inner_->forward(x);  // evaluation: nothing to keep anyway
-  return CheckpointFunction::apply(x, at::empty({0}, x.options().dtype(at::kFloat)).requires_grad_(), inner_.get());
+  return CheckpointFunction::apply(x, at::empty({0}, x.options().dtype(at::kFloat)).requires_grad_(), inner_.get(),
+                                   offload_input_);
 }
 
-int64_t apply_activation_checkpointing(torch::nn::Module& model, const CheckpointPolicy& policy) {
+int64_t apply_activation_checkpointing(torch::nn::Module& model, const CheckpointPolicy& policy, bool offload_input) {
   std::map<std::string, std::shared_ptr<torch::nn::Module>> by_name;
   std::vector<std::string> picked;
   for (const auto& item : model.named_modules("", /*include_self=*/false)) {
@@ -150,7 +170,7 @@ int64_t apply_activation_checkpointing(torch::nn::Module& model, const Checkpoin
                                   "be replaced, and its parent is " +
                                   parent.name());
     }
-    composite->replace(child, std::make_shared<CheckpointedLayer>(layer));
+    composite->replace(child, std::make_shared<CheckpointedLayer>(layer, offload_input));
   }
   return static_cast<int64_t>(picked.size());
 }

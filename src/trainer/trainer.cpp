@@ -139,7 +139,8 @@ void setup_strategy(TrainerImpl& t) {
         "num_replicas = world size and rank = this rank (DatasetLoaderOptions / TensorDataLoaderOptions)");
   }
   if (const auto& fsdp = t.options.parallelism_config().fsdp(); fsdp && fsdp->activation_checkpointing()) {
-    if (nn::apply_activation_checkpointing(*s.model, activation_checkpointing_policy(*fsdp)) == 0) {
+    if (nn::apply_activation_checkpointing(*s.model, activation_checkpointing_policy(*fsdp),
+                                           fsdp->activation_cpu_offload()) == 0) {
       throw std::invalid_argument(
           "parallelism_config.fsdp.activation_checkpointing: no module of the model is picked for checkpointing (the "
           "default picks the sharding units: GPTBlock, BertLayer, BasicBlock, ResNetBottleneck)");

@@ -101,6 +101,12 @@ void TrainerOptions::validate() const {
   if (parallelism_config_.fsdp()) {
     const dist::FSDPOptions& fsdp = *parallelism_config_.fsdp();
     dist::check_state_dict_type(fsdp.state_dict_type(), "parallelism_config.fsdp.state_dict_type");
+    if (fsdp.activation_cpu_offload() && !fsdp.activation_checkpointing()) {
+      throw std::invalid_argument(
+          "parallelism_config.fsdp.activation_cpu_offload needs activation_checkpointing: true (Composer C++ offloads "
+          "the inputs the checkpointed modules keep; offloading every saved activation needs PyTorch's saved-tensor "
+          "hooks, which LibTorch takes as Python objects only)");
+    }
     if (device_train_microbatch_size_.is_auto) {
       throw std::invalid_argument(
           "TrainerOptions.device_train_microbatch_size 'auto' with parallelism_config.fsdp: not supported yet (a rank "

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -133,12 +134,39 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
                                              "load_monolith_rank0_only: true}}\n"))),
             0)
       << err.str();
-  EXPECT_EQ(train(config("b.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: HYBRID_SHARD}}\n"))), 2);
-  EXPECT_NE(err.str().find("parallelism_config.fsdp.sharding_strategy HYBRID_SHARD is not supported yet"),
+  // HYBRID_SHARD without data_parallel_replicate_degree (a 1-D mesh) runs as FULL_SHARD, with Composer's warning.
+  std::ostringstream warnings;  // the library warns on std::cerr
+  std::streambuf* const cerr = std::cerr.rdbuf(warnings.rdbuf());
+  const int hybrid =
+      train(config("b.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: hybrid_shard}}\n")));
+  std::cerr.rdbuf(cerr);
+  EXPECT_EQ(hybrid, 0) << err.str();
+  EXPECT_NE(warnings.str().find("FSDP sharding_strategy HYBRID_SHARD without data_parallel_replicate_degree: using "
+                                "FULL_SHARD"),
+            std::string::npos)
+      << warnings.str();
+  EXPECT_EQ(train(config("t.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: HALF_SHARD}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.sharding_strategy must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, "
+                           "HYBRID_SHARD or _HYBRID_SHARD_ZERO2, got 'HALF_SHARD'"),
             std::string::npos)
       << err.str();
-  EXPECT_EQ(train(config("c.yaml", synthetic("parallelism_config: {fsdp: {activation_cpu_offload: true}}\n"))), 2);
-  EXPECT_NE(err.str().find("parallelism_config.fsdp.activation_cpu_offload: only Composer's default (false)"),
+  EXPECT_EQ(train(config("u.yaml", synthetic("parallelism_config: {fsdp: {data_parallel_shard_degree: 0}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.data_parallel_shard_degree must be a positive number of ranks "
+                           "or -1, got 0"),
+            std::string::npos)
+      << err.str();
+  // One process cannot hold two replicas.
+  EXPECT_NE(train(config("v.yaml", synthetic("parallelism_config: {fsdp: {data_parallel_replicate_degree: 2}}\n"))), 0);
+  EXPECT_NE(err.str().find("data_parallel_shard_degree -1, data_parallel_replicate_degree 2: their product must "
+                           "divide the world size 1"),
+            std::string::npos)
+      << err.str();
+  EXPECT_NE(train(config("c.yaml", synthetic("parallelism_config: {fsdp: {activation_cpu_offload: true}}\n"))), 0);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.activation_cpu_offload needs activation_checkpointing: true"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(train(config("w.yaml", synthetic("parallelism_config: {fsdp: {keep_low_precision_grads: true}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.fsdp.keep_low_precision_grads: only Composer's default (false)"),
             std::string::npos)
       << err.str();
   // Activation checkpointing recomputes the sharding units (a GPT's blocks); an MLP has none to pick.
@@ -148,6 +176,14 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
                          "32, batch_size: 8}\nmax_duration: 2ba\nprogress_bar: false\n"
                          "parallelism_config: {fsdp: {activation_checkpointing: true}}\n")),
             0)
+      << err.str();
+  EXPECT_EQ(
+      train(config("k2.yaml",
+                   "model: {name: gpt, n_layer: 2, n_head: 2, d_model: 16, max_seq_len: 8}\n"
+                   "train_data: {dataset: synthetic_tokens, vocab_size: 13, seq_len: 8, num_samples: "
+                   "32, batch_size: 8}\nmax_duration: 2ba\nprogress_bar: false\n"
+                   "parallelism_config: {fsdp: {activation_checkpointing: true, activation_cpu_offload: true}}\n")),
+      0)
       << err.str();
   // The GPT's blocks gathered one by one, prefetched in both passes.
   EXPECT_EQ(train(config("m.yaml",

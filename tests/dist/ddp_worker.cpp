@@ -127,6 +127,31 @@ int sam_reference(const std::string& out, int64_t global_batch, double rho) {
   return 0;
 }
 
+// 4 ranks: the shard groups {0, 1}, {2, 3} and the replica groups {0, 2}, {1, 3} (as HYBRID_SHARD makes them), a
+// collective of each kind in each; prints what each rank got.
+int groups() {
+  dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(60));
+  const int64_t rank = dist::get_global_rank();
+  const dist::Group pair = dist::new_group({rank / 2 * 2, rank / 2 * 2 + 1});
+  const dist::Group across = dist::new_group({rank % 2 + 2, rank % 2});  // given unsorted
+  at::Tensor sum = at::full({1}, static_cast<double>(rank + 1), at::kDouble);
+  dist::all_reduce(sum, dist::ReduceOp::SUM, pair);
+  at::Tensor across_sum = at::full({1}, static_cast<double>(rank + 1), at::kDouble);
+  dist::all_reduce_async(across_sum, across).wait();
+  std::string gathered;
+  for (const auto& t : dist::all_gather(at::full({1}, rank, at::kLong), across))
+    gathered += std::to_string(t.item<int64_t>()) + ",";
+  at::Tensor flat = at::empty({4}, at::kDouble);
+  dist::all_gather_into_async(flat, at::full({2}, static_cast<double>(rank), at::kDouble), pair).wait();
+  at::Tensor in = at::arange(4, at::kDouble) * static_cast<double>(rank + 1), out = at::empty({2}, at::kDouble);
+  dist::reduce_scatter_async(out, in, pair).wait();
+  std::cout << "pair_rank " << pair.rank() << " of " << pair.size() << " across_rank " << across.rank() << " of "
+            << across.size() << " sum " << sum.item<double>() << " across_sum " << across_sum.item<double>()
+            << " gathered " << gathered << " flat " << flat[0].item<double>() << "," << flat[3].item<double>()
+            << " scattered " << out[0].item<double>() << "," << out[1].item<double>() << std::endl;
+  return 0;
+}
+
 int reducer() {
   dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(60));
   const int64_t rank = dist::get_global_rank();
@@ -163,6 +188,7 @@ int main(int argc, char** argv) {
     if (mode == "train" && (argc == 5 || argc == 6))
       return train(argv[2], std::atoll(argv[3]), std::atoll(argv[4]), argc == 6 ? argv[5] : "");
     if (mode == "reducer") return reducer();
+    if (mode == "groups") return groups();
     if (mode == "sam_reference" && argc == 5) return sam_reference(argv[2], std::atoll(argv[3]), std::atof(argv[4]));
     if (mode == "unsharded") {  // a multi-rank run whose loader does not shard: the Trainer must refuse it
       auto model = model_for_rank(1);

@@ -111,6 +111,22 @@ TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
   }
 }
 
+// Subgroups (dist::new_group) run their collectives among their members only: 4 ranks in pairs {0,1}, {2,3} and
+// across them {0,2}, {1,3}.
+TEST_F(DistTest, GroupsRunCollectivesAmongTheirMembers) {
+  const ProcessResult r = run_worker(launch(4, {DDP_WORKER, "groups"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  // rank r holds r + 1; a pair {2k, 2k+1} sums to 4k + 3, ranks {r, r + 2} to 2r + 4 (r < 2). reduce-scatter of
+  // arange(4) * (r + 1) over a pair: 4k + 3 times [0, 1] to the first, [2, 3] to the second.
+  const char* expected[] = {
+      "[rank 0] pair_rank 0 of 2 across_rank 0 of 2 sum 3 across_sum 4 gathered 0,2, flat 0,1 scattered 0,3",
+      "[rank 1] pair_rank 1 of 2 across_rank 0 of 2 sum 3 across_sum 6 gathered 1,3, flat 0,1 scattered 6,9",
+      "[rank 2] pair_rank 0 of 2 across_rank 1 of 2 sum 7 across_sum 4 gathered 0,2, flat 2,3 scattered 0,7",
+      "[rank 3] pair_rank 1 of 2 across_rank 1 of 2 sum 7 across_sum 6 gathered 1,3, flat 2,3 scattered 14,21",
+  };
+  for (const char* line : expected) EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+}
+
 // Two "nodes" on one machine: two launchers, one rank each, whose ranks listen on different loopback addresses
 // (127.0.0.1 and 127.0.0.2), as ranks on two machines listen on their own addresses; they connect and all-reduce.
 TEST_F(DistTest, TwoNodesOnSeparateAddressesConnect) {
@@ -302,6 +318,26 @@ TEST(DistSingleProcess, CollectivesAreIdentityAtWorldSizeOne) {
   EXPECT_TRUE(t.equal(at::arange(4).to(at::kFloat)));
   EXPECT_EQ(dist::all_gather(t).size(), 1u);
   EXPECT_EQ(dist::all_gather_object("x"), std::vector<std::string>{"x"});
+}
+
+TEST(DistSingleProcess, NewGroupChecksItsRanks) {
+  const dist::Group alone = dist::new_group({0});
+  EXPECT_EQ(alone.size(), 1);
+  EXPECT_EQ(alone.rank(), 0);
+  at::Tensor t = at::ones({2});
+  dist::all_reduce(t, dist::ReduceOp::SUM, alone);  // a group of one: no collective
+  EXPECT_TRUE(t.equal(at::ones({2})));
+  const auto refused = [](const std::vector<int64_t>& ranks, const std::string& expected) {
+    try {
+      dist::new_group(ranks);
+      ADD_FAILURE() << "accepted " << expected;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  refused({}, "dist::new_group: no ranks given");
+  refused({0, 0}, "ranks [0,0] name a rank twice");
+  refused({0, 1}, "ranks [0,1] must lie in [0, 1) (WORLD_SIZE)");
 }
 
 TEST(DistSingleProcess, LoadersReportWhetherTheyShard) {

@@ -50,9 +50,13 @@ struct FsdpTest : ::testing::Test {
     return out;
   }
 
-  // Runs `strategy` on `ranks` ranks and checks its final weights against the one-process run.
+  // Runs `strategy` on `ranks` ranks (in `replicas` shard groups: FSDP_WORKER_REPLICATE) and checks its final
+  // weights against the one-process run.
   void expect_equal_to_one_process(int ranks, const std::string& strategy, const std::string& optimizer,
-                                   const std::string& microbatch, const std::string& clip = "") {
+                                   const std::string& microbatch, const std::string& clip = "", int replicas = 0) {
+    testing::ScopedEnv env;
+    env.set("FSDP_WORKER_REPLICATE", replicas ? std::to_string(replicas) : "");
+    const int shard_ranks = replicas ? ranks / replicas : ranks;
     const std::string one = reference(optimizer, "0", clip);
     const std::string out =
         (dir / (strategy + "-" + std::to_string(ranks) + "-" + optimizer + "-" + microbatch + ".pt")).string();
@@ -89,13 +93,14 @@ struct FsdpTest : ::testing::Test {
     ASSERT_FALSE(theirs.empty()) << reference_output_.at(one);
     ASSERT_EQ(mine.size(), theirs.size()) << r.output;
     for (const auto& [name, value] : theirs) EXPECT_NEAR(mine.at(name), value, 1e-6 * std::abs(value)) << name;
-    if (strategy != "NO_SHARD") {  // each rank keeps 1/N, up to the padding of the 4 flat buffers (< N each)
+    if (strategy != "NO_SHARD" && shard_ranks > 1) {  // each rank keeps 1/N of N sharding ranks, up to the
+      // padding of the 4 flat buffers (< N each)
       const auto shard = testing::printed_values(r.output, "shard_bytes ", "[rank 1] ");
       const auto full = testing::printed_values(r.output, "full_bytes ", "[rank 1] ");
       ASSERT_EQ(shard.size(), 1u) << r.output;
       ASSERT_EQ(full.size(), 1u) << r.output;
-      EXPECT_GE(shard[0], full[0] / ranks);
-      EXPECT_LE(shard[0], full[0] / ranks + 4 * ranks * 8);
+      EXPECT_GE(shard[0], full[0] / shard_ranks);
+      EXPECT_LE(shard[0], full[0] / shard_ranks + 4 * shard_ranks * 8);
       // Each Linear is a unit (with activation checkpointing too: the units are found inside the wrappers).
       EXPECT_EQ(testing::printed_values(r.output, "units ", "[rank 1] "), std::vector<double>{2}) << r.output;
     }
@@ -128,6 +133,35 @@ TEST_F(FsdpTest, MicrobatchesAndNormClippingEqualOneProcess) {
   EXPECT_GT(moved, 1e-4);
 }
 
+// HYBRID_SHARD (data_parallel_replicate_degree set): each shard group of consecutive ranks shards the model, the
+// groups replicate each other; the gradients are reduce-scattered in the group and all-reduced across the replicas.
+// The weights equal one process's; each rank holds 1/(shard group size); FULL_SHARD and SHARD_GRAD_OP switch to the
+// hybrid kinds as in Composer, and shard groups of one rank run as NO_SHARD over every rank.
+TEST_F(FsdpTest, HybridShardEqualsOneProcess) {
+  expect_equal_to_one_process(4, "HYBRID_SHARD", "adamw", "0", "", 2);
+  expect_equal_to_one_process(4, "SHARD_GRAD_OP", "sgdw", "3", "norm:0.05", 2);  // clipped over each shard group
+  expect_equal_to_one_process(4, "FULL_SHARD", "sgdw", "0", "", 4);              // 4 groups of one rank
+  testing::ScopedEnv env;
+  env.set("FSDP_WORKER_REPLICATE", "2");
+  const auto r = run_worker(launch(4, {FSDP_WORKER, (dir / "h.pt").string(), "SHARD_GRAD_OP", "adamw", "0"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("[rank 3] strategy _HYBRID_SHARD_ZERO2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[rank 3] mesh 2 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sharding_strategy SHARD_GRAD_OP with data_parallel_replicate_degree: using "
+                          "_HYBRID_SHARD_ZERO2"),
+            std::string::npos)
+      << r.output;
+  // Three ranks cannot form two equal shard groups.
+  env.set("FSDP_WORKER_REPLICATE", "2");
+  const auto uneven = run_worker(launch(3, {FSDP_WORKER, (dir / "u.pt").string(), "HYBRID_SHARD", "adamw", "0"}));
+  EXPECT_NE(uneven.status, 0);
+  EXPECT_NE(uneven.output.find("data_parallel_shard_degree -1, data_parallel_replicate_degree 2: their product must "
+                               "divide the world size 3"),
+            std::string::npos)
+      << uneven.output;
+  EXPECT_FALSE(fs::exists(dir / "u.pt"));
+}
+
 // Activation checkpointing recomputes each Linear unit in the backward (the first on the data, which needs no
 // gradient): the same weights as one process without it, to 1e-10.
 TEST_F(FsdpTest, ActivationCheckpointingEqualsOneProcess) {
@@ -140,6 +174,8 @@ TEST_F(FsdpTest, ActivationCheckpointingEqualsOneProcess) {
   expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
   expect_equal_to_one_process(3, "SHARD_GRAD_OP", "sgdw", "3");  // with microbatches
   expect_equal_to_one_process(2, "FULL_SHARD", "sgdw", "0", "norm:0.05");
+  env.set("FSDP_WORKER_ACTIVATION_CHECKPOINTING", "offload");  // activation_cpu_offload: the kept inputs' path
+  expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
 }
 
 // Each Linear unit (composer::nn layers) is gathered around its own forward and backward, its gradient
@@ -490,6 +526,82 @@ TEST_F(FsdpTest, ShardedCheckpointsAreDcpAndResumeOnAnotherWorldSize) {
   EXPECT_FALSE(fs::exists(dir / "y.pt"));
 }
 
+// A sharded checkpoint saved under HYBRID_SHARD (4 ranks, 2 shard groups of 2) holds each element once (the first
+// replica's parts; the others' rank files hold none), equals the one-process checkpoint, PyTorch reads it, and 3
+// FULL_SHARD ranks resume from it to the one-process weights.
+TEST_F(FsdpTest, HybridShardShardedCheckpointsResumeElsewhere) {
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  env.set("FSDP_WORKER_SHARDED", "1");
+  env.set("FSDP_WORKER_REPLICATE", "2");
+  env.set("FSDP_WORKER_SAVE", (dir / "hybrid").string());
+  const auto saving = run_worker(launch(4, {FSDP_WORKER, (dir / "x.pt").string(), "HYBRID_SHARD", "adamw", "0"}));
+  ASSERT_EQ(saving.status, 0) << saving.output;
+  const fs::path ckpt = dir / "hybrid" / "ep0-ba3";
+  ASSERT_TRUE(fs::exists(ckpt / ".metadata")) << saving.output;
+  expect_same_state(one_ckpt, ckpt.string(), 1e-10);
+  const std::string converted = (dir / "hybrid.pt").string();
+  const auto py = testing::run_python({"-c",
+                                       "import sys; from torch.distributed.checkpoint.format_utils import "
+                                       "dcp_to_torch_save; dcp_to_torch_save(sys.argv[1], sys.argv[2])",
+                                       ckpt.string(), converted});
+  ASSERT_EQ(py.status, 0) << py.output;
+  expect_same_state(ckpt.string(), converted, 0);
+  env.set("FSDP_WORKER_REPLICATE", "");
+  env.set("FSDP_WORKER_SAVE", "");
+  env.set("FSDP_WORKER_LOAD", ckpt.string());
+  const std::string resumed = (dir / "resumed.pt").string();
+  const auto resuming = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(resuming.status, 0) << resuming.output;
+  expect_weights_near(one, resumed, " resumed from HYBRID_SHARD");
+}
+
+// Composer's own sharded checkpoint (Composer 0.32.1's Trainer with torch FSDP on 2 ranks, tests/peer/
+// composer_fsdp_checkpoint.py) loads into 3 C++ FULL_SHARD ranks: the model, DecoupledAdamW's state in both groups
+// and the timestamp are bitwise what Composer saved (loaded, then written again as a full checkpoint and compared
+// with PyTorch's reading of Composer's directory).
+TEST_F(FsdpTest, ComposersShardedCheckpointLoadsOnAnotherWorldSize) {
+  COMPOSER_REQUIRE_PYTHON("composer");
+  const std::string folder = (dir / "composer").string();
+  const auto saving = testing::run_python({"-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                                           testing::peer_script("composer_fsdp_checkpoint.py"), folder});
+  ASSERT_EQ(saving.status, 0) << saving.output;
+  const fs::path ckpt = fs::path(folder) / "ep0-ba3";
+  ASSERT_TRUE(fs::exists(ckpt / ".metadata")) << saving.output;
+  const std::string converted = (dir / "composer.pt").string();
+  const auto py = testing::run_python({"-c",
+                                       "import sys; from torch.distributed.checkpoint.format_utils import "
+                                       "dcp_to_torch_save; dcp_to_torch_save(sys.argv[1], sys.argv[2])",
+                                       ckpt.string(), converted});
+  ASSERT_EQ(py.status, 0) << py.output;
+  testing::ScopedEnv env;
+  env.set("FSDP_WORKER_LOAD", ckpt.string());
+  const std::string resaved = (dir / "resaved.pt").string();
+  env.set("FSDP_WORKER_RESAVE", resaved);
+  const auto loading = run_worker(launch(3, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(loading.status, 0) << loading.output;
+  EXPECT_NE(loading.output.find("ep0-ba3' (batch 3)"), std::string::npos) << loading.output;
+  // Composer's param_groups carry torch's extra flags (foreach, fused, ...) and its timestamp timedeltas: compare
+  // the tensors, the optimizer steps and the counters.
+  const auto composers = checkpoint_leaves(converted), ours = checkpoint_leaves(resaved);
+  int64_t tensors = 0;
+  for (const auto& [key, value] : composers) {
+    const bool compared = key.rfind("model/", 0) == 0 || key.rfind("optimizers/DecoupledAdamW/state/", 0) == 0 ||
+                          key == "timestamp/Timestamp/batch" || key == "timestamp/Timestamp/sample" ||
+                          key == "timestamp/Timestamp/epoch";
+    if (!compared) continue;
+    ASSERT_TRUE(ours.count(key)) << key;
+    if (value.isTensor()) {
+      ++tensors;
+      EXPECT_TRUE(at::equal(value.toTensor(), ours.at(key).toTensor())) << key;
+    } else {
+      EXPECT_TRUE(value == ours.at(key)) << key << ": " << value << " vs " << ours.at(key);
+    }
+  }
+  EXPECT_EQ(tensors, 4 + 4 * 3);
+  EXPECT_TRUE(composers.at("timestamp/Timestamp/batch") == c10::IValue(int64_t{3}));
+}
+
 // Sharded checkpoints in an object store (a real S3 server, moto, on loopback): every rank uploads its own file and
 // rank 0 the .metadata after all of them; 3 ranks load a 2-rank checkpoint from its URI and train on to the
 // one-process run's weights; autoresume passes over a folder whose .metadata never arrived (an interrupted upload),
@@ -546,9 +658,22 @@ TEST_F(FsdpTest, ShardedCheckpointsInS3LoadAndAutoresumeOnAnotherWorldSize) {
 }
 
 TEST_F(FsdpTest, UnsupportedSettingsAreClearErrors) {
-  const auto r = run_worker({FSDP_WORKER, (dir / "x.pt").string(), "HYBRID_SHARD", "adamw", "0"});
+  const auto r = run_worker({FSDP_WORKER, (dir / "x.pt").string(), "HALF_SHARD", "adamw", "0"});
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("STRATEGY HYBRID_SHARD is not supported yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("STRATEGY must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or "
+                          "_HYBRID_SHARD_ZERO2, got 'HALF_SHARD'"),
+            std::string::npos)
+      << r.output;
+  testing::ScopedEnv env;
+  env.set("FSDP_WORKER_REPLICATE", "1");
+  const auto no_shard = run_worker({FSDP_WORKER, (dir / "x.pt").string(), "NO_SHARD", "adamw", "0"});
+  EXPECT_NE(no_shard.status, 0);
+  EXPECT_NE(no_shard.output.find("sharding_strategy NO_SHARD with data_parallel_replicate_degree: NO_SHARD "
+                                 "replicates on every rank already"),
+            std::string::npos)
+      << no_shard.output;
+  env.set("FSDP_WORKER_REPLICATE", "");
+  EXPECT_FALSE(fs::exists(dir / "x.pt"));
   const auto adaptive = run_worker({FSDP_WORKER, (dir / "y.pt").string(), "FULL_SHARD", "adamw", "0", "adaptive:0.1"});
   EXPECT_NE(adaptive.status, 0);
   EXPECT_NE(adaptive.output.find("'adaptive' does not work with parallelism_config.fsdp"), std::string::npos)

@@ -20,11 +20,13 @@
 // the whole model one sharding unit (auto_wrap off: each flat buffer then holds both weights, or both biases);
 // FSDP_WORKER_ACTIVATION_CHECKPOINTING=1 builds the same network (the same weights) from composer::nn layers and
 // turns activation_checkpointing on (each Linear unit recomputed in the backward, the first one on an input that needs
-// no gradient); FSDP_WORKER_NN_LAYERS=1 builds it from composer::nn layers without checkpointing (either way each
-// Linear unit is gathered around its own forward and backward); FSDP_WORKER_BACKWARD_PREFETCH=PRE|POST|NONE and
-// FSDP_WORKER_FORWARD_PREFETCH=1 set the prefetch options; FSDP_WORKER_MIXED_PRECISION (below) sets mixed_precision.
-// Under FSDP every rank also prints "per_unit N" (units gathered on their own) and "peak_gathered B" (the most gathered
-// parameter bytes at once in training passes).
+// no gradient; "offload" also sets activation_cpu_offload); FSDP_WORKER_NN_LAYERS=1 builds it from composer::nn layers
+// without checkpointing (either way each Linear unit is gathered around its own forward and backward);
+// FSDP_WORKER_BACKWARD_PREFETCH=PRE|POST|NONE and FSDP_WORKER_FORWARD_PREFETCH=1 set the prefetch options;
+// FSDP_WORKER_MIXED_PRECISION (below) sets mixed_precision; FSDP_WORKER_REPLICATE=R sets data_parallel_replicate_degree
+// (HYBRID_SHARD over R shard groups). Under FSDP every rank also prints "per_unit N" (units gathered on their own),
+// "peak_gathered B" (the most gathered parameter bytes at once in training passes), "strategy NAME" (the one in effect)
+// and "mesh R S" (replicas, shard group size).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -107,7 +109,8 @@ int main(int argc, char** argv) try {
   torch::nn::Sequential net(torch::nn::Linear(7, 31), torch::nn::Tanh(), torch::nn::Linear(31, 5));
   net->to(at::kDouble);
   const auto env = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
-  const bool checkpointing = env("FSDP_WORKER_ACTIVATION_CHECKPOINTING") == "1";
+  const bool offload = env("FSDP_WORKER_ACTIVATION_CHECKPOINTING") == "offload";  // with activation_cpu_offload
+  const bool checkpointing = env("FSDP_WORKER_ACTIVATION_CHECKPOINTING") == "1" || offload;
   const bool nn_layers = checkpointing || env("FSDP_WORKER_NN_LAYERS") == "1";
   auto model = nn_layers ? ComposerClassifier::wrap(as_nn_layers(net)) : ComposerClassifier::wrap(net);
   auto opt = make_optimizer(optimizer, *model);
@@ -155,12 +158,15 @@ int main(int argc, char** argv) try {
     const auto units = [](const std::string&, const torch::nn::Module& m) {
       return m.name().find("Linear") != std::string::npos;
     };
+    dist::FSDPOptions fsdp;
+    if (!env("FSDP_WORKER_REPLICATE").empty())
+      fsdp.data_parallel_replicate_degree(std::stoll(env("FSDP_WORKER_REPLICATE")));
     options.parallelism_config(
-        dist::ParallelismConfig().fsdp(dist::FSDPOptions()
-                                           .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
+        dist::ParallelismConfig().fsdp(fsdp.sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
                                            .wrap_policy(units)
                                            .auto_wrap(env("FSDP_WORKER_ONE_UNIT") != "1")
                                            .activation_checkpointing(checkpointing)
+                                           .activation_cpu_offload(offload)
                                            .load_monolith_rank0_only(rank0_only)
                                            .forward_prefetch(env("FSDP_WORKER_FORWARD_PREFETCH") == "1")
                                            .backward_prefetch(backward_prefetch)
@@ -182,7 +188,9 @@ int main(int argc, char** argv) try {
     std::cout << "shard_bytes " << mem.parameter_bytes << "\nfull_bytes " << mem.full_parameter_bytes << "\nunits "
               << mem.num_units << "\nper_unit " << mem.per_unit_gathered << "\npeak_gathered "
               << mem.peak_training_gathered_bytes << "\noutputs_dtype "
-              << c10::toString(trainer.state().outputs.scalar_type()) << std::endl;
+              << c10::toString(trainer.state().outputs.scalar_type()) << "\nstrategy "
+              << dist::to_string(fsdp->effective_strategy()) << "\nmesh " << fsdp->mesh().replicate << " "
+              << fsdp->mesh().shard << std::endl;
     for (const auto& [name, value] : fsdp->gathered_parameters()) w.insert(name, value);
   } else {
     for (const auto& p : model->named_parameters()) w.insert(p.key(), p.value().detach().clone());

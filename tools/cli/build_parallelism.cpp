@@ -12,14 +12,8 @@ namespace {
 
 // Composer's FSDPConfig keys this engine does not vary, with the default it matches (lower case).
 const std::map<std::string, std::string> kComposerDefaults{
-    {"activation_cpu_offload", "false"},
-    {"backward_prefetch_limit", "1"},
-    {"cpu_offload", "false"},
-    {"data_parallel_shard_degree", "-1"},
-    {"forward_prefetch_limit", "1"},
-    {"keep_low_precision_grads", "false"},
-    {"use_orig_params", "true"},
-    {"verbose", "false"},
+    {"backward_prefetch_limit", "1"},      {"cpu_offload", "false"},    {"forward_prefetch_limit", "1"},
+    {"keep_low_precision_grads", "false"}, {"use_orig_params", "true"}, {"verbose", "false"},
 };
 
 std::string lower(std::string s) {
@@ -75,7 +69,10 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
                                    "backward_prefetch",
                                    "forward_prefetch",
                                    "limit_all_gathers",
-                                   "mixed_precision"};
+                                   "mixed_precision",
+                                   "data_parallel_shard_degree",
+                                   "data_parallel_replicate_degree",
+                                   "activation_cpu_offload"};
   for (const auto& [key, value] : kComposerDefaults) allowed.push_back(key);
   f.expect_keys(allowed);
   dist::FSDPOptions o;
@@ -87,9 +84,20 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
       throw ConfigError(e.what());  // names the key already
     }
   }
+  o.data_parallel_shard_degree(f.get_int("data_parallel_shard_degree", o.data_parallel_shard_degree()));
+  if (f.has("data_parallel_replicate_degree") && !f.yaml()["data_parallel_replicate_degree"].IsNull())
+    o.data_parallel_replicate_degree(f.get_int("data_parallel_replicate_degree", -1));
+  for (const char* key : {"data_parallel_shard_degree", "data_parallel_replicate_degree"}) {
+    const int64_t degree = std::string(key) == "data_parallel_shard_degree"
+                               ? o.data_parallel_shard_degree()
+                               : o.data_parallel_replicate_degree().value_or(1);
+    if (degree == 0 || degree < -1)
+      throw ConfigError(f.key_path(key) + " must be a positive number of ranks or -1, got " + std::to_string(degree));
+  }
   o.sync_module_states(f.get_bool("sync_module_states", o.sync_module_states()));
   o.auto_wrap(f.get_bool("auto_wrap", o.auto_wrap()));
   o.activation_checkpointing(f.get_bool("activation_checkpointing", o.activation_checkpointing()));
+  o.activation_cpu_offload(f.get_bool("activation_cpu_offload", o.activation_cpu_offload()));
   o.load_monolith_rank0_only(f.get_bool("load_monolith_rank0_only", o.load_monolith_rank0_only()));
   o.forward_prefetch(f.get_bool("forward_prefetch", o.forward_prefetch()));
   o.limit_all_gathers(f.get_bool("limit_all_gathers", o.limit_all_gathers()));

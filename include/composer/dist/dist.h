@@ -10,12 +10,37 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace composer::dist {
 
 enum class ReduceOp { SUM, MAX, MIN, PRODUCT };
+
+/// A set of ranks that run collectives among themselves (HYBRID_SHARD's shard and replica groups). Default-made:
+/// the whole world. The collectives below that take a Group run among its members only.
+class Group {
+ public:
+  Group() = default;
+  /// Its members' count, and this process's rank among them (the world's when default-made).
+  int64_t size() const;
+  int64_t rank() const;
+  /// Its members' global ranks, ascending.
+  std::vector<int64_t> ranks() const;
+
+  struct Impl;  // dist.cpp: the members' backend
+  explicit Group(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  const Impl* impl() const { return impl_.get(); }
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+/// The group of `ranks` (distinct global ranks, this process among them), made on each member; every member calls
+/// it with the same ranks, the same number of times (other processes need not call it). A group of one rank runs
+/// no collectives. std::invalid_argument when `ranks` is empty, holds a rank twice or out of the world, or lacks
+/// this process.
+Group new_group(const std::vector<int64_t>& ranks);
 
 /// Creates the process group from RANK, WORLD_SIZE, MASTER_ADDR (default 127.0.0.1) and MASTER_PORT (default
 /// 29500) through a TCPStore: Gloo for CPU devices, NCCL for CUDA ones (where the build has it). Rank 0 hosts the
@@ -31,12 +56,12 @@ std::string listen_address();
 void destroy();
 
 void barrier();
-/// In place on every rank.
-void all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::SUM);
+/// In place on every rank (of `group`).
+void all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::SUM, const Group& group = Group());
 /// `tensor` takes rank `src`'s values on every rank.
 void broadcast(at::Tensor& tensor, int64_t src = 0);
-/// Every rank's tensor (same shape on all ranks), in rank order.
-std::vector<at::Tensor> all_gather(const at::Tensor& tensor);
+/// Every rank's tensor (same shape on all ranks of `group`), in rank order.
+std::vector<at::Tensor> all_gather(const at::Tensor& tensor, const Group& group = Group());
 /// Every rank's bytes (any length), in rank order: for small objects serialised by the caller.
 std::vector<std::string> all_gather_object(const std::string& bytes);
 
@@ -53,14 +78,14 @@ class Handle {
  private:
   std::function<void()> wait_;
 };
-/// Starts a SUM all-reduce of `tensor` in place and returns at once; wait() completes it.
-Handle all_reduce_async(at::Tensor& tensor);
-/// Starts gathering every rank's `input` into `output` (world size times input's elements, rank r's at
+/// Starts a SUM all-reduce of `tensor` in place (over `group`) and returns at once; wait() completes it.
+Handle all_reduce_async(at::Tensor& tensor, const Group& group = Group());
+/// Starts gathering every rank's (of `group`) `input` into `output` (its size times input's elements, rank r's at
 /// [r * n, (r + 1) * n)); both contiguous, on the backend's device. Returns at once; wait() completes it.
-Handle all_gather_into_async(at::Tensor& output, const at::Tensor& input);
-/// Starts a SUM reduce-scatter: `output` (input's elements divided by the world size) takes this rank's slice of the
-/// elementwise sum of every rank's `input`. NCCL reduce-scatters; Gloo does it as an all-reduce and a slice (twice a
-/// reduce-scatter's traffic) and may overwrite `input`. Returns at once; wait() completes it.
-Handle reduce_scatter_async(at::Tensor& output, at::Tensor& input);
+Handle all_gather_into_async(at::Tensor& output, const at::Tensor& input, const Group& group = Group());
+/// Starts a SUM reduce-scatter over `group`: `output` (input's elements divided by its size) takes this rank's slice of
+/// the elementwise sum of every rank's `input`. NCCL reduce-scatters; Gloo does it as an all-reduce and a slice (twice
+/// a reduce-scatter's traffic) and may overwrite `input`. Returns at once; wait() completes it.
+Handle reduce_scatter_async(at::Tensor& output, at::Tensor& input, const Group& group = Group());
 
 }  // namespace composer::dist

@@ -44,11 +44,31 @@ enum class ShardingStrategy {
   FULL_SHARD,     ///< parameters, gradients and optimizer state sharded; weights gathered for forward and backward
   SHARD_GRAD_OP,  ///< as FULL_SHARD, but the weights gathered for the forward stay until the backward is done
   NO_SHARD,       ///< everything replicated, gradients all-reduced (DDP through the FSDP code path)
+  /// FULL_SHARD within each shard group of data_parallel_shard_degree ranks, the groups replicas of each other:
+  /// gradients reduce-scattered in the group, then all-reduced across the replicas (needs
+  /// data_parallel_replicate_degree, as in Composer)
+  HYBRID_SHARD,
+  HYBRID_SHARD_ZERO2,  ///< "_HYBRID_SHARD_ZERO2": SHARD_GRAD_OP within each shard group, replicated across them
 };
 std::string to_string(ShardingStrategy s);
-/// "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"; std::invalid_argument naming `key` and the choices otherwise
-/// (HYBRID_SHARD: a clear "not supported yet").
+/// "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"; std::invalid_argument naming
+/// `key` and the choices otherwise.
 ShardingStrategy sharding_strategy_from_string(const std::string& text, const std::string& key);
+
+/// Composer's FSDP device mesh: `replicate` shard groups of `shard` consecutive ranks (rank r in group r / shard).
+struct DataParallelMesh {
+  int64_t replicate = 1;
+  int64_t shard = 1;
+  /// As Composer sizes it: (data_parallel_replicate_degree, data_parallel_shard_degree) when the replicate degree is
+  /// given, else (data_parallel_shard_degree); one -1 takes what `world` leaves. std::invalid_argument naming the
+  /// keys when two are -1 or the product is not `world`.
+  static DataParallelMesh resolve(int64_t shard_degree, std::optional<int64_t> replicate_degree, int64_t world);
+  /// Composer's switch between strategies by the mesh: with a replicate degree (a 2-D mesh) FULL_SHARD becomes
+  /// HYBRID_SHARD and SHARD_GRAD_OP _HYBRID_SHARD_ZERO2; without one the hybrid strategies become FULL_SHARD and
+  /// SHARD_GRAD_OP. `switched` says whether it did (Composer warns). NO_SHARD with a replicate degree is an
+  /// std::invalid_argument (all ranks are replicas already).
+  static ShardingStrategy strategy_for(ShardingStrategy s, bool two_dimensional, bool* switched = nullptr);
+};
 
 /// Composer's backward_prefetch (torch's BackwardPrefetch): when the next unit's all-gather starts in the backward.
 enum class BackwardPrefetch {
@@ -92,6 +112,12 @@ bool default_wrap_policy(const std::string& name, const torch::nn::Module& modul
 struct FSDPOptions {
   /// How much is sharded (Composer's default FULL_SHARD).
   TORCH_ARG(ShardingStrategy, sharding_strategy) = ShardingStrategy::FULL_SHARD;
+  /// Composer's data_parallel_shard_degree: the ranks each shard group spans (-1: what the world size and the
+  /// replicate degree leave).
+  TORCH_ARG(int64_t, data_parallel_shard_degree) = -1;
+  /// Composer's data_parallel_replicate_degree: set, the shard groups replicate each other (HYBRID_SHARD; -1: what
+  /// the world size and the shard degree leave); unset, one shard group spans every rank.
+  TORCH_ARG(std::optional<int64_t>, data_parallel_replicate_degree);
   /// Broadcast rank 0's parameters and buffers before sharding (Composer's default false: every rank must then
   /// build the same initial weights, as with the same seed).
   TORCH_ARG(bool, sync_module_states) = false;
@@ -102,6 +128,11 @@ struct FSDPOptions {
   /// Recompute each checkpointed module's activations in the backward pass instead of keeping them (Composer's
   /// activation_checkpointing; the Trainer wraps the modules in nn::CheckpointedLayer before sharding).
   TORCH_ARG(bool, activation_checkpointing) = false;
+  /// Composer's activation_cpu_offload, with activation_checkpointing: the input each checkpointed module keeps for
+  /// its recomputation waits in host memory (nn::CheckpointedLayer's offload_input). Alone it is an error: Composer
+  /// then offloads every saved activation through PyTorch's saved-tensor hooks, which LibTorch takes as Python
+  /// objects only.
+  TORCH_ARG(bool, activation_cpu_offload) = false;
   /// Composer's activation_checkpointing_reentrant (PyTorch's two implementations); both values recompute the same
   /// way here (nn::CheckpointedLayer, which also gives gradients when a module's input needs none).
   TORCH_ARG(bool, activation_checkpointing_reentrant) = true;
@@ -178,6 +209,11 @@ class FullyShardedDataParallel final : public Strategy {
   void sum_metric_state(at::Tensor& state) override;
   std::unique_ptr<PhaseScope> enter(Phase phase) override;
   bool shards_state() const override { return options_.sharding_strategy() != ShardingStrategy::NO_SHARD; }
+  /// The strategy in effect after setup(): sharding_strategy as the mesh switches it, NO_SHARD for shard groups of
+  /// one rank (as torch FSDP on one process).
+  ShardingStrategy effective_strategy() const;
+  /// The mesh after setup() (before it: one shard group of every rank).
+  DataParallelMesh mesh() const;
   bool holds_gradients() const override { return true; }
   std::optional<at::ScalarType> forward_input_dtype() const override;
   void clip_gradient_norm(double max_norm, double norm_type) override;

@@ -19,14 +19,19 @@ namespace composer::nn {
 /// The wrapper holds inner's parameters, buffers and children under inner's own names, so the model's
 /// named_parameters() and state dict do not change. Requires: inner's forward takes and returns one tensor and
 /// draws random numbers only from those generators.
+/// With `offload_input` (Composer's activation_cpu_offload together with activation_checkpointing) the kept input
+/// waits for the backward in host memory (pinned, copied without blocking) and is copied back to its device for the
+/// recomputation; an input already in host memory stays where it is.
 class CheckpointedLayer : public Layer {
  public:
-  explicit CheckpointedLayer(std::shared_ptr<Layer> inner);
+  explicit CheckpointedLayer(std::shared_ptr<Layer> inner, bool offload_input = false);
   at::Tensor forward(const at::Tensor& x) override;
   Layer& inner() const { return *inner_; }
+  bool offloads_input() const { return offload_input_; }
 
  private:
   std::shared_ptr<Layer> inner_;
+  bool offload_input_ = false;
 };
 
 /// Which layers to checkpoint: called with each submodule's dotted name and the module.
@@ -36,6 +41,8 @@ using CheckpointPolicy = std::function<bool(const std::string& name, const torch
 /// Composite::replace), and returns how many. A picked module inside a picked one is left alone (the outer one
 /// recomputes it). Throws std::invalid_argument naming a picked module whose parent is not a composer::nn::Composite
 /// (no other parent can be rewired) or that is not a Layer.
-int64_t apply_activation_checkpointing(torch::nn::Module& model, const CheckpointPolicy& policy);
+/// `offload_input`: as CheckpointedLayer's.
+int64_t apply_activation_checkpointing(torch::nn::Module& model, const CheckpointPolicy& policy,
+                                       bool offload_input = false);
 
 }  // namespace composer::nn

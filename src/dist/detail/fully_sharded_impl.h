@@ -102,8 +102,16 @@ struct FullyShardedDataParallel::Impl {
   ~Impl() { *self = nullptr; }
 
   ShardingStrategy strategy = ShardingStrategy::FULL_SHARD;
+  // The shard group: `world` ranks (all of them, or data_parallel_shard_degree under HYBRID_SHARD), this one its
+  // `rank`-th. `replicas` such groups hold the same shards (HYBRID_SHARD); their gradients are all-reduced across
+  // `replica_group`. `reports`: this rank's parts go into sharded checkpoints (the first replica's; rank 0's when
+  // unsharded).
   int64_t world = 1;
   int64_t rank = 0;
+  int64_t replicas = 1;
+  bool reports = true;
+  Group shard_group;  // the world unless HYBRID_SHARD
+  Group replica_group;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_POST;
   bool forward_prefetch = false;
   MixedPrecisionDtypes mixed_precision;
@@ -147,6 +155,10 @@ struct FullyShardedDataParallel::Impl {
   c10::IValue by_parameter_name(const c10::IValue& sharded, const SplitEntry& split) const;
 
   bool sharded() const { return strategy != ShardingStrategy::NO_SHARD; }
+  // FULL_SHARD and HYBRID_SHARD free the gathered weights after the forward; the ZeRO-2 kinds keep them.
+  bool frees_after_forward() const {
+    return strategy == ShardingStrategy::FULL_SHARD || strategy == ShardingStrategy::HYBRID_SHARD;
+  }
   // Whether the parameters are gathered into buffers of their own for computing (and empty otherwise); unsharded
   // without mixed precision they are views of the shards throughout.
   bool gathers() const { return sharded() || low_precision_params; }
@@ -174,7 +186,7 @@ struct FullyShardedDataParallel::Impl {
       peak_training_gathered_bytes = std::max(peak_training_gathered_bytes, gathered_bytes);
     f.gather_input = f.shard.detach().to(dtype);
     if (sharded()) {
-      f.gathering = all_gather_into_async(buffer, f.gather_input);
+      f.gathering = all_gather_into_async(buffer, f.gather_input, shard_group);
     } else {
       buffer.copy_(f.gather_input);
       f.gathering = Handle();
@@ -279,7 +291,7 @@ struct FullyShardedDataParallel::Impl {
       if (predivide > 1) r.in.div_(predivide);
       if (sharded()) {
         r.out = at::empty({f.shard_numel}, r.in.options());
-        r.handle = reduce_scatter_async(r.out, r.in);
+        r.handle = reduce_scatter_async(r.out, r.in, shard_group);
       } else {
         r.out = r.in;
         r.handle = all_reduce_async(r.out);
@@ -300,6 +312,7 @@ struct FullyShardedDataParallel::Impl {
     for (size_t i = 0; i < done; ++i) {
       Reduction& r = reductions[i];
       r.handle.wait();
+      if (sharded() && replicas > 1) all_reduce(r.out, ReduceOp::SUM, replica_group);  // HYBRID_SHARD, as torch's
       if (postdivide > 1) r.out.div_(postdivide);
       const FlatParam& f = flats[static_cast<size_t>(r.flat)];
       at::Tensor& shard_grad = f.shard.mutable_grad();
