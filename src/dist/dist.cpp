@@ -207,12 +207,6 @@ void destroy() {
 
 int64_t Group::size() const { return impl_ ? static_cast<int64_t>(impl_->ranks.size()) : get_world_size(); }
 int64_t Group::rank() const { return impl_ ? impl_->rank : get_global_rank(); }
-std::vector<int64_t> Group::ranks() const {
-  if (impl_) return impl_->ranks;
-  std::vector<int64_t> all(static_cast<size_t>(get_world_size()));
-  for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int64_t>(r);
-  return all;
-}
 
 Group new_group(const std::vector<int64_t>& ranks) {
   std::vector<int64_t> sorted = ranks;

@@ -51,10 +51,8 @@ DataParallelMesh DataParallelMesh::resolve(int64_t shard_degree, std::optional<i
     return "data_parallel_shard_degree " + std::to_string(shard_degree) +
            (replicate_degree ? ", data_parallel_replicate_degree " + std::to_string(*replicate_degree) : "");
   };
-  for (const int64_t d : {shard_degree, replicate_degree.value_or(1)}) {
-    if (d == 0 || d < -1)
-      throw std::invalid_argument("FSDP: " + degrees() + ": a degree must be positive, or -1 for the rest");
-  }
+  check_degree(shard_degree, "data_parallel_shard_degree");
+  if (replicate_degree) check_degree(*replicate_degree, "data_parallel_replicate_degree");
   if (shard_degree == -1 && replicate_degree == -1) {
     throw std::invalid_argument("FSDP: " + degrees() +
                                 ": only one of them may be -1 (it takes what the world size leaves)");
@@ -70,6 +68,11 @@ DataParallelMesh DataParallelMesh::resolve(int64_t shard_degree, std::optional<i
   mesh.shard = shard_degree == -1 ? world / given : shard_degree;
   mesh.replicate = world / mesh.shard;
   return mesh;
+}
+
+void DataParallelMesh::check_degree(int64_t degree, const std::string& key) {
+  if (degree == 0 || degree < -1)
+    throw std::invalid_argument(key + " must be a positive number of ranks or -1, got " + std::to_string(degree));
 }
 
 ShardingStrategy DataParallelMesh::strategy_for(ShardingStrategy s, bool two_dimensional, bool* switched) {

@@ -358,6 +358,15 @@ std::map<std::string, c10::IValue> checkpoint_leaves(const std::string& path) {
   return leaves;
 }
 
+// PyTorch reads a sharded checkpoint directory (torch.distributed.checkpoint's own reader and planner) into one
+// torch.save file, `out`.
+testing::PythonResult torch_save_of_dcp(const fs::path& ckpt, const std::string& out) {
+  return testing::run_python({"-c",
+                              "import sys; from torch.distributed.checkpoint.format_utils import dcp_to_torch_save; "
+                              "dcp_to_torch_save(sys.argv[1], sys.argv[2])",
+                              ckpt.string(), out});
+}
+
 // The two checkpoints hold the same paths; tensors equal within `tolerance` (0: bitwise), the rest equal.
 void expect_same_state(const std::string& a_path, const std::string& b_path, double tolerance) {
   const auto a = checkpoint_leaves(a_path), b = checkpoint_leaves(b_path);
@@ -488,11 +497,7 @@ TEST_F(FsdpTest, ShardedCheckpointsAreDcpAndResumeOnAnotherWorldSize) {
 
     // PyTorch reads it: torch.distributed.checkpoint's own reader and planner, into one torch.save file.
     const std::string converted = (dir / ("converted" + tag + ".pt")).string();
-    const auto py =
-        testing::run_python({"-c",
-                             "import sys; from torch.distributed.checkpoint.format_utils import dcp_to_torch_save; "
-                             "dcp_to_torch_save(sys.argv[1], sys.argv[2])",
-                             ckpt.string(), converted});
+    const auto py = torch_save_of_dcp(ckpt, converted);
     ASSERT_EQ(py.status, 0) << py.output;
     expect_same_state(ckpt.string(), converted, 0);
 
@@ -541,10 +546,7 @@ TEST_F(FsdpTest, HybridShardShardedCheckpointsResumeElsewhere) {
   ASSERT_TRUE(fs::exists(ckpt / ".metadata")) << saving.output;
   expect_same_state(one_ckpt, ckpt.string(), 1e-10);
   const std::string converted = (dir / "hybrid.pt").string();
-  const auto py = testing::run_python({"-c",
-                                       "import sys; from torch.distributed.checkpoint.format_utils import "
-                                       "dcp_to_torch_save; dcp_to_torch_save(sys.argv[1], sys.argv[2])",
-                                       ckpt.string(), converted});
+  const auto py = torch_save_of_dcp(ckpt, converted);
   ASSERT_EQ(py.status, 0) << py.output;
   expect_same_state(ckpt.string(), converted, 0);
   env.set("FSDP_WORKER_REPLICATE", "");
@@ -569,10 +571,7 @@ TEST_F(FsdpTest, ComposersShardedCheckpointLoadsOnAnotherWorldSize) {
   const fs::path ckpt = fs::path(folder) / "ep0-ba3";
   ASSERT_TRUE(fs::exists(ckpt / ".metadata")) << saving.output;
   const std::string converted = (dir / "composer.pt").string();
-  const auto py = testing::run_python({"-c",
-                                       "import sys; from torch.distributed.checkpoint.format_utils import "
-                                       "dcp_to_torch_save; dcp_to_torch_save(sys.argv[1], sys.argv[2])",
-                                       ckpt.string(), converted});
+  const auto py = torch_save_of_dcp(ckpt, converted);
   ASSERT_EQ(py.status, 0) << py.output;
   testing::ScopedEnv env;
   env.set("FSDP_WORKER_LOAD", ckpt.string());

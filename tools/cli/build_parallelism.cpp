@@ -87,12 +87,12 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
   o.data_parallel_shard_degree(f.get_int("data_parallel_shard_degree", o.data_parallel_shard_degree()));
   if (f.has("data_parallel_replicate_degree") && !f.yaml()["data_parallel_replicate_degree"].IsNull())
     o.data_parallel_replicate_degree(f.get_int("data_parallel_replicate_degree", -1));
-  for (const char* key : {"data_parallel_shard_degree", "data_parallel_replicate_degree"}) {
-    const int64_t degree = std::string(key) == "data_parallel_shard_degree"
-                               ? o.data_parallel_shard_degree()
-                               : o.data_parallel_replicate_degree().value_or(1);
-    if (degree == 0 || degree < -1)
-      throw ConfigError(f.key_path(key) + " must be a positive number of ranks or -1, got " + std::to_string(degree));
+  try {  // early, with the keys' paths: the mesh itself is sized when training starts
+    dist::DataParallelMesh::check_degree(o.data_parallel_shard_degree(), f.key_path("data_parallel_shard_degree"));
+    if (const auto replicate = o.data_parallel_replicate_degree())
+      dist::DataParallelMesh::check_degree(*replicate, f.key_path("data_parallel_replicate_degree"));
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
   }
   o.sync_module_states(f.get_bool("sync_module_states", o.sync_module_states()));
   o.auto_wrap(f.get_bool("auto_wrap", o.auto_wrap()));

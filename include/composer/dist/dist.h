@@ -26,8 +26,6 @@ class Group {
   /// Its members' count, and this process's rank among them (the world's when default-made).
   int64_t size() const;
   int64_t rank() const;
-  /// Its members' global ranks, ascending.
-  std::vector<int64_t> ranks() const;
 
   struct Impl;  // dist.cpp: the members' backend
   explicit Group(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}

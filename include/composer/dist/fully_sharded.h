@@ -63,6 +63,8 @@ struct DataParallelMesh {
   /// given, else (data_parallel_shard_degree); one -1 takes what `world` leaves. std::invalid_argument naming the
   /// keys when two are -1 or the product is not `world`.
   static DataParallelMesh resolve(int64_t shard_degree, std::optional<int64_t> replicate_degree, int64_t world);
+  /// A degree is a positive number of ranks or -1; std::invalid_argument naming `key` otherwise.
+  static void check_degree(int64_t degree, const std::string& key);
   /// Composer's switch between strategies by the mesh: with a replicate degree (a 2-D mesh) FULL_SHARD becomes
   /// HYBRID_SHARD and SHARD_GRAD_OP _HYBRID_SHARD_ZERO2; without one the hybrid strategies become FULL_SHARD and
   /// SHARD_GRAD_OP. `switched` says whether it did (Composer warns). NO_SHARD with a replicate degree is an
