@@ -178,7 +178,11 @@ int main(int argc, char** argv) try {
     const double save_peak = peak_rss_mib();
     reset_peak_rss();
     t0 = Clock::now();
-    apply_checkpoint(state, read_checkpoint(path), CheckpointLoadOptions(), path);
+    {  // as the Trainer loads: a sharded checkpoint only in this rank's part
+      std::vector<ShardedEntry> parts;
+      const c10::IValue payload = read_checkpoint(path, local_parts_wanted(state), parts);
+      apply_checkpoint(state, payload, CheckpointLoadOptions(), path, std::move(parts));
+    }
     dist::barrier();
     const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     ckpt << " checkpoint=" << checkpoint << " save_ms=" << save_ms << " load_ms=" << load_ms

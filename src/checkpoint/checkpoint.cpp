@@ -17,6 +17,7 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -89,6 +90,12 @@ void save_checkpoint(const State& state, const std::string& path, bool weights_o
   write_file_atomically(path, [&](const ByteSink& sink) { detail::pickle_to(payload, sink); });
 }
 
+c10::IValue read_checkpoint(const std::string& path, const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return read_distributed_checkpoint(path, wanted, parts);
+  return read_checkpoint(path);
+}
+
 c10::IValue read_checkpoint(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return read_distributed_checkpoint(path);  // a sharded checkpoint
@@ -111,7 +118,7 @@ c10::IValue read_checkpoint(const std::string& path) {
 }
 
 std::optional<c10::IValue> apply_checkpoint(State& state, c10::IValue payload, const CheckpointLoadOptions& options,
-                                            const std::string& path) {
+                                            const std::string& path, std::vector<ShardedEntry> parts) {
   if (!options.ignore_keys.empty()) payload = remove_keys(payload, options.ignore_keys);
   const Dict d = payload.toGenericDict();
   Dict saved = d.at("state").toGenericDict();
@@ -120,9 +127,20 @@ std::optional<c10::IValue> apply_checkpoint(State& state, c10::IValue payload, c
     if (saved.contains("model")) slim.insert("model", saved.at("model"));
     saved = slim;
   }
+  // The parts go as their paths in the payload would: a pattern matching the path or a dict above it drops it.
+  const auto dropped = [&](const ShardedEntry& e) {
+    if (options.weights_only && e.path.front() != "model") return true;
+    std::string p = "state";
+    for (const auto& key : e.path) {
+      if (matches_any(p, options.ignore_keys)) return true;
+      p += "/" + key;
+    }
+    return matches_any(p, options.ignore_keys);
+  };
+  parts.erase(std::remove_if(parts.begin(), parts.end(), dropped), parts.end());
   const std::string new_run_name = state.run_name;
   try {
-    load_state_dict(state, saved, options.strict_model);
+    load_state_dict(state, saved, options.strict_model, parts);
   } catch (const std::exception& e) {
     throw CheckpointError("checkpoint '" + path + "' does not fit this run: " + e.what());
   }

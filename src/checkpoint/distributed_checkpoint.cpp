@@ -381,9 +381,44 @@ struct Location {
   int64_t offset = 0, length = 0;
 };
 
-}  // namespace
+// The row-major index of the element at `index` in a tensor of `shape`.
+int64_t flat_index(const std::vector<int64_t>& shape, const std::vector<int64_t>& index) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + index[d];
+  return flat;
+}
 
-c10::IValue read_distributed_checkpoint(const std::string& dir) {
+// Copies the elements of `chunk` (the box at `offsets` of a tensor of `shape`) that fall in the tensor's row-major
+// range [begin, begin + part.numel()) into `part`; returns how many it copied.
+int64_t copy_overlap(const at::Tensor& chunk, const std::vector<int64_t>& offsets, const std::vector<int64_t>& shape,
+                     int64_t begin, at::Tensor& part) {
+  const int64_t end = begin + part.numel();
+  const std::vector<int64_t> sizes = chunk.sizes().vec();
+  // A box is one contiguous range of the flattening when its leading dimensions are 1 and its trailing ones whole.
+  size_t d = 0;
+  while (d < sizes.size() && sizes[d] == 1) ++d;
+  bool contiguous = true;
+  for (size_t e = d + 1; e < sizes.size(); ++e) contiguous = contiguous && sizes[e] == shape[e];
+  if (contiguous) {
+    const int64_t first = flat_index(shape, offsets);
+    const int64_t lo = std::max(begin, first), hi = std::min(end, first + chunk.numel());
+    if (lo >= hi) return 0;
+    part.narrow(0, lo - begin, hi - lo).copy_(chunk.reshape(-1).narrow(0, lo - first, hi - lo));
+    return hi - lo;
+  }
+  at::Tensor index = at::zeros({}, at::kLong);
+  for (size_t e = 0; e < sizes.size(); ++e) {
+    std::vector<int64_t> view(sizes.size(), 1);
+    view[e] = sizes[e];
+    index = index * shape[e] + (at::arange(sizes[e], at::kLong) + offsets[e]).view(view);
+  }
+  const at::Tensor mine = (index >= begin).logical_and(index < end);
+  const at::Tensor where = index.masked_select(mine) - begin;
+  part.index_put_({where}, chunk.masked_select(mine).to(part.scalar_type()));
+  return where.numel();
+}
+
+c10::IValue read_checkpoint_dir(const std::string& dir, const PartsWanted* wanted, std::vector<ShardedEntry>* parts) {
   const fs::path meta_path = fs::path(dir) / kMetadataFile;
   std::error_code ec;
   if (!fs::is_regular_file(meta_path, ec)) {
@@ -466,21 +501,62 @@ c10::IValue read_distributed_checkpoint(const std::string& dir) {
       const auto props = detail::python_object_state(state_field(e.value(), "properties", fqn));
       const auto& fields = props.toTupleRef().elements();
       const std::string dtype_global = fields.at(0).toGenericDict().begin()->value().toStringRef();
-      const at::Tensor whole =
-          at::zeros(int_vector(state_field(e.value(), "size", fqn)), dtype_from_name(dtype_global, fqn));
+      const at::ScalarType dtype = dtype_from_name(dtype_global, fqn);
+      const std::vector<int64_t> shape = int_vector(state_field(e.value(), "size", fqn));
+      // This rank's range of it, when it reads the tensor only in part.
+      std::optional<std::pair<int64_t, int64_t>> range;
+      std::vector<std::string> in_state;
+      if (wanted && *wanted && path.size() > 1 && path.front().isString() && path.front().toStringRef() == "state") {
+        for (size_t i = 1; i < path.size(); ++i)
+          in_state.push_back(path[i].isString() ? path[i].toStringRef() : std::to_string(path[i].toInt()));
+        range = (*wanted)(in_state, shape);
+      }
+      const at::Tensor whole = range ? at::Tensor() : at::zeros(shape, dtype);
+      at::Tensor part = range ? at::zeros({range->second - range->first}, dtype) : at::Tensor();
+      int64_t covered = 0;
       for (const auto& c : state_field(e.value(), "chunks", fqn).toList()) {
         const std::vector<int64_t> offsets = int_vector(state_field(c.get(), "offsets", fqn));
         const std::vector<int64_t> sizes = int_vector(state_field(c.get(), "sizes", fqn));
+        if (range) {  // a box's first and last elements bound its range of the flattening
+          std::vector<int64_t> last = offsets;
+          bool empty = false;
+          for (size_t d = 0; d < last.size(); ++d) {
+            last[d] += sizes[d] - 1;
+            empty = empty || sizes[d] == 0;
+          }
+          if (empty || flat_index(shape, last) < range->first || flat_index(shape, offsets) >= range->second) continue;
+        }
         const auto loc = chunks.find({fqn, offsets});
         if (loc == chunks.end())
           throw CheckpointError("sharded checkpoint '" + dir + "': a chunk of '" + fqn + "' is missing");
         const c10::IValue t = read_blob(loc->second, fqn);
         if (!t.isTensor() || t.toTensor().sizes() != c10::IntArrayRef(sizes))
           throw CheckpointError("sharded checkpoint '" + dir + "': a chunk of '" + fqn + "' has the wrong shape");
+        if (range) {
+          covered += copy_overlap(t.toTensor(), offsets, shape, range->first, part);
+          continue;
+        }
         at::Tensor target = whole;
         for (size_t d = 0; d < offsets.size(); ++d)
           target = target.narrow(static_cast<int64_t>(d), offsets[d], sizes[d]);
         target.copy_(t.toTensor());
+      }
+      if (range) {
+        if (covered != part.numel()) {
+          throw CheckpointError("sharded checkpoint '" + dir + "': the chunks of '" + fqn + "' hold " +
+                                std::to_string(covered) + " of the " + std::to_string(part.numel()) +
+                                " elements this rank needs");
+        }
+        dist::LocalPart local;
+        local.shape = shape;
+        local.dtype = dtype;
+        local.begin = range->first;
+        local.end = range->second;
+        local.values = part;
+        parts->push_back({in_state, std::move(local)});
+        Node* n = &root;  // its dict stays, even when all its entries are read in part
+        for (size_t i = 0; i + 1 < path.size(); ++i) n = &n->child(path[i]);
+        continue;
       }
       value = whole;
     } else {
@@ -495,6 +571,15 @@ c10::IValue read_distributed_checkpoint(const std::string& dir) {
       !payload.toGenericDict().at("state").isGenericDict())
     throw CheckpointError("sharded checkpoint '" + dir + "' is not a Composer checkpoint (no 'state' dict)");
   return payload;
+}
+
+}  // namespace
+
+c10::IValue read_distributed_checkpoint(const std::string& dir) { return read_checkpoint_dir(dir, nullptr, nullptr); }
+
+c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
+                                        std::vector<ShardedEntry>& parts) {
+  return read_checkpoint_dir(dir, &wanted, &parts);
 }
 
 }  // namespace composer

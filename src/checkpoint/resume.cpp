@@ -4,6 +4,7 @@
 #include "checkpoint/detail/sharded_checkpoints.h"
 #include "composer/algorithms/registry.h"
 #include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/checkpoint/state_codec.h"
 #include "composer/core/algorithm.h"
 #include "composer/core/engine.h"
 #include "composer/core/format_name.h"
@@ -30,16 +31,17 @@ void report(const std::string& what) {
   if (dist::get_global_rank() == 0) std::cerr << "composer: " << what << "\n";
 }
 
-// FSDP's load_monolith_rank0_only: rank 0 reads the checkpoint (or has: `payload`) and broadcasts it, pickled, to
-// the other ranks, which never open `path`. A failure on rank 0 is every rank's error.
-c10::IValue share_from_rank0(const std::string& path, c10::IValue payload = c10::IValue()) {
+// FSDP's load_monolith_rank0_only: rank 0 reads the checkpoint and broadcasts it, pickled, to the other ranks,
+// which never open `path`. A failure on rank 0 is every rank's error.
+c10::IValue share_from_rank0(const std::string& path) {
   const bool rank0 = dist::get_global_rank() == 0;
+  c10::IValue payload;
   std::exception_ptr failed;
   std::string error;
   at::Tensor bytes;
   if (rank0) {
     try {
-      if (payload.isNone()) payload = detail::read_checkpoint_from(path);
+      payload = detail::read_checkpoint_from(path);
       const std::vector<char> pickled = torch::pickle_save(payload);
       bytes = at::empty({static_cast<int64_t>(pickled.size())}, at::kByte);
       std::memcpy(bytes.data_ptr(), pickled.data(), pickled.size());
@@ -106,28 +108,17 @@ void restore_required_algorithms(State& s, Engine& engine, const c10::IValue& pa
     report("re-created " + repr + " from '" + path + "' (required on load: it changes the model)");
 }
 
-// Rank 0's newest readable checkpoint of this run in save_folder and its payload, or "" when there is none.
-// Unreadable candidates are set aside as <name>.corrupt.
-std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, const ResumeOptions& o) {
-  if (is_object_store_uri(o.save().folder())) {
-    // Objects are complete once listed; one that does not read (damaged, foreign) is skipped, and kept.
-    const std::string pattern = detail::sharded_checkpoint_prefix(s).value_or(o.save().filename());
-    for (const auto& uri :
-         detail::remote_checkpoint_candidates(o.save().folder(), pattern, o.save().latest_filename(), s)) {
-      try {
-        return {uri, detail::read_checkpoint_from(uri)};
-      } catch (const CheckpointError& e) {
-        report(std::string(e.what()) + "; trying the previous checkpoint");
-      }
-    }
-    return {"", c10::IValue()};
-  }
+// The checkpoints of this run in save_folder that autoresume may load, newest first: local paths (canonical) or
+// object-store URIs.
+std::vector<std::string> resume_candidates(const State& s, const ResumeOptions& o) {
+  // FSDP's sharded checkpoints are directories (folders of objects) named by sharded_ckpt_prefix_dir.
+  const std::string pattern = detail::sharded_checkpoint_prefix(s).value_or(o.save().filename());
+  if (is_object_store_uri(o.save().folder()))
+    return detail::remote_checkpoint_candidates(o.save().folder(), pattern, o.save().latest_filename(), s);
   const std::string folder = format_name(o.save().folder(), s);
   // Newest first by batch (find_checkpoints' order): a kill between a checkpoint's rename and the link update leaves
   // the link one behind. A link target outside the naming pattern is tried last.
   std::vector<std::string> candidates;
-  // FSDP's sharded checkpoints are directories named by sharded_ckpt_prefix_dir.
-  const std::string pattern = detail::sharded_checkpoint_prefix(s).value_or(o.save().filename());
   for (const auto& [count, path] : find_checkpoints(folder, pattern, s))
     candidates.push_back(fs::canonical(path).string());
   const fs::path latest = fs::path(folder) / format_name(o.save().latest_filename(), s);
@@ -135,35 +126,77 @@ std::pair<std::string, c10::IValue> newest_readable_checkpoint(const State& s, c
     const std::string target = fs::canonical(latest).string();
     if (std::find(candidates.begin(), candidates.end(), target) == candidates.end()) candidates.push_back(target);
   }
-  for (const auto& path : candidates) {
-    try {
-      return {path, read_checkpoint(path)};
-    } catch (const CheckpointError& e) {
-      const std::string aside = path + ".corrupt";
-      std::error_code ec;
-      fs::rename(path, aside, ec);
-      report(std::string(e.what()) + "; moved it to '" + aside + "' and trying the previous checkpoint");
-    }
-  }
-  return {"", c10::IValue()};
+  return candidates;
 }
 
-// Autoresume. Only rank 0 writes checkpoints, so rank 0 picks one (its names carry rank 0) and every rank loads
-// that file; the ranks then check that they resumed at the same batch.
+// Rank 0 puts aside a candidate that did not read: a local one is renamed <name>.corrupt; an object (complete once
+// listed) is skipped and kept.
+void set_aside(const std::string& path, const std::string& error) {
+  if (is_object_store_uri(path)) {
+    report(error + "; trying the previous checkpoint");
+    return;
+  }
+  const std::string aside = path + ".corrupt";
+  std::error_code ec;
+  fs::rename(path, aside, ec);
+  report(error + "; moved it to '" + aside + "' and trying the previous checkpoint");
+}
+
+// What one checkpoint reads as on this rank: the payload and, under FSDP, this rank's parts of the sharded tensors.
+struct ReadResult {
+  c10::IValue payload;
+  std::vector<ShardedEntry> parts;
+};
+
+// Every rank reads `path` (each its part of a sharded checkpoint under FSDP, or rank 0 alone and broadcasting it
+// under load_monolith_rank0_only); "" when every rank did, else the first error, on every rank.
+std::string read_on_every_rank(const State& s, const std::string& path, ReadResult& out) {
+  out = {};
+  if (dist::get_world_size() > 1 && detail::loads_on_rank0_only(s)) {
+    try {
+      out.payload = share_from_rank0(path);  // agrees on rank 0's error itself
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string error;
+  try {
+    out.payload = detail::read_checkpoint_from(path, local_parts_wanted(s), out.parts);
+  } catch (const std::exception& e) {  // CheckpointError, or anything else: every rank must hear of it
+    error = e.what();
+  }
+  if (dist::get_world_size() == 1) return error;
+  // On every rank, the failed ones too, so that no rank waits alone; a rank's own error first.
+  const std::vector<std::string> errors = dist::all_gather_object(error);
+  if (!error.empty()) return error;
+  for (size_t r = 0; r < errors.size(); ++r)
+    if (!errors[r].empty()) return "rank " + std::to_string(r) + " could not read it: " + errors[r];
+  return "";
+}
+
+// Autoresume. Only rank 0 writes checkpoints (or the sharded checkpoint's metadata), so rank 0 proposes them, newest
+// first, and every rank reads each (its part, under FSDP) until all of them read one; one that some rank could not
+// read is set aside. The ranks then check that they resumed at the same batch.
 ResumePoint try_autoresume(State& s, Engine& engine, const ResumeOptions& o) {
   const int64_t rank = dist::get_global_rank();
-  auto [path, payload] = rank == 0 ? newest_readable_checkpoint(s, o) : std::pair<std::string, c10::IValue>{};
-  if (dist::get_world_size() > 1) {
-    path = dist::all_gather_object(path).at(0);
-    if (!path.empty() && detail::loads_on_rank0_only(s))
-      payload = share_from_rank0(path, payload);
-    else if (rank != 0 && !path.empty())
-      payload = detail::read_checkpoint_from(path);
+  const std::vector<std::string> candidates = rank == 0 ? resume_candidates(s, o) : std::vector<std::string>{};
+  std::string path;
+  ReadResult read;
+  for (size_t i = 0;; ++i) {
+    std::string candidate = rank == 0 && i < candidates.size() ? candidates[i] : "";
+    if (dist::get_world_size() > 1) candidate = dist::all_gather_object(candidate).at(0);
+    if (candidate.empty()) return {};
+    const std::string error = read_on_every_rank(s, candidate, read);
+    if (error.empty()) {
+      path = candidate;
+      break;
+    }
+    if (rank == 0) set_aside(candidate, error);
   }
-  if (path.empty()) return {};
   CheckpointLoadOptions lo;  // Composer: autoresume ignores load_weights_only / load_ignore_keys
-  restore_required_algorithms(s, engine, payload, path, o.load().exclude_algorithms());
-  ResumePoint point{path, apply_checkpoint(s, payload, lo, path)};
+  restore_required_algorithms(s, engine, read.payload, path, o.load().exclude_algorithms());
+  ResumePoint point{path, apply_checkpoint(s, read.payload, lo, path, std::move(read.parts))};
   if (dist::get_world_size() > 1) {
     at::Tensor lo_batch = at::full({1}, s.timestamp.batch, at::kLong), hi_batch = lo_batch.clone();
     dist::all_reduce(lo_batch, dist::ReduceOp::MIN);
@@ -205,11 +238,11 @@ ResumePoint load_for_run(State& state, Engine& engine, const ResumeOptions& o) {
   }
   if (load.path().empty()) return {};
   const std::string path = format_name(load.path(), state);
-  const c10::IValue payload = dist::get_world_size() > 1 && detail::loads_on_rank0_only(state)
-                                  ? share_from_rank0(path)
-                                  : detail::read_checkpoint_from(path);
-  restore_required_algorithms(state, engine, payload, path, load.exclude_algorithms());
-  ResumePoint point{path, apply_checkpoint(state, payload, load.apply_options(), path)};
+  ReadResult read;
+  const std::string error = read_on_every_rank(state, path, read);
+  if (!error.empty()) throw CheckpointError(error);
+  restore_required_algorithms(state, engine, read.payload, path, load.exclude_algorithms());
+  ResumePoint point{path, apply_checkpoint(state, read.payload, load.apply_options(), path, std::move(read.parts))};
   report("loaded '" + path + "' (batch " + std::to_string(state.timestamp.batch) + ")");
   return point;
 }

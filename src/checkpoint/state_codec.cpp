@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -89,11 +90,17 @@ dist::FullyShardedDataParallel* sharded_by(const State& state) {
   return fsdp && fsdp->is_set_up() ? fsdp : nullptr;
 }
 
-void load_model_state(torch::nn::Module& model, const Dict& saved, bool strict) {
+// `elsewhere`: parameters that load from this rank's parts instead (skipped here, and missing unless `present`).
+void load_model_state(torch::nn::Module& model, const Dict& saved, bool strict,
+                      const std::map<std::string, bool>& elsewhere = {}) {
   at::NoGradGuard no_grad;
   std::set<std::string> used;
   std::vector<std::string> missing;
   auto load_one = [&](const std::string& name, at::Tensor& target) {
+    if (const auto e = elsewhere.find(name); e != elsewhere.end()) {
+      if (!e->second) missing.push_back(name);
+      return;
+    }
     auto it = saved.find(name);
     if (it == saved.end()) {
       missing.push_back(name);
@@ -288,11 +295,62 @@ c10::IValue local_state_dict(const State& state, std::vector<ShardedEntry>& shar
   return make_state_dict(state, &sharded);
 }
 
-void load_state_dict(State& state, const c10::IValue& saved, bool strict_model) {
+PartsWanted local_parts_wanted(const State& state) {
+  dist::FullyShardedDataParallel* fsdp = sharded_by(state);
+  if (!fsdp) return {};
+  std::map<std::string, dist::FullyShardedDataParallel::HeldRange> ranges;
+  for (auto& [name, range] : fsdp->local_ranges()) ranges.emplace(name, std::move(range));
+  const std::string cls =
+      state.optimizer ? class_name_of(optim::checkpointed_optimizer(*state.optimizer)) : std::string();
+  return [ranges = std::move(ranges), cls](
+             const std::vector<std::string>& path,
+             const std::vector<int64_t>& shape) -> std::optional<std::pair<int64_t, int64_t>> {
+    // {"model", name} or {"optimizers", cls, "state", name, key}; "step" and tensors of another shape are whole.
+    const bool model = path.size() == 2 && path[0] == "model";
+    const bool optimizer = !cls.empty() && path.size() == 5 && path[0] == "optimizers" && path[1] == cls &&
+                           path[2] == "state" && path[4] != "step";
+    if (!model && !optimizer) return std::nullopt;
+    const auto it = ranges.find(model ? path[1] : path[3]);
+    if (it == ranges.end() || it->second.shape != shape) return std::nullopt;
+    return std::make_pair(it->second.begin, it->second.end);
+  };
+}
+
+void load_state_dict(State& state, const c10::IValue& saved, bool strict_model,
+                     const std::vector<ShardedEntry>& parts) {
   if (!saved.isGenericDict()) throw std::invalid_argument("load_state_dict: the state must be a dict");
   const Dict d = saved.toGenericDict();
   dist::FullyShardedDataParallel* fsdp = sharded_by(state);
-  if (state.model && d.contains("model")) {
+  if (!parts.empty() && !fsdp) throw std::logic_error("load_state_dict: parts of tensors given without FSDP");
+  // The parts, as the strategy takes them (local_parts_wanted asked for these paths only).
+  std::vector<std::pair<std::string, dist::LocalPart>> model_parts;
+  std::vector<std::pair<std::vector<std::string>, dist::LocalPart>> optimizer_parts;
+  for (const auto& e : parts) {
+    if (e.path.size() == 2 && e.path[0] == "model")
+      model_parts.emplace_back(e.path[1], e.part);
+    else if (e.path.size() == 5 && e.path[0] == "optimizers" && e.path[2] == "state")
+      optimizer_parts.push_back({{e.path[3], e.path[4]}, e.part});
+    else
+      throw std::logic_error("load_state_dict: a part at an unexpected path");
+  }
+  if (state.model && !parts.empty()) {
+    // Read in part: each rank writes its parts into its shards; no collective, nothing gathered.
+    std::map<std::string, bool> elsewhere;  // every sharded parameter: whether a part of it was read
+    for (const auto& [name, range] : fsdp->local_ranges()) elsewhere[name] = false;
+    for (const auto& [name, part] : model_parts) elsewhere[name] = true;
+    const Dict model =
+        d.contains("model") ? d.at("model").toGenericDict() : Dict(c10::StringType::get(), c10::TensorType::get());
+    for (const auto& [name, range] : fsdp->local_ranges()) {
+      const auto it = model.find(name);  // read whole: its shape is not the parameter's
+      if (it == model.end()) continue;
+      std::ostringstream os;
+      os << "model state '" << name << "' has shape " << it->value().toTensor().sizes() << " but the model expects "
+         << c10::IntArrayRef(range.shape);
+      throw std::invalid_argument(os.str());
+    }
+    load_model_state(*state.model, model, strict_model, elsewhere);
+    fsdp->load_local_parameters(model_parts);
+  } else if (state.model && d.contains("model")) {
     // FSDP: the whole weights load into the gathered parameters, and each rank keeps its part.
     const auto gathered = fsdp ? fsdp->gather_full_precision() : nullptr;
     load_model_state(*state.model, d.at("model").toGenericDict(), strict_model);
@@ -304,7 +362,8 @@ void load_state_dict(State& state, const c10::IValue& saved, bool strict_model) 
     if (!opts.contains(key))
       throw std::invalid_argument("load_state_dict: no state for optimizer " + key + " in the checkpoint");
     if (fsdp) {
-      optim::load_optimizer_state_dict(*state.optimizer, fsdp->shard_optimizer_state_dict(opts.at(key)));
+      optim::load_optimizer_state_dict(*state.optimizer,
+                                       fsdp->shard_optimizer_state_dict(opts.at(key), optimizer_parts));
     } else {
       const auto names =
           state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};

@@ -7,6 +7,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -68,6 +70,17 @@ void check_state_dict_type(const std::string& text, const std::string& key) {
 
 namespace {
 
+// The elements [begin, end) of parameter `i` of `f` that this rank's shard holds, in the parameter's row-major
+// order ({0, 0} when it holds none); the shard holds them from `begin + offsets[i] - shard_begin(f, ...)` on.
+int64_t shard_begin(const FlatParam& f, bool sharded, int64_t rank) { return sharded ? rank * f.shard_numel : 0; }
+std::pair<int64_t, int64_t> held_range(const FlatParam& f, size_t i, bool sharded, int64_t rank) {
+  const int64_t n = c10::multiply_integers(f.shapes[i]);
+  const int64_t mine_begin = shard_begin(f, sharded, rank);
+  const int64_t lo = std::max(mine_begin, f.offsets[i]), hi = std::min(mine_begin + f.shard_numel, f.offsets[i] + n);
+  if (lo >= hi) return {0, 0};
+  return {lo - f.offsets[i], hi - f.offsets[i]};
+}
+
 // This rank's part of `shard_sized` (a flat's shard, or a tensor shaped like it) for parameter `i` of `f`. Ranks
 // that hold what another reports (every rank but 0 under NO_SHARD, the replicas but the first under HYBRID_SHARD)
 // report nothing.
@@ -76,18 +89,27 @@ LocalPart part_of(const FlatParam& f, size_t i, const at::Tensor& shard_sized, b
   LocalPart part;
   part.shape = f.shapes[i];
   part.dtype = shard_sized.scalar_type();
-  const int64_t n = c10::multiply_integers(f.shapes[i]);
-  const int64_t mine_begin = sharded ? rank * f.shard_numel : 0;
-  const int64_t mine_end = reports ? mine_begin + f.shard_numel : mine_begin;
-  const int64_t lo = std::max(mine_begin, f.offsets[i]), hi = std::min(mine_end, f.offsets[i] + n);
-  if (lo >= hi) {
+  const auto [begin, end] = reports ? held_range(f, i, sharded, rank) : std::pair<int64_t, int64_t>{0, 0};
+  if (begin >= end) {
     part.values = at::empty({0}, shard_sized.options());
     return part;
   }
-  part.begin = lo - f.offsets[i];
-  part.end = hi - f.offsets[i];
-  part.values = shard_sized.detach().reshape(-1).narrow(0, lo - mine_begin, hi - lo);
+  part.begin = begin;
+  part.end = end;
+  part.values =
+      shard_sized.detach().reshape(-1).narrow(0, begin + f.offsets[i] - shard_begin(f, sharded, rank), end - begin);
   return part;
+}
+
+// Checks that `part` of parameter `i` of `f` is the range this rank holds (what local_parts_wanted asked for).
+void check_part(const FlatParam& f, size_t i, const LocalPart& part, const std::pair<int64_t, int64_t>& range,
+                const std::string& what) {
+  if (part.shape != f.shapes[i]) {
+    throw std::invalid_argument(what + " has shape " + c10::str(c10::IntArrayRef(part.shape)) +
+                                " but the model expects " + c10::str(c10::IntArrayRef(f.shapes[i])));
+  }
+  if (part.end - part.begin != range.second - range.first || (range.first < range.second && part.begin != range.first))
+    throw std::logic_error("FSDP: " + what + " was read for another rank's range");
 }
 
 }  // namespace
@@ -99,6 +121,49 @@ std::vector<std::pair<std::string, LocalPart>> FullyShardedDataParallel::local_p
     for (size_t i = 0; i < f.params.size(); ++i)
       out.emplace_back(f.names[i], part_of(f, i, f.shard, m.sharded(), m.rank, m.reports));
   return out;
+}
+
+std::vector<std::pair<std::string, FullyShardedDataParallel::HeldRange>> FullyShardedDataParallel::local_ranges()
+    const {
+  const Impl& m = *impl_;
+  std::vector<std::pair<std::string, HeldRange>> out;
+  for (const auto& f : m.flats) {
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      const auto [begin, end] = held_range(f, i, m.sharded(), m.rank);
+      out.emplace_back(f.names[i], HeldRange{f.shapes[i], begin, end});
+    }
+  }
+  return out;
+}
+
+void FullyShardedDataParallel::load_local_parameters(const std::vector<std::pair<std::string, LocalPart>>& parts) {
+  Impl& m = *impl_;
+  at::NoGradGuard no_grad;
+  std::map<std::string, const LocalPart*> by_name;
+  for (const auto& [name, part] : parts) by_name[name] = &part;
+  size_t used = 0;
+  for (auto& f : m.flats) {
+    if (f.gathered && m.gathers()) throw std::logic_error("FSDP: load_local_parameters() inside a gathered scope");
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      const auto it = by_name.find(f.names[i]);
+      if (it == by_name.end()) continue;
+      ++used;
+      const LocalPart& part = *it->second;
+      const auto range = held_range(f, i, m.sharded(), m.rank);
+      check_part(f, i, part, range, "model state '" + f.names[i] + "'");
+      if (range.first == range.second) continue;
+      f.shard.detach()
+          .narrow(0, range.first + f.offsets[i] - shard_begin(f, m.sharded(), m.rank), range.second - range.first)
+          .copy_(part.values);
+    }
+  }
+  if (used != by_name.size()) {
+    for (const auto& [name, part] : by_name) {
+      bool known = false;
+      for (const auto& f : m.flats) known = known || std::find(f.names.begin(), f.names.end(), name) != f.names.end();
+      if (!known) throw std::invalid_argument("FSDP: model state '" + name + "' is not a sharded parameter");
+    }
+  }
 }
 
 c10::IValue FullyShardedDataParallel::Impl::by_parameter_name(const c10::IValue& sharded,
@@ -165,7 +230,24 @@ c10::IValue FullyShardedDataParallel::full_optimizer_state_dict(const c10::IValu
 }
 
 c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IValue& full) const {
+  return shard_optimizer_state_dict(full, {});
+}
+
+c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(
+    const c10::IValue& full, const std::vector<std::pair<std::vector<std::string>, LocalPart>>& parts) const {
   const Impl& m = *impl_;
+  std::map<std::string, std::vector<std::pair<std::string, const LocalPart*>>> parts_of;  // by parameter name
+  for (const auto& [path, part] : parts) {
+    if (path.size() != 2) throw std::logic_error("FSDP: an optimizer state part's path is not (parameter, key)");
+    parts_of[path[0]].emplace_back(path[1], &part);
+  }
+  const auto part_for = [&](const std::string& name, const std::string& key) -> const LocalPart* {
+    const auto it = parts_of.find(name);
+    if (it == parts_of.end()) return nullptr;
+    for (const auto& [k, part] : it->second)
+      if (k == key) return part;
+    return nullptr;
+  };
   at::NoGradGuard no_grad;
   const GenericDict d = indexed_form(full, "the checkpoint's optimizer state");
   const GenericDict state = d.at("state").toGenericDict();
@@ -219,7 +301,7 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IVal
         const auto it = state.find(n);
         if (it != state.end()) entries.push_back(it->value().toGenericDict());
       }
-      if (entries.empty()) continue;
+      if (entries.empty() && !parts_of.count(f.names.front())) continue;
       if (entries.size() != f.names.size()) {
         throw std::invalid_argument(
             "FSDP: the checkpoint has optimizer state for some parameters of the sharding "
@@ -227,40 +309,55 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IVal
             f.names.front() + "' but not for all; they cannot share one shard");
       }
       GenericDict shard_state = string_keyed();
-      const int64_t parts = m.sharded() ? m.world : 1;
-      for (const auto& e : entries.front()) {
-        const std::string key = e.key().toStringRef();
+      // The keys: the first parameter's entries, then those read in part.
+      std::vector<std::string> keys;
+      for (const auto& e : entries.front()) keys.push_back(e.key().toStringRef());
+      if (parts_of.count(f.names.front()))
+        for (const auto& [k, part] : parts_of.at(f.names.front())) keys.push_back(k);
+      const int64_t mine_begin = shard_begin(f, m.sharded(), m.rank);
+      for (const std::string& key : keys) {
         for (size_t p = 0; p < entries.size(); ++p) {
-          if (!entries[p].contains(key)) {
+          if (!entries[p].contains(key) && !part_for(f.names[p], key)) {
             throw std::invalid_argument("FSDP: the checkpoint's optimizer state for '" + f.names[p] + "' lacks '" +
                                         key + "', which '" + f.names.front() + "' has");
           }
         }
-        if (is_replicated_entry(key, e.value(), f.shapes.front())) {
+        const LocalPart* first_part = part_for(f.names.front(), key);
+        if (!first_part && is_replicated_entry(key, entries.front().at(key), f.shapes.front())) {
+          const c10::IValue& value = entries.front().at(key);
           for (size_t p = 1; p < entries.size(); ++p) {
             const c10::IValue& other = entries[p].at(key);
-            const bool same = e.value().isTensor() && other.isTensor()
-                                  ? at::equal(e.value().toTensor(), other.toTensor())
-                                  : e.value() == other;
+            const bool same =
+                value.isTensor() && other.isTensor() ? at::equal(value.toTensor(), other.toTensor()) : value == other;
             if (!same) {
               throw std::invalid_argument("FSDP: the checkpoint's optimizer '" + key + "' differs between '" +
                                           f.names.front() + "' and '" + f.names[p] + "', which share a sharding unit");
             }
           }
-          shard_state.insert(key, e.value());
+          shard_state.insert(key, value);
           continue;
         }
-        const at::Tensor first = e.value().toTensor();
-        at::Tensor flat = at::zeros({f.shard_numel * parts}, first.options());
+        // This rank's shard of the entry, from each parameter's whole tensor or part.
+        at::Tensor shard;
         for (size_t p = 0; p < entries.size(); ++p) {
-          const c10::IValue& v = entries[p].at(key);
-          if (!v.isTensor() || v.toTensor().sizes() != c10::IntArrayRef(f.shapes[p])) {
-            throw std::invalid_argument("FSDP: the checkpoint's optimizer '" + key + "' of '" + f.names[p] +
-                                        "' is not shaped like the parameter");
+          const LocalPart* part = part_for(f.names[p], key);
+          const std::string what = "the checkpoint's optimizer '" + key + "' of '" + f.names[p] + "'";
+          at::Tensor source;  // the parameter's held range of it, flat
+          const auto range = held_range(f, p, m.sharded(), m.rank);
+          if (part) {
+            check_part(f, p, *part, range, what);
+            source = part->values;
+          } else {
+            const c10::IValue& v = entries[p].at(key);
+            if (!v.isTensor() || v.toTensor().sizes() != c10::IntArrayRef(f.shapes[p]))
+              throw std::invalid_argument("FSDP: " + what + " is not shaped like the parameter");
+            source = v.toTensor().reshape(-1).narrow(0, range.first, range.second - range.first);
           }
-          flat.narrow(0, f.offsets[p], v.toTensor().numel()).copy_(v.toTensor().reshape(-1));
+          if (!shard.defined()) shard = at::zeros({f.shard_numel}, source.options());
+          if (range.first < range.second)
+            shard.narrow(0, range.first + f.offsets[p] - mine_begin, range.second - range.first).copy_(source);
         }
-        shard_state.insert(key, m.sharded() ? flat.narrow(0, m.rank * f.shard_numel, f.shard_numel).clone() : flat);
+        shard_state.insert(key, shard);
       }
       out_state.insert(i, shard_state);
     }

@@ -556,6 +556,51 @@ TEST_F(FsdpTest, HybridShardShardedCheckpointsResumeElsewhere) {
   const auto resuming = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
   ASSERT_EQ(resuming.status, 0) << resuming.output;
   expect_weights_near(one, resumed, " resumed from HYBRID_SHARD");
+  // And on HYBRID_SHARD again: each replica reads its shard group's part.
+  env.set("FSDP_WORKER_REPLICATE", "2");
+  const std::string hybrid_again = (dir / "resumed-hybrid.pt").string();
+  const auto again = run_worker(launch(4, {FSDP_WORKER, hybrid_again, "HYBRID_SHARD", "adamw", "0"}));
+  ASSERT_EQ(again.status, 0) << again.output;
+  expect_weights_near(one, hybrid_again, " resumed from HYBRID_SHARD on HYBRID_SHARD");
+}
+
+// Each rank reads only its part of a sharded checkpoint, so a damaged rank file fails the ranks that need it, and
+// through them every rank. Saved on 4 ranks as one unit, the batch-6 checkpoint with rank 3's file cut in half:
+// loading it on 2 ranks (one unit: rank 0's half is what ranks 0 and 1 saved) is a clear error on both (rank 0
+// reports rank 1's failure) and writes nothing; autoresume sets it aside (.corrupt) and resumes from batch 3 to the
+// one-process run's weights.
+TEST_F(FsdpTest, ADamagedRankFileFailsEveryRankAndAutoresumeFallsBack) {
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  env.set("FSDP_WORKER_SHARDED", "1");
+  const fs::path folder = dir / "sharded";
+  env.set("FSDP_WORKER_SAVE", folder.string());
+  env.set("FSDP_WORKER_ONE_UNIT", "1");
+  const auto saving = run_worker(launch(4, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(saving.status, 0) << saving.output;
+  const fs::path damaged = folder / "ep0-ba6" / distcp_file_name(3);
+  ASSERT_TRUE(fs::exists(damaged)) << saving.output;
+  fs::resize_file(damaged, fs::file_size(damaged) / 2);
+
+  env.set("FSDP_WORKER_SAVE", "");
+  env.set("FSDP_WORKER_LOAD", (folder / "ep0-ba6").string());
+  const auto refused = run_worker(launch(2, {FSDP_WORKER, (dir / "y.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("rank 1 could not read it: sharded checkpoint"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("'__3_0.distcp' is truncated"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir / "y.pt"));
+
+  env.set("FSDP_WORKER_LOAD", "");
+  env.set("FSDP_WORKER_SAVE", folder.string());
+  env.set("FSDP_WORKER_AUTORESUME", "1");
+  const std::string again = (dir / "autoresumed.pt").string();
+  const auto resumed = run_worker(launch(2, {FSDP_WORKER, again, "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("ep0-ba6.corrupt' and trying the previous checkpoint"), std::string::npos)
+      << resumed.output;
+  EXPECT_NE(resumed.output.find("ep0-ba3' at batch 3"), std::string::npos) << resumed.output;
+  EXPECT_TRUE(fs::exists(folder / "ep0-ba6.corrupt" / distcp_file_name(3)));
+  expect_weights_near(one, again, " autoresumed past a damaged checkpoint");
 }
 
 // Composer's own sharded checkpoint (Composer 0.32.1's Trainer with torch FSDP on 2 ranks, tests/peer/

@@ -7,6 +7,7 @@
 // A weights-only checkpoint has {"state": {"model", "metadata"}}.
 #pragma once
 
+#include "composer/checkpoint/state_codec.h"
 #include "composer/core/format_name.h"
 
 #include <ATen/core/ivalue.h>
@@ -40,6 +41,9 @@ void save_checkpoint(const State& state, const std::string& path, bool weights_o
 /// tensor bytes are an error, not wrong weights. Throws CheckpointError for a missing, truncated, damaged or foreign
 /// file.
 c10::IValue read_checkpoint(const std::string& path);
+/// The same, but a sharded checkpoint (a directory) is read only in part where `wanted` says
+/// (read_distributed_checkpoint; under FSDP, local_parts_wanted: each rank its part); those tensors go to `parts`.
+c10::IValue read_checkpoint(const std::string& path, const PartsWanted& wanted, std::vector<ShardedEntry>& parts);
 
 struct CheckpointLoadOptions {
   /// Load only the model weights.
@@ -51,9 +55,10 @@ struct CheckpointLoadOptions {
 };
 
 /// Applies a checkpoint payload to `state` and returns its "rng" entry (to restore when training starts), if any.
-/// `path` is only used in error messages. Throws CheckpointError naming the file and the mismatch.
+/// `path` is only used in error messages; `parts`: what read_checkpoint read in part, which the options prune as they
+/// do the payload. Throws CheckpointError naming the file and the mismatch.
 std::optional<c10::IValue> apply_checkpoint(State& state, c10::IValue payload, const CheckpointLoadOptions& options,
-                                            const std::string& path);
+                                            const std::string& path, std::vector<ShardedEntry> parts = {});
 /// Restores the torch CPU (and CUDA) generators from a checkpoint's "rng" entry: this rank's element (the last one
 /// when the checkpoint was written by fewer ranks).
 void restore_rng(const c10::IValue& rng, int64_t rank = 0);

@@ -10,6 +10,8 @@
 // the `.metadata`, last and atomically: a directory without one is an unfinished save, never loaded.
 #pragma once
 
+#include "composer/checkpoint/state_codec.h"
+
 #include <ATen/core/ivalue.h>
 
 #include <optional>
@@ -36,5 +38,11 @@ void save_distributed_checkpoint(const State& state, const std::string& dir, boo
 /// whole. Throws CheckpointError for a directory without `.metadata`, a damaged metadata or data file, or a chunk
 /// missing from the files.
 c10::IValue read_distributed_checkpoint(const std::string& dir);
+/// The same, reading some tensors only in part: a tensor of the checkpoint's "state" for which `wanted` gives a range
+/// is read in that range alone (from the chunks that overlap it; the others are not read), left out of the payload
+/// and appended to `parts` by its path in "state". Throws CheckpointError as above, and for chunks that do not
+/// cover the range.
+c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
+                                        std::vector<ShardedEntry>& parts);
 
 }  // namespace composer

@@ -7,7 +7,10 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace composer {
@@ -26,13 +29,23 @@ struct ShardedEntry {
   std::vector<std::string> path;  ///< e.g. {"model", "fc.weight"}, {"optimizers", "DecoupledAdamW", "state", ...}
   dist::LocalPart part;
 };
+/// Which part of a tensor of a checkpoint's "state" this rank needs, by the tensor's path there and its whole shape:
+/// the range [begin, end) of its row-major elements, or none for the whole tensor.
+using PartsWanted = std::function<std::optional<std::pair<int64_t, int64_t>>(const std::vector<std::string>& path,
+                                                                             const std::vector<int64_t>& shape)>;
+/// Under FSDP (once it has sharded the model): this rank's part of each sharded parameter and of each optimizer
+/// state entry shaped like one (what local_state_dict gives it, every replica its own). Otherwise empty (read whole).
+PartsWanted local_parts_wanted(const State& state);
+
 /// state_dict() as this rank holds it, without gathering (for sharded checkpoints): the dict leaves out the
 /// tensors FSDP shards, and `sharded` gives this rank's part of each. Without FSDP: state_dict() and no parts.
 c10::IValue local_state_dict(const State& state, std::vector<ShardedEntry>& sharded);
 /// Restores what state_dict() wrote. The model loads first (strict_model: every key and shape must match); entries
 /// this State has no owner for (an algorithm or callback the run lacks, Composer's extra keys) are skipped; a missing
 /// optimizer state is an error naming it. Under FSDP each rank loads its part of the whole state, whatever world
-/// size saved it. Throws std::invalid_argument.
-void load_state_dict(State& state, const c10::IValue& saved, bool strict_model = true);
+/// size saved it. `parts`: tensors this rank read only in part (a sharded checkpoint read with local_parts_wanted),
+/// left out of `saved`; they load into this rank's shards without gathering. Throws std::invalid_argument.
+void load_state_dict(State& state, const c10::IValue& saved, bool strict_model = true,
+                     const std::vector<ShardedEntry>& parts = {});
 
 }  // namespace composer

@@ -245,6 +245,22 @@ class FullyShardedDataParallel final : public Strategy {
   /// scalars must agree within a sharding unit. Throws std::invalid_argument naming the group or parameter that
   /// does not fit.
   c10::IValue shard_optimizer_state_dict(const c10::IValue& full) const;
+  /// The same, with some entries given only as this rank's part (a sharded checkpoint read in part): `parts` by
+  /// their path (parameter name, entry key), each covering local_ranges()' range of its parameter; those entries are
+  /// absent from `full`.
+  c10::IValue shard_optimizer_state_dict(
+      const c10::IValue& full, const std::vector<std::pair<std::vector<std::string>, LocalPart>>& parts) const;
+  /// The range [begin, end) of each sharded parameter's row-major elements that this rank's shard holds (every
+  /// replica its own range; empty where the rank holds none of it): what it reads of a sharded checkpoint.
+  struct HeldRange {
+    std::vector<int64_t> shape;  ///< the parameter's
+    int64_t begin = 0, end = 0;
+  };
+  std::vector<std::pair<std::string, HeldRange>> local_ranges() const;
+  /// Writes parameters given as this rank's parts (each covering its local_ranges() range) into the shards, without
+  /// a collective. Throws std::invalid_argument for a part whose shape is not its parameter's or that names no
+  /// sharded parameter.
+  void load_local_parameters(const std::vector<std::pair<std::string, LocalPart>>& parts);
   /// This rank's part of each sharded parameter (trainable ones, named as in the model), without a collective.
   std::vector<std::pair<std::string, LocalPart>> local_parameters() const;
   /// full_optimizer_state_dict without the collective: the same dict, but each entry that is sharded is left out

@@ -56,7 +56,8 @@ namespace {
 
 /// A sharded checkpoint in an object store (the objects under `key`/, .metadata among them): downloaded into a
 /// temporary folder, read as read_checkpoint reads a local one, and removed.
-c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, const std::string& key) {
+c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, const std::string& key,
+                                const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
   const std::string dir = download_path(key);
   auto remove_dir = [&] {
     std::error_code ec;
@@ -71,7 +72,7 @@ c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, c
       if (name.find('/') != std::string::npos) continue;
       store.download_object(object.name, (fs::path(dir) / name).string(), true);
     }
-    payload = read_checkpoint(dir);
+    payload = read_checkpoint(dir, wanted, parts);
   } catch (const ObjectStoreError& e) {
     remove_dir();
     throw CheckpointError(std::string("cannot load sharded checkpoint ") + source + ": " + e.what());
@@ -86,7 +87,13 @@ c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, c
 }  // namespace
 
 c10::IValue read_checkpoint_from(const std::string& source) {
-  if (!is_object_store_uri(source)) return read_checkpoint(source);
+  std::vector<ShardedEntry> parts;
+  return read_checkpoint_from(source, PartsWanted(), parts);
+}
+
+c10::IValue read_checkpoint_from(const std::string& source, const PartsWanted& wanted,
+                                 std::vector<ShardedEntry>& parts) {
+  if (!is_object_store_uri(source)) return read_checkpoint(source, wanted, parts);
   std::unique_ptr<ObjectStore> store;
   try {
     store = make_object_store(source);
@@ -108,7 +115,7 @@ c10::IValue read_checkpoint_from(const std::string& source) {
     }
     if (inside.empty()) throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
     for (const auto& object : inside)
-      if (object.name == key + "/.metadata") return read_remote_sharded(*store, source, key);
+      if (object.name == key + "/.metadata") return read_remote_sharded(*store, source, key, wanted, parts);
     throw CheckpointError("sharded checkpoint " + source +
                           " has no .metadata: the save that made it did not finish (or its upload did not)");
   } catch (const ObjectStoreError& e) {

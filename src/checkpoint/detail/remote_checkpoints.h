@@ -2,6 +2,8 @@
 // an object-store save folder (the pointer object first, then the listing).
 #pragma once
 
+#include "composer/checkpoint/state_codec.h"
+
 #include <ATen/core/ivalue.h>
 
 #include <string>
@@ -25,6 +27,10 @@ std::vector<std::string> checkpoint_names_in_folder(ObjectStore& store, const st
 /// .metadata is there, else a CheckpointError saying the save did not finish. Throws CheckpointError naming the path
 /// or URI.
 c10::IValue read_checkpoint_from(const std::string& source);
+/// The same, a sharded checkpoint read only in part where `wanted` says (read_checkpoint's overload); one in an
+/// object store is still downloaded whole.
+c10::IValue read_checkpoint_from(const std::string& source, const PartsWanted& wanted,
+                                 std::vector<ShardedEntry>& parts);
 
 /// The URIs of the checkpoints of `save` (an object-store folder) to try for autoresume, newest first: every object
 /// or complete sharded checkpoint folder matching the filename pattern by its number, then the pointer object's
