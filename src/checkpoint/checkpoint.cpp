@@ -90,15 +90,14 @@ void save_checkpoint(const State& state, const std::string& path, bool weights_o
   write_file_atomically(path, [&](const ByteSink& sink) { detail::pickle_to(payload, sink); });
 }
 
-c10::IValue read_checkpoint(const std::string& path, const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return read_distributed_checkpoint(path, wanted, parts);
-  return read_checkpoint(path);
+c10::IValue read_checkpoint(const std::string& path) {
+  std::vector<ShardedEntry> parts;
+  return read_checkpoint(path, PartsWanted(), parts);
 }
 
-c10::IValue read_checkpoint(const std::string& path) {
+c10::IValue read_checkpoint(const std::string& path, const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return read_distributed_checkpoint(path);  // a sharded checkpoint
+  if (std::filesystem::is_directory(path, ec)) return read_distributed_checkpoint(path, wanted, parts);  // sharded
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw CheckpointError("checkpoint '" + path + "' cannot be opened: " + ec.message());
   if (size == 0) throw CheckpointError("checkpoint '" + path + "' is empty");

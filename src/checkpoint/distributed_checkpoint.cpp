@@ -418,7 +418,10 @@ int64_t copy_overlap(const at::Tensor& chunk, const std::vector<int64_t>& offset
   return where.numel();
 }
 
-c10::IValue read_checkpoint_dir(const std::string& dir, const PartsWanted* wanted, std::vector<ShardedEntry>* parts) {
+}  // namespace
+
+c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
+                                        std::vector<ShardedEntry>& parts) {
   const fs::path meta_path = fs::path(dir) / kMetadataFile;
   std::error_code ec;
   if (!fs::is_regular_file(meta_path, ec)) {
@@ -506,10 +509,10 @@ c10::IValue read_checkpoint_dir(const std::string& dir, const PartsWanted* wante
       // This rank's range of it, when it reads the tensor only in part.
       std::optional<std::pair<int64_t, int64_t>> range;
       std::vector<std::string> in_state;
-      if (wanted && *wanted && path.size() > 1 && path.front().isString() && path.front().toStringRef() == "state") {
+      if (wanted && path.size() > 1 && path.front().isString() && path.front().toStringRef() == "state") {
         for (size_t i = 1; i < path.size(); ++i)
           in_state.push_back(path[i].isString() ? path[i].toStringRef() : std::to_string(path[i].toInt()));
-        range = (*wanted)(in_state, shape);
+        range = wanted(in_state, shape);
       }
       const at::Tensor whole = range ? at::Tensor() : at::zeros(shape, dtype);
       at::Tensor part = range ? at::zeros({range->second - range->first}, dtype) : at::Tensor();
@@ -553,7 +556,7 @@ c10::IValue read_checkpoint_dir(const std::string& dir, const PartsWanted* wante
         local.begin = range->first;
         local.end = range->second;
         local.values = part;
-        parts->push_back({in_state, std::move(local)});
+        parts.push_back({in_state, std::move(local)});
         Node* n = &root;  // its dict stays, even when all its entries are read in part
         for (size_t i = 0; i + 1 < path.size(); ++i) n = &n->child(path[i]);
         continue;
@@ -573,13 +576,9 @@ c10::IValue read_checkpoint_dir(const std::string& dir, const PartsWanted* wante
   return payload;
 }
 
-}  // namespace
-
-c10::IValue read_distributed_checkpoint(const std::string& dir) { return read_checkpoint_dir(dir, nullptr, nullptr); }
-
-c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
-                                        std::vector<ShardedEntry>& parts) {
-  return read_checkpoint_dir(dir, &wanted, &parts);
+c10::IValue read_distributed_checkpoint(const std::string& dir) {
+  std::vector<ShardedEntry> parts;
+  return read_distributed_checkpoint(dir, PartsWanted(), parts);
 }
 
 }  // namespace composer

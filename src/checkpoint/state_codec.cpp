@@ -90,7 +90,14 @@ dist::FullyShardedDataParallel* sharded_by(const State& state) {
   return fsdp && fsdp->is_set_up() ? fsdp : nullptr;
 }
 
-// `elsewhere`: parameters that load from this rank's parts instead (skipped here, and missing unless `present`).
+std::invalid_argument shape_mismatch(const std::string& name, at::IntArrayRef saved, at::IntArrayRef expected) {
+  std::ostringstream os;
+  os << "model state '" << name << "' has shape " << saved << " but the model expects " << expected;
+  return std::invalid_argument(os.str());
+}
+
+// `elsewhere`: parameters that load from this rank's parts instead (skipped here, and missing unless a part of them
+// was read: true).
 void load_model_state(torch::nn::Module& model, const Dict& saved, bool strict,
                       const std::map<std::string, bool>& elsewhere = {}) {
   at::NoGradGuard no_grad;
@@ -107,11 +114,7 @@ void load_model_state(torch::nn::Module& model, const Dict& saved, bool strict,
       return;
     }
     const at::Tensor src = it->value().toTensor();
-    if (src.sizes() != target.sizes()) {
-      std::ostringstream os;
-      os << "model state '" << name << "' has shape " << src.sizes() << " but the model expects " << target.sizes();
-      throw std::invalid_argument(os.str());
-    }
+    if (src.sizes() != target.sizes()) throw shape_mismatch(name, src.sizes(), target.sizes());
     target.copy_(src);
     used.insert(name);
   };
@@ -335,19 +338,15 @@ void load_state_dict(State& state, const c10::IValue& saved, bool strict_model,
   }
   if (state.model && !parts.empty()) {
     // Read in part: each rank writes its parts into its shards; no collective, nothing gathered.
-    std::map<std::string, bool> elsewhere;  // every sharded parameter: whether a part of it was read
-    for (const auto& [name, range] : fsdp->local_ranges()) elsewhere[name] = false;
-    for (const auto& [name, part] : model_parts) elsewhere[name] = true;
     const Dict model =
         d.contains("model") ? d.at("model").toGenericDict() : Dict(c10::StringType::get(), c10::TensorType::get());
+    std::map<std::string, bool> elsewhere;  // every sharded parameter: whether a part of it was read
     for (const auto& [name, range] : fsdp->local_ranges()) {
       const auto it = model.find(name);  // read whole: its shape is not the parameter's
-      if (it == model.end()) continue;
-      std::ostringstream os;
-      os << "model state '" << name << "' has shape " << it->value().toTensor().sizes() << " but the model expects "
-         << c10::IntArrayRef(range.shape);
-      throw std::invalid_argument(os.str());
+      if (it != model.end()) throw shape_mismatch(name, it->value().toTensor().sizes(), range.shape);
+      elsewhere[name] = false;
     }
+    for (const auto& [name, part] : model_parts) elsewhere[name] = true;
     load_model_state(*state.model, model, strict_model, elsewhere);
     fsdp->load_local_parameters(model_parts);
   } else if (state.model && d.contains("model")) {

@@ -71,14 +71,17 @@ void check_state_dict_type(const std::string& text, const std::string& key) {
 namespace {
 
 // The elements [begin, end) of parameter `i` of `f` that this rank's shard holds, in the parameter's row-major
-// order ({0, 0} when it holds none); the shard holds them from `begin + offsets[i] - shard_begin(f, ...)` on.
-int64_t shard_begin(const FlatParam& f, bool sharded, int64_t rank) { return sharded ? rank * f.shard_numel : 0; }
-std::pair<int64_t, int64_t> held_range(const FlatParam& f, size_t i, bool sharded, int64_t rank) {
+// order (all zero when it holds none), and where in the shard they start.
+struct Held {
+  int64_t begin = 0, end = 0, in_shard = 0;
+  int64_t size() const { return end - begin; }
+};
+Held held_range(const FlatParam& f, size_t i, bool sharded, int64_t rank) {
   const int64_t n = c10::multiply_integers(f.shapes[i]);
-  const int64_t mine_begin = shard_begin(f, sharded, rank);
+  const int64_t mine_begin = sharded ? rank * f.shard_numel : 0;
   const int64_t lo = std::max(mine_begin, f.offsets[i]), hi = std::min(mine_begin + f.shard_numel, f.offsets[i] + n);
-  if (lo >= hi) return {0, 0};
-  return {lo - f.offsets[i], hi - f.offsets[i]};
+  if (lo >= hi) return {};
+  return {lo - f.offsets[i], hi - f.offsets[i], lo - mine_begin};
 }
 
 // This rank's part of `shard_sized` (a flat's shard, or a tensor shaped like it) for parameter `i` of `f`. Ranks
@@ -89,26 +92,24 @@ LocalPart part_of(const FlatParam& f, size_t i, const at::Tensor& shard_sized, b
   LocalPart part;
   part.shape = f.shapes[i];
   part.dtype = shard_sized.scalar_type();
-  const auto [begin, end] = reports ? held_range(f, i, sharded, rank) : std::pair<int64_t, int64_t>{0, 0};
-  if (begin >= end) {
+  const Held held = reports ? held_range(f, i, sharded, rank) : Held{};
+  if (held.size() == 0) {
     part.values = at::empty({0}, shard_sized.options());
     return part;
   }
-  part.begin = begin;
-  part.end = end;
-  part.values =
-      shard_sized.detach().reshape(-1).narrow(0, begin + f.offsets[i] - shard_begin(f, sharded, rank), end - begin);
+  part.begin = held.begin;
+  part.end = held.end;
+  part.values = shard_sized.detach().reshape(-1).narrow(0, held.in_shard, held.size());
   return part;
 }
 
 // Checks that `part` of parameter `i` of `f` is the range this rank holds (what local_parts_wanted asked for).
-void check_part(const FlatParam& f, size_t i, const LocalPart& part, const std::pair<int64_t, int64_t>& range,
-                const std::string& what) {
+void check_part(const FlatParam& f, size_t i, const LocalPart& part, const Held& held, const std::string& what) {
   if (part.shape != f.shapes[i]) {
     throw std::invalid_argument(what + " has shape " + c10::str(c10::IntArrayRef(part.shape)) +
                                 " but the model expects " + c10::str(c10::IntArrayRef(f.shapes[i])));
   }
-  if (part.end - part.begin != range.second - range.first || (range.first < range.second && part.begin != range.first))
+  if (part.end - part.begin != held.size() || (held.size() > 0 && part.begin != held.begin))
     throw std::logic_error("FSDP: " + what + " was read for another rank's range");
 }
 
@@ -129,8 +130,8 @@ std::vector<std::pair<std::string, FullyShardedDataParallel::HeldRange>> FullySh
   std::vector<std::pair<std::string, HeldRange>> out;
   for (const auto& f : m.flats) {
     for (size_t i = 0; i < f.params.size(); ++i) {
-      const auto [begin, end] = held_range(f, i, m.sharded(), m.rank);
-      out.emplace_back(f.names[i], HeldRange{f.shapes[i], begin, end});
+      const Held held = held_range(f, i, m.sharded(), m.rank);
+      out.emplace_back(f.names[i], HeldRange{f.shapes[i], held.begin, held.end});
     }
   }
   return out;
@@ -139,31 +140,22 @@ std::vector<std::pair<std::string, FullyShardedDataParallel::HeldRange>> FullySh
 void FullyShardedDataParallel::load_local_parameters(const std::vector<std::pair<std::string, LocalPart>>& parts) {
   Impl& m = *impl_;
   at::NoGradGuard no_grad;
-  std::map<std::string, const LocalPart*> by_name;
-  for (const auto& [name, part] : parts) by_name[name] = &part;
-  size_t used = 0;
+  std::map<std::string, const LocalPart*> unused;  // by name, until a sharded parameter takes it
+  for (const auto& [name, part] : parts) unused[name] = &part;
   for (auto& f : m.flats) {
     if (f.gathered && m.gathers()) throw std::logic_error("FSDP: load_local_parameters() inside a gathered scope");
     for (size_t i = 0; i < f.params.size(); ++i) {
-      const auto it = by_name.find(f.names[i]);
-      if (it == by_name.end()) continue;
-      ++used;
+      const auto it = unused.find(f.names[i]);
+      if (it == unused.end()) continue;
       const LocalPart& part = *it->second;
-      const auto range = held_range(f, i, m.sharded(), m.rank);
-      check_part(f, i, part, range, "model state '" + f.names[i] + "'");
-      if (range.first == range.second) continue;
-      f.shard.detach()
-          .narrow(0, range.first + f.offsets[i] - shard_begin(f, m.sharded(), m.rank), range.second - range.first)
-          .copy_(part.values);
+      unused.erase(it);
+      const Held held = held_range(f, i, m.sharded(), m.rank);
+      check_part(f, i, part, held, "model state '" + f.names[i] + "'");
+      if (held.size() > 0) f.shard.detach().narrow(0, held.in_shard, held.size()).copy_(part.values);
     }
   }
-  if (used != by_name.size()) {
-    for (const auto& [name, part] : by_name) {
-      bool known = false;
-      for (const auto& f : m.flats) known = known || std::find(f.names.begin(), f.names.end(), name) != f.names.end();
-      if (!known) throw std::invalid_argument("FSDP: model state '" + name + "' is not a sharded parameter");
-    }
-  }
+  if (!unused.empty())
+    throw std::invalid_argument("FSDP: model state '" + unused.begin()->first + "' is not a sharded parameter");
 }
 
 c10::IValue FullyShardedDataParallel::Impl::by_parameter_name(const c10::IValue& sharded,
@@ -314,7 +306,6 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(
       for (const auto& e : entries.front()) keys.push_back(e.key().toStringRef());
       if (parts_of.count(f.names.front()))
         for (const auto& [k, part] : parts_of.at(f.names.front())) keys.push_back(k);
-      const int64_t mine_begin = shard_begin(f, m.sharded(), m.rank);
       for (const std::string& key : keys) {
         for (size_t p = 0; p < entries.size(); ++p) {
           if (!entries[p].contains(key) && !part_for(f.names[p], key)) {
@@ -343,19 +334,18 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(
           const LocalPart* part = part_for(f.names[p], key);
           const std::string what = "the checkpoint's optimizer '" + key + "' of '" + f.names[p] + "'";
           at::Tensor source;  // the parameter's held range of it, flat
-          const auto range = held_range(f, p, m.sharded(), m.rank);
+          const Held held = held_range(f, p, m.sharded(), m.rank);
           if (part) {
-            check_part(f, p, *part, range, what);
+            check_part(f, p, *part, held, what);
             source = part->values;
           } else {
             const c10::IValue& v = entries[p].at(key);
             if (!v.isTensor() || v.toTensor().sizes() != c10::IntArrayRef(f.shapes[p]))
               throw std::invalid_argument("FSDP: " + what + " is not shaped like the parameter");
-            source = v.toTensor().reshape(-1).narrow(0, range.first, range.second - range.first);
+            source = v.toTensor().reshape(-1).narrow(0, held.begin, held.size());
           }
           if (!shard.defined()) shard = at::zeros({f.shard_numel}, source.options());
-          if (range.first < range.second)
-            shard.narrow(0, range.first + f.offsets[p] - mine_begin, range.second - range.first).copy_(source);
+          if (held.size() > 0) shard.narrow(0, held.in_shard, held.size()).copy_(source);
         }
         shard_state.insert(key, shard);
       }
