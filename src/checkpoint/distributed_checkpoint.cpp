@@ -291,7 +291,7 @@ void save_distributed_checkpoint(const State& state, const std::string& dir, boo
   for (size_t r = 0; r < all.size(); ++r) {
     const auto list = torch::pickle_load(std::vector<char>(all[r].begin(), all[r].end())).toList();
     for (const auto& item : list) {
-      const auto& f = item.get().toTupleRef().elements();
+      const c10::ArrayRef<c10::IValue> f = item.get().toTupleRef().elements().asArrayRef();
       const std::string kind = f[0].toStringRef(), fqn = f[1].toStringRef();
       if (!paths.count(fqn)) {
         order.push_back(fqn);

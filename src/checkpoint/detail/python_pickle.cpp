@@ -229,7 +229,7 @@ class Machine {
   }
 
   c10::IValue persistent_load(const c10::IValue& pid_value) {
-    const auto& pid = pid_value.toTupleRef().elements();
+    const c10::ArrayRef<c10::IValue> pid = pid_value.toTupleRef().elements().asArrayRef();
     if (!reader_) throw std::runtime_error("pickle: a persistent id outside a torch.save archive");
     if (pid.size() < 5 || !pid[0].isString() || pid[0].toStringRef() != "storage") {
       throw std::runtime_error("pickle: unknown persistent id (expected a torch storage)");

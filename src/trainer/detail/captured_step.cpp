@@ -20,9 +20,11 @@
 namespace composer::detail {
 namespace {
 
+#if !COMPOSER_HAS_CUDA_GRAPHS
 [[noreturn]] void no_cuda_graphs() {
   throw std::runtime_error("cuda_graph: this LibTorch is built without CUDA, so it cannot record CUDA graphs");
 }
+#endif
 
 // Autocast caches each weight's low-precision copy for the length of one autocast region; a recorded cast must
 // be redone at every replay, so recording runs with the cache off (as torch.cuda.graph asks).
