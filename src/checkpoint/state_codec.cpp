@@ -274,6 +274,7 @@ c10::IValue make_state_dict(const State& state, std::vector<ShardedEntry>* shard
   d.insert("train_metrics", metrics);
   d.insert("rank_zero_seed", static_cast<int64_t>(state.rank_zero_seed));
   d.insert("run_name", state.run_name);
+  if (!state.scheduler_base_lrs.empty()) d.insert("scheduler_base_lrs", c10::List<double>(state.scheduler_base_lrs));
   Dict meta = new_dict();
   meta.insert("composer_cpp_version", std::string(COMPOSER_VERSION_STRING));
   meta.insert("torch_version", compat::torch_version());
@@ -288,6 +289,32 @@ c10::IValue make_state_dict(const State& state, std::vector<ShardedEntry>* shard
   meta.insert("schedulers", schedulers);
   d.insert("metadata", meta);
   return d;
+}
+
+// The lrs the schedules scale: ours ("scheduler_base_lrs"), or the base_lrs of the LambdaLR a Composer checkpoint
+// holds ("schedulers": {"LambdaLR": {"base_lrs": [...]}}).
+std::optional<std::vector<double>> saved_scheduler_base_lrs(const Dict& d) {
+  c10::IValue list;
+  if (d.contains("scheduler_base_lrs")) {
+    list = d.at("scheduler_base_lrs");
+  } else if (d.contains("schedulers") && d.at("schedulers").isGenericDict()) {
+    const Dict schedulers = d.at("schedulers").toGenericDict();
+    if (!schedulers.contains("LambdaLR") || !schedulers.at("LambdaLR").isGenericDict()) return std::nullopt;
+    const Dict lambda = schedulers.at("LambdaLR").toGenericDict();
+    if (!lambda.contains("base_lrs")) return std::nullopt;
+    list = lambda.at("base_lrs");
+  } else {
+    return std::nullopt;
+  }
+  if (!list.isList()) throw std::invalid_argument("load_state_dict: the scheduler base lrs must be a list of numbers");
+  std::vector<double> lrs;
+  for (const auto& v : list.toList()) {
+    const c10::IValue x = v.get();
+    if (!x.isDouble() && !x.isInt())
+      throw std::invalid_argument("load_state_dict: the scheduler base lrs must be a list of numbers");
+    lrs.push_back(x.isDouble() ? x.toDouble() : static_cast<double>(x.toInt()));
+  }
+  return lrs;
 }
 
 }  // namespace
@@ -397,6 +424,7 @@ void load_state_dict(State& state, const c10::IValue& saved, bool strict_model,
   }
   if (d.contains("rank_zero_seed")) state.rank_zero_seed = static_cast<uint64_t>(d.at("rank_zero_seed").toInt());
   if (d.contains("run_name")) state.run_name = d.at("run_name").toStringRef();
+  if (auto base = saved_scheduler_base_lrs(d)) state.scheduler_base_lrs = std::move(*base);
 }
 
 }  // namespace composer

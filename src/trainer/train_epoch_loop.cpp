@@ -44,7 +44,10 @@ TrainEpochLoop::TrainEpochLoop(State& state, Engine& engine, Logger& logger, Tra
     : state_(state), engine_(engine), logger_(logger), step_(step), eval_(eval), options_(options) {}
 
 void TrainEpochLoop::step_schedulers() {
-  apply_schedulers(state_, optim::initial_lrs(*state_.optimizer), options_.scale_schedule_ratio());
+  if (!state_.optimizer || state_.schedulers.empty()) return;
+  // Captured once, before any schedule has changed a group's lr; a resumed run has them from its checkpoint.
+  if (state_.scheduler_base_lrs.empty()) state_.scheduler_base_lrs = optim::initial_lrs(*state_.optimizer);
+  apply_schedulers(state_, state_.scheduler_base_lrs, options_.scale_schedule_ratio());
 }
 
 void TrainEpochLoop::log_train_metrics() {

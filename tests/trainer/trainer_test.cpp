@@ -1,7 +1,10 @@
 #include "support/errors.h"
+#include "support/run_files.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace composer {
 namespace {
@@ -265,6 +268,73 @@ TEST(TrainerTest, SchedulerTimingMatchesComposer) {
   ASSERT_EQ(probe->lrs.size(), 8u);
   EXPECT_NEAR(probe->lrs[0], 0.1, 1e-15);
   for (int k = 1; k < 8; ++k) EXPECT_NEAR(probe->lrs[k], 0.1 * (1.0 - (k - 1) / 8.0), 1e-15) << "batch " << k;
+}
+
+// The lr at the start of each of `batches` batches under `schedulers`, with `optimizer` (lr 0.1 when it is built).
+std::vector<double> scheduled_lrs(const std::string& optimizer,
+                                  std::vector<std::shared_ptr<ComposerScheduler>> schedulers, int64_t batches,
+                                  const std::string& save_folder = "", const std::string& load_path = "") {
+  auto model = testing::make_classifier(8, 16, 4, 3);
+  std::shared_ptr<torch::optim::Optimizer> opt;
+  if (optimizer == "sgd") opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1));
+  if (optimizer == "adam")
+    opt = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(0.1));
+  if (optimizer == "sgdw")
+    opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.1));
+  auto probe = std::make_shared<LrAtBatchStart>();
+  TrainerOptions o = testing::quiet_options(model)
+                         .train_dataloader(testing::make_loader(testing::make_blobs(128), 8))
+                         .optimizer(opt)
+                         .max_duration(Time(batches, TimeUnit::BATCH))
+                         .schedulers(std::move(schedulers))
+                         .callbacks({probe});
+  if (!save_folder.empty()) o.save_folder(save_folder).save_interval("4ba");
+  if (!load_path.empty()) o.load_path(load_path);
+  Trainer trainer(o);
+  trainer.fit();
+  return probe->lrs;
+}
+
+// Composer's schedules are LambdaLRs over the lr each group had when training started; LibTorch's own optimizers
+// record no initial lr, and scaling their current lr compounded the schedule (a warmup stayed at 0 for good).
+TEST(TrainerTest, SchedulersScaleTheStartingLrOfLibTorchOptimizers) {
+  const auto warmup = [] {
+    return std::vector<std::shared_ptr<ComposerScheduler>>{std::make_shared<LinearWithWarmupScheduler>(
+        LinearWithWarmupSchedulerOptions().t_warmup(Time(3, TimeUnit::BATCH)).t_max(Time(10, TimeUnit::BATCH)))};
+  };
+  const auto step = [] {
+    return std::vector<std::shared_ptr<ComposerScheduler>>{
+        std::make_shared<StepScheduler>(StepSchedulerOptions().step_size(Time(2, TimeUnit::BATCH)).gamma(0.5))};
+  };
+  // Batch k >= 1 runs with the factor at k - 1 (Composer's timing): warmup k/3 up to batch 3, then linear to 0 at 10.
+  std::vector<double> warmup_expected{0.0};
+  std::vector<double> step_expected{0.1};
+  for (int k = 1; k < 10; ++k) {
+    const double t = k - 1;
+    warmup_expected.push_back(0.1 * (t < 3 ? t / 3 : 1.0 - (t - 3) / 7));
+    step_expected.push_back(0.1 * std::pow(0.5, std::floor(t / 2)));
+  }
+  for (const std::string opt : {"sgd", "adam", "sgdw"}) {
+    const auto warm = scheduled_lrs(opt, warmup(), 10);
+    const auto stepped = scheduled_lrs(opt, step(), 10);
+    ASSERT_EQ(warm.size(), 10u) << opt;
+    ASSERT_EQ(stepped.size(), 10u) << opt;
+    for (size_t k = 0; k < 10; ++k) {
+      EXPECT_NEAR(warm[k], warmup_expected[k], 1e-15) << opt << " LinearWithWarmup, batch " << k;
+      EXPECT_NEAR(stepped[k], step_expected[k], 1e-15) << opt << " Step, batch " << k;
+    }
+  }
+  // Resumed mid-schedule from a checkpoint, the lrs go on as in the uninterrupted run (the checkpoint keeps the base
+  // lrs: the optimizer's own lr is the scheduled one by then).
+  for (const std::string opt : {"sgd", "adam"}) {
+    const auto dir = testing::fresh_dir("scheduler_resume_" + opt);
+    const auto straight = scheduled_lrs(opt, warmup(), 10, (dir / "a").string());
+    const auto resumed =
+        scheduled_lrs(opt, warmup(), 10, (dir / "b").string(), (dir / "a" / "ep0-ba4-rank0.pt").string());
+    ASSERT_EQ(resumed.size(), 6u) << opt;
+    for (size_t k = 0; k < 6; ++k)
+      EXPECT_NEAR(resumed[k], straight[k + 4], 1e-15) << opt << " resumed, batch " << k + 4;
+  }
 }
 
 TEST(TrainerTest, ScaleScheduleRatioShortensTraining) {

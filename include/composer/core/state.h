@@ -38,6 +38,10 @@ struct State {
   /// Composer keeps a list of one optimizer; so does this.
   std::shared_ptr<torch::optim::Optimizer> optimizer;
   std::vector<std::shared_ptr<ComposerScheduler>> schedulers;
+  /// Each parameter group's learning rate when training started: what the schedulers scale (Composer's LambdaLR
+  /// base_lrs). Set at the first scheduler step (from the optimizer's initial lrs, or each group's lr for an optimizer
+  /// that does not record one, as torch::optim::SGD), and checkpointed, so a resumed run scales the same values.
+  std::vector<double> scheduler_base_lrs;
   /// Set for amp_fp16.
   std::shared_ptr<GradScaler> scaler;
   std::vector<std::shared_ptr<Algorithm>> algorithms;
