@@ -430,9 +430,15 @@ at::Tensor StreamingDataset::sample_order(int64_t epoch, int64_t samples_seen, i
   std::vector<int64_t> mine;
   std::vector<int64_t> first_use;
   std::vector<bool> seen(shards_.size(), false);
-  for (int64_t p = std::max<int64_t>(0, samples_seen) + rank; p < num_samples_; p += world) {
-    mine.push_back(order[p]);
-    const int64_t shard = locate(order[p]).first;
+  // Every rank gets as many samples as the others, as MosaicML Streaming pads its partitions: the rest of the global
+  // order is read round-robin, and where it does not divide by the world size the last round wraps around to the
+  // order's first samples (seen twice in that epoch). Unequal counts would leave a rank alone in a collective.
+  const int64_t seen_before = std::min(std::max<int64_t>(0, samples_seen), num_samples_);
+  const int64_t per_rank = (num_samples_ - seen_before + world - 1) / world;
+  for (int64_t k = 0; k < per_rank; ++k) {
+    const int64_t id = order[static_cast<size_t>((seen_before + rank + k * world) % num_samples_)];
+    mine.push_back(id);
+    const int64_t shard = locate(id).first;
     if (!seen[shard]) {
       seen[shard] = true;
       first_use.push_back(shard);

@@ -74,6 +74,13 @@ BatchTotals reduce_over_ranks(BatchTotals local) {
 
 void DataParallel::sum_metric_state(at::Tensor& state) { all_reduce(state); }
 
+int64_t Strategy::count_ranks_with(bool local) {
+  if (num_replicas() == 1) return local ? 1 : 0;
+  at::Tensor count = at::full({1}, local ? 1 : 0, at::kLong);
+  all_reduce(count);
+  return count.item<int64_t>();
+}
+
 std::unique_ptr<Strategy> default_strategy() {
   if (get_world_size() == 1) return std::make_unique<SingleProcess>();
   return std::make_unique<DataParallel>();

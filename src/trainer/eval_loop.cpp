@@ -8,6 +8,7 @@
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
 #include "composer/trainer/microbatch_search.h"
+#include "trainer/detail/batch_agreement.h"
 #include "trainer/detail/forward_inputs.h"
 #include "trainer/detail/global_metric.h"
 #include "trainer/detail/loader_swap.h"
@@ -81,7 +82,7 @@ void EvalLoop::run(Evaluator& evaluator) {
   auto batch_start = std::chrono::steady_clock::now();
   for (int64_t i = 0; !s.dataloader_len || i < *s.dataloader_len; ++i) {
     auto batch = loader.next();
-    if (!batch) break;
+    if (!detail::every_rank_has_batch(*s.strategy, batch.has_value(), "eval '" + evaluator.label + "'", i)) break;
     s.batch = batch->to(s.device);
     engine_.run_event(Event::EVAL_BATCH_START);
     const Batch full = s.batch;

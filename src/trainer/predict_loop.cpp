@@ -3,6 +3,7 @@
 #include "composer/core/engine.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
+#include "trainer/detail/batch_agreement.h"
 #include "trainer/detail/forward_inputs.h"
 #include "trainer/detail/loader_swap.h"
 
@@ -26,7 +27,10 @@ std::vector<at::Tensor> PredictLoop::run(DataLoader& loader, PredictLoopOptions 
   std::vector<at::Tensor> outputs;
   for (int64_t i = 0; !s.dataloader_len || i < *s.dataloader_len; ++i) {
     auto batch = loader.next();
-    if (!batch) break;
+    // A sharded model's forward is a collective: ranks stop together. Otherwise each rank predicts on all of its data.
+    if (s.strategy->shards_state() ? !detail::every_rank_has_batch(*s.strategy, batch.has_value(), "predict", i)
+                                   : !batch)
+      break;
     s.batch = batch->to(s.device);
     engine_.run_event(Event::PREDICT_BATCH_START);
     engine_.run_event(Event::PREDICT_BEFORE_FORWARD);

@@ -9,6 +9,7 @@
 #include "composer/optim/scheduler.h"
 #include "composer/trainer/eval_loop.h"
 #include "composer/trainer/train_step.h"
+#include "trainer/detail/batch_agreement.h"
 #include "trainer/detail/global_metric.h"
 
 #include <torch/torch.h>
@@ -136,7 +137,7 @@ void TrainEpochLoop::run() {
   while (!subset || s.timestamp.batch_in_epoch < *s.dataloader_len) {
     engine_.run_event(Event::BEFORE_DATALOADER);
     auto batch = loader.next();
-    if (!batch) break;
+    if (!detail::every_rank_has_batch(*s.strategy, batch.has_value(), "train", s.timestamp.batch_in_epoch)) break;
     run_batch(std::move(*batch), last_batch_end);
     ++batches;
     const bool iteration_done = iteration_complete(s, TimeUnit::TOKEN);

@@ -96,8 +96,10 @@ class StreamingDataset : public Dataset {
   /// The global order of `epoch` (every sample once): shards shuffled, then blocks of shuffle_block_size samples,
   /// from a generator seeded by (shuffle_seed, epoch); the identity without shuffle.
   std::vector<int64_t> global_order(int64_t epoch) const;
-  /// Rank `rank` of `world`: the global order's positions samples_seen + rank, + world, ... (no duplicates, no
-  /// misses: ranks differ by at most one sample). Starts downloading this rank's shards ahead of use.
+  /// Rank `rank` of `world`: the global order's positions samples_seen + rank, + world, ..., ceil((num_samples -
+  /// samples_seen) / world) of them on every rank, so all ranks get the same count (MosaicML Streaming's padding):
+  /// positions past the end wrap around to the order's first samples, which that epoch then sees twice. Starts
+  /// downloading this rank's shards ahead of use.
   at::Tensor sample_order(int64_t epoch, int64_t samples_seen, int64_t rank, int64_t world) const;
   const StreamingDatasetOptions& options() const { return options_; }
 

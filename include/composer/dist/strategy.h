@@ -85,6 +85,10 @@ class Strategy {
   virtual void clip_gradient_norm(double /*max_norm*/, double /*norm_type*/) {
     throw std::logic_error(name() + ": the gradients are on the model's parameters; clip them there");
   }
+  /// How many ranks answer true, from this rank's `local` answer (one small collective over all ranks when
+  /// num_replicas() > 1). The loops ask "do you have another batch?" before each batch, so that no rank starts a step
+  /// whose collectives another rank, out of data, would never join.
+  virtual int64_t count_ranks_with(bool local);
   /// Whether the training data must be split across ranks (DataLoader::is_distributed()).
   virtual bool needs_sharded_data() const { return num_replicas() > 1; }
   /// The dtype the floating fields of the batch the model's forward sees are cast to (FSDP's param_dtype, as torch
