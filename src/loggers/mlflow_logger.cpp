@@ -80,8 +80,10 @@ detail::HttpResponse send(const detail::HttpClient& http, const std::string& met
     const nlohmann::json answer = nlohmann::json::parse(r.body, nullptr, false);
     const std::string why =
         answer.is_object() && answer.contains("message") ? answer["message"].get<std::string>() : r.body.substr(0, 300);
-    const std::string what =
+    std::string what =
         "MLFlowLogger: " + method + " " + url + " answered HTTP " + std::to_string(r.status) + ": " + why;
+    if (r.status == 401 || r.status == 403)
+      what += " (credentials: MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN)";
     if (r.status >= 500) throw ServerUnavailable(what);
     throw std::runtime_error(what);
   }
@@ -131,7 +133,11 @@ MLFlowLogger::MLFlowLogger(MLFlowLoggerOptions options)
                                 "': expected http(s)://host:port of an MLflow tracking server (`mlflow server`); "
                                 "local file stores are not supported");
   while (!tracking_uri_.empty() && tracking_uri_.back() == '/') tracking_uri_.pop_back();
-  http_ = std::make_unique<detail::HttpClient>();
+  // Credentials as MLflow's client reads them: user name and password (basic authentication), else a token.
+  http_ = std::make_unique<detail::HttpClient>(
+      30.0, 3,
+      detail::HttpAuth{env_or("MLFLOW_TRACKING_TOKEN", ""), env_or("MLFLOW_TRACKING_USERNAME", ""),
+                       env_or("MLFLOW_TRACKING_PASSWORD", "")});
   last_flush_ = std::chrono::steady_clock::now();
 }
 

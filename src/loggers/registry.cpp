@@ -20,6 +20,10 @@ const LoggerRegistry& logger_registry() {
         registry_entry<LoggerDestination, RemoteUploaderDownloader, RemoteUploaderDownloaderOptions>(
             "remote_uploader_downloader", "RemoteUploaderDownloader",
             "uploads logged files (checkpoints, logs, traces) to an object store"),
+#if COMPOSER_WITH_MLFLOW
+        registry_entry<LoggerDestination, MLFlowLogger, MLFlowLoggerOptions>(
+            "mlflow", "MLFlowLogger", "an MLflow tracking server: metrics, params, tags, artifacts"),
+#endif
 #if COMPOSER_WITH_TENSORBOARD
         registry_entry<LoggerDestination, TensorboardLogger, TensorboardLoggerOptions>(
             "tensorboard", "TensorboardLogger", "TensorBoard event files: scalars, hparams, images, tables"),

@@ -1,5 +1,6 @@
 // MLFlowLogger against a real MLflow tracking server started here on loopback, read back with MLflow's own client
 // (tests/trainer/mlflow_read.py).
+#include "support/mlflow_server.h"
 #include "support/process.h"
 #include "support/python.h"
 #include "support/run_files.h"
@@ -16,30 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// `mlflow server` in its own session (it starts worker processes), killed with all of them at the end.
-class MlflowServer {
- public:
-  explicit MlflowServer(const fs::path& dir) : port_(testing::unused_port()) {
-    const std::string mlflow = (fs::path(testing::python()).parent_path() / "mlflow").string();
-    const std::string log = (dir / "server.log").string();
-    const std::string store = "sqlite:///" + (dir / "mlflow.db").string();
-    const std::string artifacts = (dir / "artifacts").string();
-    pid_ = testing::spawn_server({mlflow, "server", "--host", "127.0.0.1", "--port", std::to_string(port_),
-                                  "--backend-store-uri", store, "--artifacts-destination", artifacts, "--workers", "1"},
-                                 log);
-  }
-  ~MlflowServer() {
-    if (pid_ > 0) {
-      ::kill(-pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int port_;
-  pid_t pid_ = -1;
-};
+using testing::MlflowServer;
 
 /// Logs a table and two images at batch 1; fails the run at the start of batch `fail_at` (after its checkpoint).
 class TableImagesAndCrash : public Callback {

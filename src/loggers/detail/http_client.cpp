@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace composer::detail {
 
@@ -25,7 +26,8 @@ size_t append_body(char* data, size_t size, size_t count, void* out) {
 
 }  // namespace
 
-HttpClient::HttpClient(double timeout_s, int attempts) : timeout_s_(timeout_s), attempts_(attempts < 1 ? 1 : attempts) {
+HttpClient::HttpClient(double timeout_s, int attempts, HttpAuth auth)
+    : timeout_s_(timeout_s), attempts_(attempts < 1 ? 1 : attempts), auth_(std::move(auth)) {
   global_init();
 }
 
@@ -78,6 +80,13 @@ HttpResponse HttpClient::perform(const std::string& method, const std::string& u
     }
     if (body || file) headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
     headers = curl_slist_append(headers, "Expect:");
+    if (!auth_.username.empty() && !auth_.password.empty()) {
+      curl_easy_setopt(curl.get(), CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+      curl_easy_setopt(curl.get(), CURLOPT_USERNAME, auth_.username.c_str());
+      curl_easy_setopt(curl.get(), CURLOPT_PASSWORD, auth_.password.c_str());
+    } else if (!auth_.token.empty()) {
+      headers = curl_slist_append(headers, ("Authorization: Bearer " + auth_.token).c_str());
+    }
     curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers);
     const CURLcode code = curl_easy_perform(curl.get());
     curl_slist_free_all(headers);
