@@ -23,6 +23,15 @@ ExportForInferenceCallback::ExportForInferenceCallback(ExportForInferenceOptions
   const std::string& path =
       required_value(options_.save_path(), "ExportForInferenceCallback", "save_path", "a file path or URI");
   if (path.empty()) throw std::invalid_argument("ExportForInferenceCallback.save_path is empty");
+  // The destination is checked now, not after training: an unknown scheme, a missing bucket or object name.
+  try {
+    if (is_object_store_uri(path)) {
+      make_object_store(path);
+      if (parse_uri(path).path.empty()) throw std::invalid_argument("'" + path + "' names no object after the bucket");
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("ExportForInferenceCallback.save_path ") + e.what());
+  }
   try {
     format_ = parse_export_format(format);
   } catch (const std::invalid_argument& e) {

@@ -26,12 +26,10 @@ namespace fs = std::filesystem;
 
 void CheckpointSaverOptions::validate() const {
   if (folder_.empty()) throw std::invalid_argument("CheckpointSaver.folder must not be empty");
-  if (is_object_store_uri(folder_)) {
-    try {
-      make_object_store(folder_);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("save_folder ") + e.what());
-    }
+  try {
+    if (is_object_store_uri(folder_)) make_object_store(folder_);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("save_folder ") + e.what());
   }
   if (filename_.empty()) throw std::invalid_argument("CheckpointSaver.filename must not be empty");
   if (num_checkpoints_to_keep_ == 0 || num_checkpoints_to_keep_ < -1) {
@@ -173,12 +171,22 @@ void CheckpointSaver::fit_start(State& state, Logger&) {
     if (rank0 && !options_.overwrite()) check_remote_folder(state);
   }
   if (!rank0) return;
-  // Temporary files of a save that was killed: never complete, never read; remove them.
+  // Temporary files of a save that was killed: never complete, never read; remove them, beside the checkpoints and
+  // inside sharded checkpoints' folders (a resumed run may complete such a folder later).
   if (fs::is_directory(folder(state))) {
     static const std::regex temp(R"(^\..+\.tmp-\d+$)");
-    for (const auto& entry : fs::directory_iterator(folder(state))) {
+    const auto remove_temporaries = [&](const fs::path& dir) {
       std::error_code ec;
-      if (std::regex_match(entry.path().filename().string(), temp)) fs::remove(entry.path(), ec);
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        std::error_code ignored;
+        if (std::regex_match(entry.path().filename().string(), temp)) fs::remove(entry.path(), ignored);
+      }
+    };
+    remove_temporaries(folder(state));
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(folder(state), ec)) {
+      std::error_code ignored;
+      if (entry.is_directory(ignored) && !entry.is_symlink(ignored)) remove_temporaries(entry.path());
     }
   }
   if (options_.overwrite()) return;

@@ -50,6 +50,16 @@ ParsedUri parse_uri(const std::string& uri) {
 }
 
 bool is_object_store_uri(const std::string& text) {
+  // "s3:/bucket" or "s3:bucket" is a mistyped URI, not a local folder named "s3:".
+  for (const char* scheme :
+       {"s3", "gs", "oci", "azure", "wasb", "wasbs", "abfs", "abfss", "dbfs", "hf", "file", "http", "https"}) {
+    const std::string prefix = std::string(scheme) + ":";
+    if (text.size() > prefix.size() && text.compare(0, prefix.size(), prefix) == 0 &&
+        text.compare(prefix.size(), 2, "//") != 0) {
+      throw std::invalid_argument("'" + text + "' looks like a mistyped object-store URI; expected " + scheme +
+                                  "://... (two slashes), or a local path without '" + prefix + "'");
+    }
+  }
   const auto sep = text.find("://");
   if (sep == std::string::npos || sep == 0) return false;
   for (size_t i = 0; i < sep; ++i)

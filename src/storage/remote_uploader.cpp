@@ -2,10 +2,15 @@
 
 #include "storage/detail/curl_transfer.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <regex>
 #include <stdexcept>
 
 namespace composer {
@@ -22,6 +27,26 @@ void RemoteUploaderOptions::validate() const {
   store_.validate();
 }
 
+namespace {
+
+// The staging folders of processes that are gone (a SIGKILLed run never reaches its destructor): composer-uploads-
+// <pid>-<n> in the temporary folder, whose pid no longer runs.
+void remove_abandoned_staging_folders() {
+  static const std::regex staging(R"(^composer-uploads-(\d+)-\d+$)");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, staging)) continue;
+    const long pid = std::stol(m[1].str());
+    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    fs::remove_all(entry.path(), ignored);
+  }
+}
+
+}  // namespace
+
 RemoteUploader::RemoteUploader(const std::string& remote_folder, RemoteUploaderOptions options)
     : remote_folder_(remote_folder), path_(parse_uri(remote_folder).path), options_(std::move(options)) {
   options_.validate();
@@ -34,8 +59,11 @@ RemoteUploader::RemoteUploader(const std::string& remote_folder, RemoteUploaderO
                                 "' is read-only (HTTP); expected s3:// or file://");
   staging_ = options_.upload_staging_folder();
   if (staging_.empty()) {
+    remove_abandoned_staging_folders();
     std::random_device rd;
-    staging_ = (fs::temp_directory_path() / ("composer-uploads-" + std::to_string(rd()))).string();
+    staging_ =
+        (fs::temp_directory_path() / ("composer-uploads-" + std::to_string(::getpid()) + "-" + std::to_string(rd())))
+            .string();
     own_staging_ = true;
   }
   fs::create_directories(staging_);

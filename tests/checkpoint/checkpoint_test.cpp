@@ -260,6 +260,25 @@ TEST_F(CheckpointTest, FailedWriteKeepsThePreviousCheckpoint) {
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos);
 }
 
+// A save killed mid-write leaves its temporary files (".<name>.tmp-<pid>"), beside single-file checkpoints and inside
+// a sharded checkpoint's folder; the next run's start removes both, and nothing else.
+TEST_F(CheckpointTest, TemporariesOfKilledSavesAreRemovedAtTheNextStart) {
+  fs::create_directories(dir / "ep0-ba6");
+  for (const fs::path& p : {dir / ".ep0-ba3-rank0.pt.tmp-4242", dir / "ep0-ba6" / ".__1_0.distcp.tmp-4242",
+                            dir / "ep0-ba6" / "__0_0.distcp", dir / "notes.txt"})
+    std::ofstream(p) << "x";
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(16), 8))
+                      .max_duration("1ba")
+                      .save_folder(dir.string())
+                      .save_overwrite(true));
+  trainer.fit();
+  EXPECT_FALSE(fs::exists(dir / ".ep0-ba3-rank0.pt.tmp-4242"));
+  EXPECT_FALSE(fs::exists(dir / "ep0-ba6" / ".__1_0.distcp.tmp-4242"));
+  EXPECT_TRUE(fs::exists(dir / "ep0-ba6" / "__0_0.distcp"));
+  EXPECT_TRUE(fs::exists(dir / "notes.txt"));
+}
+
 TEST_F(CheckpointTest, SaverIntervalLatestLinkAndRetention) {
   const std::string folder = (dir / "{run_name}").string();
   auto model = testing::make_classifier();

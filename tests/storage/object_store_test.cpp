@@ -11,6 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -143,6 +146,18 @@ TEST(ObjectStoreTest, UrisLocalStoreAndBadInputs) {
   EXPECT_TRUE(is_object_store_uri("s3://b"));
   EXPECT_FALSE(is_object_store_uri("runs/ckpt"));
   EXPECT_FALSE(is_object_store_uri("/a://b"));
+  for (const char* typo : {"s3:/bucket/x", "s3:bucket", "https:/host/a", "file:/tmp/x"}) {
+    try {
+      is_object_store_uri(typo);
+      ADD_FAILURE() << typo << " was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + typo + "' looks like a mistyped object-store URI"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_FALSE(is_object_store_uri("s3"));
+  EXPECT_FALSE(is_object_store_uri("runs/s3:x"));
 
   const fs::path dir = testing::fresh_dir("local_store");
   write_random(dir / "f.bin", 100, 4);
@@ -194,6 +209,27 @@ TEST(HttpObjectStoreTest, DownloadsAndSizesFromARealHttpServer) {
   EXPECT_THROW(store.get_object_size("missing.bin"), ObjectNotFoundError);
   auto via_uri = make_object_store("http://127.0.0.1:" + std::to_string(port) + "/data.bin");
   EXPECT_EQ(via_uri->get_object_size("data.bin"), 5000);
+}
+
+// A SIGKILLed process never removes its staging copies; the next uploader removes the folders of processes that are
+// gone (a real process that has exited), and keeps those of running ones.
+TEST(RemoteUploaderTest, StagingFoldersOfDeadProcessesAreRemoved) {
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ::waitpid(gone, nullptr, 0);
+  const fs::path tmp = fs::temp_directory_path();
+  const fs::path dead = tmp / ("composer-uploads-" + std::to_string(gone) + "-17");
+  const fs::path alive = tmp / ("composer-uploads-" + std::to_string(::getppid()) + "-17");
+  for (const fs::path& d : {dead, alive}) {
+    fs::create_directories(d);
+    std::ofstream(d / "ep0-ba1-rank0.pt") << "staged";
+  }
+  const fs::path store = testing::fresh_dir("staging_store");
+  { RemoteUploader uploader("file://" + store.string()); }
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(alive / "ep0-ba1-rank0.pt"));
+  fs::remove_all(alive);
 }
 
 TEST(RemoteUploaderTest, PointerGoesUpAfterTheCheckpointAndUploadsRetryThroughAPausedServer) {

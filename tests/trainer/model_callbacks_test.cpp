@@ -438,6 +438,16 @@ TEST(ExportForInferenceTest, SafetensorsToAFileUriAndBadInputs) {
             std::string::npos);
   EXPECT_NE(message(ExportForInferenceOptions().save_format("torchscript")).find("save_path is required"),
             std::string::npos);
+  // A destination that cannot be written to is refused when the callback is made, before any training.
+  EXPECT_NE(message(ExportForInferenceOptions().save_format("torchscript").save_path("gs://b/m.pt"))
+                .find("ExportForInferenceCallback.save_path 'gs://b/m.pt': unknown object store 'gs://'"),
+            std::string::npos);
+  EXPECT_NE(message(ExportForInferenceOptions().save_format("torchscript").save_path("s3:/b/m.pt"))
+                .find("save_path 's3:/b/m.pt' looks like a mistyped object-store URI"),
+            std::string::npos);
+  EXPECT_NE(message(ExportForInferenceOptions().save_format("torchscript").save_path("s3://bucket"))
+                .find("names no object after the bucket"),
+            std::string::npos);
   EXPECT_THROW(inference_inputs(testing::make_blobs(4), {"pixels"}), std::invalid_argument);
   // A path that cannot be written (its folder is a file) is an error naming it, and leaves nothing behind.
   std::ofstream(dir / "a_file") << "x";

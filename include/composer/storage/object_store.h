@@ -111,7 +111,9 @@ struct ParsedUri {
   std::string path;
 };
 ParsedUri parse_uri(const std::string& uri);
-/// Whether `text` names an object store ("scheme://..."), not a local path.
+/// Whether `text` names an object store ("scheme://..."), not a local path. Throws std::invalid_argument naming the
+/// text when it starts with a known scheme and a colon but not "://" ("s3:/bucket/x"): a mistyped URI must not become a
+/// local folder.
 bool is_object_store_uri(const std::string& text);
 
 /// The store for a URI's backend and bucket: s3:// (S3ObjectStore for the bucket), file:// (LocalObjectStore at "/"),
