@@ -10,10 +10,21 @@ namespace composer {
 Hparams::Hparams(std::map<std::string, std::string> values, std::string where)
     : values_(std::move(values)), where_(std::move(where)) {}
 
+const std::string& Hparams::null_value() {
+  static const std::string null("\x01null");
+  return null;
+}
+
 const std::string* Hparams::find(const std::string& key) {
   asked_.insert(key);
   auto it = values_.find(key);
-  return it == values_.end() ? nullptr : &it->second;
+  return it == values_.end() || it->second == null_value() ? nullptr : &it->second;
+}
+
+bool Hparams::is_none(const std::string& key) {
+  asked_.insert(key);
+  auto it = values_.find(key);
+  return it != values_.end() && (it->second == null_value() || it->second == "None");
 }
 
 void Hparams::error(const std::string& key, const std::string& message) const {

@@ -52,7 +52,8 @@ std::optional<Time> parse_wall_clock(const std::string& s) {
     }
   }
   if (!std::regex_match(s, m, wall)) return std::nullopt;
-  const int64_t scale[3] = {3600, 60, 1}, limit[3] = {23, 59, 61};
+  // strptime's %S takes 60 and 61, but Composer then builds a datetime, which takes 0-59 ("60s" is an error there).
+  const int64_t scale[3] = {3600, 60, 1}, limit[3] = {23, 59, 59};
   const char* part[3] = {"hours", "minutes", "seconds"};
   int64_t total = 0;
   for (int i = 0; i < 3; ++i) {
@@ -60,8 +61,8 @@ std::optional<Time> parse_wall_clock(const std::string& s) {
     const std::string v = m[i + 1].str();
     if (v.size() > 2 || std::stoll(v) > limit[i]) {
       throw std::invalid_argument("Invalid time string '" + s + "': " + part[i] + " must be 0-" +
-                                  std::to_string(limit[i]) +
-                                  " in the wall-clock form XhYmZs (as Composer's strptime); got " + v);
+                                  std::to_string(limit[i]) + " in the wall-clock form XhYmZs (as in Composer); got " +
+                                  v);
     }
     total += std::stoll(v) * scale[i];
   }

@@ -23,6 +23,7 @@ std::shared_ptr<TensorDataset> load_idx_classification(const std::string& images
     throw std::runtime_error("'" + images_path + "' has " + std::to_string(images.size(0)) + " images but '" +
                              labels_path + "' has " + std::to_string(labels.size(0)) + " labels");
   }
+  if (images.size(0) == 0) throw std::runtime_error("IDX file '" + images_path + "' holds no images");
   const int64_t max_label = labels.max().item<int64_t>();
   if (max_label >= num_classes) {
     throw std::runtime_error("IDX file '" + labels_path + "' has label " + std::to_string(max_label) +

@@ -37,6 +37,9 @@ DatasetRegistry::Entry streaming_entry() {
   return dataset_entry(
       "streaming", "StreamingDataset", "MosaicML Streaming MDS shards, local or from an object store",
       StreamingFields(), [](Hparams& h, const StreamingFields& f, const DataRequest& request) {
+        if (f.num_classes < 0)
+          h.error("num_classes",
+                  "expected 0 (not given) or a positive number of classes, got " + std::to_string(f.num_classes));
         StreamingDatasetOptions o = f.streaming;
         DatasetLoaderOptions lo = loader_options(h, f.loader, request);
         o.shuffle(f.loader.shuffle.value_or(request.train)).shuffle_seed(static_cast<int64_t>(lo.seed()));

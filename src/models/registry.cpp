@@ -6,8 +6,18 @@
 
 #include <torch/arg.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace composer::models {
 namespace {
+
+// The CLI names the key: "model.hidden[1] = 0: expected a positive number".
+void require_positive(int64_t value, const std::string& field) {
+  if (value < 1) {
+    throw std::invalid_argument("model." + field + " = " + std::to_string(value) + ": expected a positive number");
+  }
+}
 
 struct MLPFields {
   TORCH_ARG(int64_t, in_features) = 784;
@@ -20,6 +30,9 @@ struct MLPFields {
     if (in.num_classes > 0) num_classes_ = in.num_classes;
   }
   std::shared_ptr<ComposerModel> build() const {
+    require_positive(in_features_, "in_features");
+    for (size_t i = 0; i < hidden_.size(); ++i) require_positive(hidden_[i], "hidden[" + std::to_string(i) + "]");
+    require_positive(num_classes_, "num_classes");
     return ComposerClassifier::wrap(mlp(in_features_, hidden_, num_classes_));
   }
   template <class Self, class Visit>
@@ -41,6 +54,9 @@ struct MnistCNNFields {
     if (in.num_classes > 0) num_classes_ = in.num_classes;
   }
   std::shared_ptr<ComposerModel> build() const {
+    require_positive(in_channels_, "in_channels");
+    require_positive(num_classes_, "num_classes");
+    require_positive(width_, "width");
     return ComposerClassifier::wrap(mnist_cnn(in_channels_, num_classes_, width_));
   }
   template <class Self, class Visit>
@@ -64,6 +80,8 @@ struct ResNetFields {
     if (in.num_classes > 0) num_classes_ = in.num_classes;
   }
   std::shared_ptr<ComposerModel> build() const {
+    require_positive(num_classes_, "num_classes");
+    require_positive(in_channels_, "in_channels");
     return ComposerClassifier::wrap(kCifar ? cifar_resnet(depth_, num_classes_, in_channels_)
                                            : resnet(depth_, num_classes_, in_channels_));
   }

@@ -71,13 +71,35 @@ struct AdamFields {
   }
 };
 
-// An optimizer entry: `Fields` read from the hyperparameters, then `build(parameters, fields)`.
+// LibTorch checks its options with messages that name no key ("Invalid learning rate: -1"); these name it.
+void check_libtorch_options(Hparams& h, double lr, double weight_decay) {
+  if (!(lr >= 0)) h.error("lr", "expected a learning rate >= 0, got " + std::to_string(lr));
+  if (!(weight_decay >= 0)) h.error("weight_decay", "expected >= 0, got " + std::to_string(weight_decay));
+}
+void check_fields(Hparams& h, const SGDFields& f) {
+  check_libtorch_options(h, f.options.lr(), f.options.weight_decay());
+  if (!(f.options.momentum() >= 0)) h.error("momentum", "expected >= 0, got " + std::to_string(f.options.momentum()));
+}
+template <class TorchOptions>
+void check_fields(Hparams& h, const AdamFields<TorchOptions>& f) {
+  check_libtorch_options(h, f.options.lr(), f.options.weight_decay());
+  const auto [b1, b2] = f.options.betas();
+  if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) h.error("betas", "expected two numbers in [0, 1)");
+  if (!(f.options.eps() >= 0)) h.error("eps", "expected >= 0, got " + std::to_string(f.options.eps()));
+}
+template <class Options>
+void check_fields(Hparams&, const Options&) {}  // ours validate themselves, naming the field
+
+// An optimizer entry: `Fields` read from the hyperparameters and checked, then `build(parameters, fields)`.
 template <class Fields, class Build>
 OptimizerRegistry::Entry optimizer(std::string name, std::string class_name, std::string summary, Build build) {
   return registry_entry<torch::optim::Optimizer, std::vector<at::Tensor>>(
       std::move(name), std::move(class_name), std::move(summary), Fields(),
-      [build](Hparams&, const Fields& fields, std::vector<at::Tensor> params)
-          -> std::shared_ptr<torch::optim::Optimizer> { return build(std::move(params), fields); });
+      [build](Hparams& h, const Fields& fields,
+              std::vector<at::Tensor> params) -> std::shared_ptr<torch::optim::Optimizer> {
+        check_fields(h, fields);
+        return build(std::move(params), fields);
+      });
 }
 
 std::vector<OptimizerRegistry::Entry> optimizers() {

@@ -136,13 +136,13 @@ TrainStep::TrainStep(State& state, Engine& engine, Logger& logger, TrainStepOpti
       precision_(state.precision, state.device),
       search_("train", state.device),
       options_(options) {
-  if (!options_.cuda_graph()) return;
   if (options_.cuda_graph_warmup_steps() < 1) {
     throw std::invalid_argument(
         "cuda_graph_warmup_steps must be >= 1 (an eager step creates the optimizer's state), "
         "got " +
         std::to_string(options_.cuda_graph_warmup_steps()));
   }
+  if (!options_.cuda_graph()) return;
   const std::vector<std::string> obstacles = cuda_graph_obstacles(state);
   if (!obstacles.empty()) {
     std::string text = "cuda_graph: true cannot record this run's train step: ";

@@ -77,6 +77,10 @@ void TrainerOptions::validate() const {
         "TrainerOptions.max_duration '" + max_duration_->to_string() +
         "' is in iterations, which never end without iteration_length (epochs or tokens per iteration)");
   }
+  if (train_subset_num_batches() == 0 || train_subset_num_batches() < -1) {
+    throw std::invalid_argument("TrainerOptions.train_subset_num_batches must be -1 (all) or >= 1, got " +
+                                std::to_string(train_subset_num_batches()) + " (an epoch of no batches never ends)");
+  }
   if (scale_schedule_ratio() <= 0) {
     throw std::invalid_argument("TrainerOptions.scale_schedule_ratio must be > 0, got " +
                                 std::to_string(scale_schedule_ratio()));

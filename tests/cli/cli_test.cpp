@@ -2,8 +2,10 @@
 #include "composer/checkpoint/safetensors.h"
 #include "composer/composer.h"
 #include "support/data_paths.h"
+#include "support/mlflow_server.h"
 #include "support/moto_server.h"
 #include "support/python.h"
+#include "support/scoped_env.h"
 
 #include <gtest/gtest.h>
 
@@ -124,6 +126,29 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_NE(err.str().find("algorithms.0.holes: unknown hyperparameter; known:"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("j.yaml", synthetic("algorithms: [{name: label_smoothing, smoothing: 1.5}]\n"))), 2);
   EXPECT_NE(err.str().find("LabelSmoothing.smoothing must be in [0.0, 1.0], got 1.5"), std::string::npos) << err.str();
+}
+
+// Values that LibTorch or the loops would have refused later, without naming the key, are config errors naming it.
+TEST_F(CliTest, HostileValuesNameTheirKeys) {
+  const auto expect = [&](const std::string& yaml, const std::vector<std::string>& overrides, const std::string& text) {
+    EXPECT_NE(train(config("hostile.yaml", yaml), overrides), 0) << text;
+    EXPECT_NE(err.str().find(text), std::string::npos) << err.str();
+  };
+  expect(synthetic(), {"optimizer={name: sgd, lr: -1}"}, "optimizer.lr: expected a learning rate >= 0, got -1");
+  expect(synthetic(), {"optimizer={name: adam, betas: [0.9, 1.5]}"}, "optimizer.betas: expected two numbers in [0, 1)");
+  expect(synthetic(), {"train_subset_num_batches=0"}, "train_subset_num_batches must be -1 (all) or >= 1, got 0");
+  expect(synthetic(), {"model.hidden=[-1]"}, "model.hidden[0] = -1: expected a positive number");
+  expect(synthetic(), {"model={name: mnist_cnn, width: 0}", "train_data.size=28"},
+         "model.width = 0: expected a positive number");
+  expect(synthetic(), {"cuda_graph_warmup_steps=-1"}, "cuda_graph_warmup_steps must be >= 1");
+  expect(synthetic(), {"train_data={dataset: streaming, local: /nonexistent, num_classes: -3}"},
+         "num_classes: expected 0 (not given) or a positive number of classes, got -3");
+  expect("? [a, b]\n: 1\n" + synthetic(), {}, "a key at line 1 is a list; keys must be plain names");
+  expect(synthetic(), {"algorithms=[{name: ema, half_life: 2ba, smoothing: 0.9}]"},
+         "only one of half_life or smoothing may be set");
+  // EMA's documented `half_life: null` (Python's None) unsets the optional field, so smoothing alone is used.
+  EXPECT_EQ(train(config("ema.yaml", synthetic("algorithms: [{name: ema, half_life: null, smoothing: 0.9}]\n"))), 0)
+      << err.str();
 }
 
 // parallelism_config.fsdp trains (one process: every shard is the whole buffer); Composer's other FSDP keys are
@@ -468,6 +493,53 @@ TEST_F(CliTest, SavesToS3AndUploadsLogsFromYaml) {
   EXPECT_NE(err.str().find("bucket_uri = 'runs': expected an object-store URI"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("bad2.yaml", synthetic("save_folder: gs://runs/x\n"))), 2);
   EXPECT_NE(err.str().find("save_folder 'gs://runs/x': unknown object store 'gs://'"), std::string::npos) << err.str();
+  // One slash: a mistyped URI, not the local folder ./s3:/x.
+  EXPECT_EQ(train(config("bad3.yaml", synthetic("save_folder: 's3:/runs/x'\n"))), 2);
+  EXPECT_NE(err.str().find("save_folder 's3:/runs/x' looks like a mistyped object-store URI; expected s3://"),
+            std::string::npos)
+      << err.str();
+  EXPECT_FALSE(fs::exists("s3:"));
+}
+
+// loggers: [{name: mlflow}] in YAML against a real MLflow server with authentication on: without credentials the run
+// stops at INIT naming the refusal and the variables; with MLflow's user name and password, and with a token, it
+// trains and MLflow's own client (given the same credentials) reads each run's two losses back.
+TEST_F(CliTest, LogsToAnAuthenticatedMlflowServerFromYaml) {
+  COMPOSER_REQUIRE_PYTHON("mlflow flask_wtf");
+  testing::MlflowServer server(dir / "mlflow", /*authenticated=*/true);
+  const std::string read = testing::source_dir() + "/tests/trainer/mlflow_read.py";
+  const auto ready = testing::run_python({read, "wait", server.url()});
+  ASSERT_EQ(ready.status, 0) << ready.output << testing::read_text((dir / "mlflow" / "server.log").string());
+  const auto cfg = [&](const std::string& run) {
+    return config(run + ".yaml", synthetic("run_name: " + run + "\nloggers: [{name: mlflow, tracking_uri: '" +
+                                           server.url() + "', experiment_name: yaml-auth, flush_interval: 0}]\n"));
+  };
+  for (const char* v : {"MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"}) ::unsetenv(v);
+  EXPECT_NE(train(cfg("anonymous")), 0);
+  EXPECT_NE(err.str().find("answered HTTP 401"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN"),
+            std::string::npos)
+      << err.str();
+  const auto read_losses = [&](const std::string& run) {
+    const auto py = testing::run_python({read, "read", server.url(), "yaml-auth", run, (dir / "download").string()});
+    EXPECT_EQ(py.status, 0) << py.output;
+    const size_t line = py.output.rfind("\n{\"experiment_id\"");
+    const auto r = nlohmann::json::parse(py.output.substr(line == std::string::npos ? 0 : line + 1), nullptr, false);
+    return r.is_object() && r["runs"].size() == 1 ? r["runs"][0]["metrics"]["loss/train/total"].size() : size_t{0};
+  };
+  {
+    testing::ScopedEnv env;
+    env.set("MLFLOW_TRACKING_USERNAME", "admin");
+    env.set("MLFLOW_TRACKING_PASSWORD", testing::MlflowServer::admin_password());
+    ASSERT_EQ(train(cfg("basic")), 0) << err.str();
+    EXPECT_EQ(read_losses("basic"), 2u);
+  }
+  {
+    testing::ScopedEnv env;
+    env.set("MLFLOW_TRACKING_TOKEN", testing::MlflowServer::token());
+    ASSERT_EQ(train(cfg("token")), 0) << err.str();
+    EXPECT_EQ(read_losses("token"), 2u);
+  }
 }
 
 // dataset: streaming in YAML, on Fashion-MNIST shards written by streaming.MDSWriter.
@@ -542,6 +614,10 @@ TEST_F(CliTest, ListShowsRegistries) {
                     "target_key=1)"),
       std::string::npos)
       << oa.str();
+  std::ostringstream ol, el;
+  ASSERT_EQ(list_command("loggers", ol, el), 0);
+  for (const char* name : {"console", "file", "remote_uploader_downloader", "mlflow", "tensorboard"})
+    EXPECT_NE(ol.str().find(name), std::string::npos) << name << " in " << ol.str();
   std::ostringstream o3, e3;
   EXPECT_EQ(list_command("widgets", o3, e3), 1);
   EXPECT_NE(e3.str().find("unknown kind 'widgets'"), std::string::npos);

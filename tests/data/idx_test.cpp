@@ -82,6 +82,15 @@ TEST_F(IdxFiles, LabelsOutOfRangeAndCountMismatch) {
   }
   const std::string three = write("lab3", header(0x801, {3}) + std::string("\x01\x02\x03", 3));
   EXPECT_THROW(load_idx_classification(images, three, 10), std::runtime_error);
+  // Zero samples: an error naming the file, not a reduction over an empty tensor.
+  try {
+    load_idx_classification(write("img0", header(0x803, {0, 28, 28})), write("lab0", header(0x801, {0})), 10);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("IDX file '" + (dir / "img0").string() + "' holds no images"),
+              std::string::npos)
+        << e.what();
+  }
   auto ds = load_idx_classification(images, write("ok", header(0x801, {2}) + std::string("\x03\x04", 2)), 10);
   EXPECT_EQ(ds->size(), 2);
   EXPECT_EQ(ds->data().input().sizes(), (std::vector<int64_t>{2, 1, 1, 1}));

@@ -63,6 +63,9 @@ TEST(CudaGraphTest, TrainerRefusesARunItCannotRecord) {
   EXPECT_EQ(on_cpu.find('\n'), std::string::npos) << on_cpu;
   testing::expect_error_containing([&] { Trainer trainer(options().cuda_graph_warmup_steps(0)); },
                                    "cuda_graph_warmup_steps must be >= 1");
+  // A bad value is an error without cuda_graph too, as every other option.
+  testing::expect_error_containing([&] { Trainer trainer(options().cuda_graph(false).cuda_graph_warmup_steps(-1)); },
+                                   "cuda_graph_warmup_steps must be >= 1");
 }
 
 // Eager and recorded runs of the same training: MLP in fp32 with DecoupledSGDW (momentum, decay, a schedule), and a

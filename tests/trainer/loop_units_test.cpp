@@ -161,6 +161,8 @@ class RecordingStrategy : public dist::Strategy {
     return local;
   }
   void sum_metric_state(at::Tensor&) override { calls.push_back("sum_metric_state"); }
+  // Every simulated rank has what this one has: the loops go on while this one has batches.
+  int64_t count_ranks_with(bool local) override { return local ? replicas : 0; }
   std::unique_ptr<dist::PhaseScope> enter(dist::Phase phase) override {
     calls.push_back("enter:" + std::to_string(static_cast<int>(phase)));
     return nullptr;

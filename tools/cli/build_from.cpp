@@ -1,5 +1,7 @@
 #include "cli/build_from.h"
 
+#include "composer/core/hparams.h"
+
 namespace composer::cli {
 namespace {
 
@@ -7,7 +9,11 @@ void add(std::map<std::string, std::string>& hparams, const ConfigNode& n, const
          const YAML::Node& node, const std::string& skip) {
   for (const auto& kv : node) {
     const std::string key = prefix + kv.first.as<std::string>();
-    if (key == skip || kv.second.IsNull()) continue;  // null (`key:` or `key=`): the default
+    if (key == skip) continue;
+    if (kv.second.IsNull()) {  // null (`key:`, `key: null`, `key=`): None for an optional field, else the default
+      hparams[key] = Hparams::null_value();
+      continue;
+    }
     if (kv.second.IsScalar()) {
       hparams[key] = kv.second.Scalar();
       continue;

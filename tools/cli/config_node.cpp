@@ -112,17 +112,41 @@ int64_t ConfigNode::positive(int64_t v, const std::string& path, bool allow_zero
   return v;
 }
 
+namespace {
+
+// Every mapping key in `node` is a plain scalar: YAML's complex keys ("? [a, b]") name no setting.
+void check_plain_keys(const YAML::Node& node, const std::string& path, const std::string& where) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) {
+        throw ConfigError(where + (path.empty() ? "" : path + ": ") + "a key at line " +
+                          std::to_string(kv.first.Mark().line + 1) + " is a " +
+                          (kv.first.IsSequence() ? "list" : "mapping") + "; keys must be plain names");
+      }
+      const std::string key = kv.first.Scalar();
+      check_plain_keys(kv.second, path.empty() ? key : path + "." + key, where);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) check_plain_keys(node[i], path + "[" + std::to_string(i) + "]", where);
+  }
+}
+
+}  // namespace
+
 YAML::Node load_config_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ConfigError("config file '" + path + "' is a directory, expected a YAML file");
   std::ifstream in(path);
   if (!in) throw ConfigError("config file '" + path + "' cannot be opened: " + std::strerror(errno));
+  YAML::Node root;
   try {
-    return YAML::Load(in);
+    root = YAML::Load(in);
   } catch (const YAML::Exception& e) {
     throw ConfigError("config file '" + path + "' is not valid YAML: " + e.what());
   }
+  check_plain_keys(root, "", "config file '" + path + "': ");
+  return root;
 }
 
 void apply_override(YAML::Node& root, const std::string& assignment) {
@@ -143,6 +167,7 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw ConfigError("override '" + assignment + "': value is not valid YAML: " + e.what());
   }
+  check_plain_keys(parsed, key, "override '" + assignment + "': ");
   // Walk with fresh handles (YAML::Node assignment would alias), creating mappings as needed.
   std::vector<YAML::Node> chain{root};
   for (size_t i = 0; i + 1 < parts.size(); ++i) {

@@ -142,14 +142,15 @@ void read_field(Hparams& h, const std::string& key, std::vector<T>& values) {
   values = std::move(read);
 }
 
-/// An optional (or required) field: set when `key` is given; "None" (Python's, as a repr writes it) unsets it.
+/// An optional (or required) field: set when `key` is given; null (YAML's, or "None", Python's as a repr writes it)
+/// unsets it.
 template <class T>
 void read_field(Hparams& h, const std::string& key, std::optional<T>& value) {
-  if (!h.has(key)) return;
-  if (h.get_string(key, "") == "None") {
+  if (h.is_none(key)) {
     value.reset();
     return;
   }
+  if (!h.has(key)) return;
   T v = value ? *value : placeholder<T>();
   read_field(h, key, v);
   value = std::move(v);

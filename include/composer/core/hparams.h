@@ -19,8 +19,13 @@ class Hparams {
   std::string get_string(const std::string& key, const std::string& fallback);
   /// Throws unless the value (or fallback) is one of `allowed`.
   std::string get_choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
-  /// Whether `key` was given (counts as asked for).
+  /// Whether `key` was given (counts as asked for). A key given as null (null_value()) counts as not given.
   bool has(const std::string& key);
+  /// Whether `key` was given as null: YAML's `key: null` (null_value()) or Python's None as a repr writes it ("None").
+  /// An optional field then becomes unset; every other field keeps its default.
+  bool is_none(const std::string& key);
+  /// The value that stands for a YAML null.
+  static const std::string& null_value();
   /// Where errors say the keys sit ("" or "schedulers[0]").
   const std::string& where() const { return where_; }
   void check_all_used() const;

@@ -28,7 +28,7 @@ class Time {
 
   /// Parses Composer's time strings: NUMBER UNIT with the unit in any case and the number as Python's float() reads
   /// it ("2ep", "100ba", "0.5dur", "1e3ba", "1_000ba", " 5ep", "5 ep", "infdur"), the wall-clock form "1h30m"
-  /// (-> 5400sec; lower-case h/m/s, hours < 24, minutes < 60, seconds < 62) and "" (0sec). A bare run of digits is
+  /// (-> 5400sec; lower-case h/m/s, hours < 24, minutes < 60, seconds < 60) and "" (0sec). A bare run of digits is
   /// seconds (Composer turns "5" into 50sec and rejects "7": docs/differences.md). Integer units must stay inside
   /// int64. Throws std::invalid_argument quoting `text` when it is not a Time string.
   static Time from_string(const std::string& text);
