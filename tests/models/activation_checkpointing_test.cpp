@@ -82,8 +82,11 @@ TEST(ActivationCheckpointingTest, OffloadedInputsGiveTheSameLossAndGradients) {
     return m.name().find("GPTBlock") != std::string::npos;
   };
   EXPECT_EQ(nn::apply_activation_checkpointing(*offloaded, blocks, /*offload_input=*/true), 3);
-  for (const auto& m : offloaded->modules())
-    if (auto* c = dynamic_cast<nn::CheckpointedLayer*>(m.get())) EXPECT_TRUE(c->offloads_input());
+  for (const auto& m : offloaded->modules()) {
+    if (auto* c = dynamic_cast<nn::CheckpointedLayer*>(m.get())) {
+      EXPECT_TRUE(c->offloads_input());
+    }
+  }
   const auto [loss_a, grads_a] = step(*plain);
   const auto [loss_b, grads_b] = step(*offloaded);
   EXPECT_EQ(loss_a, loss_b);

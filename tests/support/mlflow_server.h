@@ -25,12 +25,23 @@ class MlflowServer {
     const std::string log = (dir / "server.log").string();
     const std::string store = "sqlite:///" + (dir / "mlflow.db").string();
     const std::string artifacts = (dir / "artifacts").string();
-    std::vector<std::string> argv{mlflow, "server", "--host", "127.0.0.1", "--port", std::to_string(port_),
-                                  "--backend-store-uri", store, "--artifacts-destination", artifacts, "--workers", "1"};
+    std::vector<std::string> argv{mlflow,
+                                  "server",
+                                  "--host",
+                                  "127.0.0.1",
+                                  "--port",
+                                  std::to_string(port_),
+                                  "--backend-store-uri",
+                                  store,
+                                  "--artifacts-destination",
+                                  artifacts,
+                                  "--workers",
+                                  "1"};
     std::vector<std::string> env;
     if (authenticated) {
       const std::string ini = (dir / "auth.ini").string();
-      std::ofstream(ini) << "[mlflow]\ndefault_permission = READ\ndatabase_uri = sqlite:///" << (dir / "auth.db").string()
+      std::ofstream(ini) << "[mlflow]\ndefault_permission = READ\ndatabase_uri = sqlite:///"
+                         << (dir / "auth.db").string()
                          << "\nadmin_username = admin\nadmin_password = " << admin_password()
                          << "\nauthorization_function = mlflow_token_auth:authenticate_request\n";
       argv.insert(argv.begin() + 2, {"--app-name", "basic-auth"});

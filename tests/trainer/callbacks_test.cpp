@@ -219,9 +219,10 @@ TEST(OptimizerMonitorTest, DecoupledAdamWAddsItsNormsUnlessTurnedOff) {
     trainer.fit();
     for (const std::string metric : {"moment", "param", "update"})
       EXPECT_EQ(mem->data.count("l2_norm/" + metric + "/module.0.weight"), optimizer_metrics ? 1u : 0u) << metric;
-    if (optimizer_metrics)
+    if (optimizer_metrics) {
       EXPECT_NEAR(mem->most_recent_values.at("l2_norm/param/module.0.weight"),
                   model->named_parameters()["module.0.weight"].norm().item<double>(), 1e-6);
+    }
   }
   EXPECT_THROW(OptimizerMonitor(OptimizerMonitorOptions().batch_log_interval(0)), std::invalid_argument);
 }
