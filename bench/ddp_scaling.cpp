@@ -2,7 +2,7 @@
 //   composer-cpp launch -n 2 -- build/bench/ddp_scaling [--batches N]     (and with -n 1 for the baseline)
 // Prints (rank 0): training samples/s through the Trainer (MLP 784-2048-2048-10, 64 samples per rank per batch),
 // then for the same model's ~20 MB of gradients: backward with and without the bucketed reducer, and one raw c10d
-// all-reduce of the same bytes.
+// all-reduce of the same bytes; and the cost of the ranks' agreement before each batch (an 8-byte all-reduce).
 #include "composer/composer.h"
 
 #include <torch/torch.h>
@@ -82,7 +82,19 @@ int main(int argc, char** argv) {
     dist::all_reduce(flat);
     raw = std::min(raw, seconds(s));
   }
+  // The ranks' agreement before each batch (Strategy::count_ranks_with: one 8-byte all-reduce), averaged over calls.
+  double agree = 0;
+  {
+    dist::barrier();
+    const int calls = 200;
+    auto s = Clock::now();
+    for (int i = 0; i < calls; ++i) (void)trainer.state().strategy->count_ranks_with(true);
+    agree = seconds(s) / calls;
+  }
+  const double step_s = train_s / static_cast<double>(batches);
   if (rank == 0) {
+    std::printf("batch agreement: %.1f us per batch, %.2f%% of a %.1f ms step\n", 1e6 * agree, 100 * agree / step_s,
+                1e3 * step_s);
     std::printf("ddp_scaling: world %lld, %d threads per rank, %.1f MB of gradients\n", static_cast<long long>(world),
                 at::get_num_threads(), bytes / 1e6);
     std::printf("train: %.0f samples/s (%lld batches of %d per rank)\n", samples_per_s, static_cast<long long>(batches),

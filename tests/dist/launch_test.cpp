@@ -31,8 +31,8 @@ TEST(LaunchTest, RanksThatCannotStartStopTheOthersAndNoOtherProcessIsSignalled) 
   bystander_argv.push_back("300");
   testing::ChildProcess bystander(bystander_argv);
   std::vector<std::string> argv = as_nobody;
-  for (const char* a : {"/usr/bin/prlimit", "--nproc=6", "--", COMPOSER_CPP, "launch", "-n", "10", "--", "/bin/sleep",
-                        "300"})
+  for (const char* a :
+       {"/usr/bin/prlimit", "--nproc=6", "--", COMPOSER_CPP, "launch", "-n", "10", "--", "/bin/sleep", "300"})
     argv.emplace_back(a);
   const auto start = std::chrono::steady_clock::now();
   const auto run = testing::run_worker(argv, 120);
