@@ -152,6 +152,17 @@ std::optional<int> SeqLengthWarmup::apply(Event event, State& state, Logger& log
     throw std::invalid_argument("SeqLengthWarmup needs max_duration in epochs or batches (as in Composer), got " +
                                 state.max_duration->to_string());
   }
+  // Composer divides by zero here; a warmup shorter than its length steps is an error naming why.
+  const auto warmup_batches = static_cast<int64_t>(static_cast<double>(total_batches) * options_.duration());
+  const int64_t steps = (options_.max_seq_length() - options_.min_seq_length()) / options_.step_size();
+  if (steps > 0 && warmup_batches < steps) {
+    throw std::invalid_argument(
+        "SeqLengthWarmup: duration " + std::to_string(options_.duration()) + " of " + std::to_string(total_batches) +
+        " batches is " + std::to_string(warmup_batches) + " warmup batches, fewer than the " + std::to_string(steps) +
+        " length steps from min_seq_length " + std::to_string(options_.min_seq_length()) + " to max_seq_length " +
+        std::to_string(options_.max_seq_length()) + " in steps of " + std::to_string(options_.step_size()) +
+        "; raise duration or step_size, or train longer");
+  }
   const int64_t length =
       functional::warmup_sequence_length(state.timestamp.batch, total_batches, options_.duration(),
                                          options_.min_seq_length(), options_.max_seq_length(), options_.step_size());

@@ -128,6 +128,19 @@ TEST(SeqLengthWarmupTest, BadBatchesAndDurationsAreNamed) {
         t.fit();
       },
       "needs token batches with an 'input_ids' field");
+  // Fewer warmup batches (2) than length steps (8 -> 32 in steps of 8: 3): Composer divides by zero.
+  expect_error(
+      [] {
+        Trainer t(
+            composer::testing::quiet_options(composer::testing::tiny_gpt())
+                .train_dataloader(composer::testing::tiny_token_loader(8, 32))
+                .max_duration(Time::from_batch(2))
+                .algorithms({algorithms::make_algorithm(
+                    "seq_length_warmup",
+                    {{"min_seq_length", "8"}, {"max_seq_length", "32"}, {"step_size", "8"}, {"duration", "1"}})}));
+        t.fit();
+      },
+      "is 2 warmup batches, fewer than the 3 length steps from min_seq_length 8 to max_seq_length 32 in steps of 8");
   Batch images(torch::zeros({2, 3, 4, 4}), torch::zeros({2}, torch::kLong));
   expect_error([&] { functional::set_batch_sequence_length(images, 2); }, "'target' has shape [2]");
   expect_error([&] { functional::set_batch_sequence_length(images, 2, /*truncate=*/false); }, "needs an 'input_ids'");
