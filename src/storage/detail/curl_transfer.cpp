@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -168,6 +169,12 @@ CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double 
     backoff(attempt);
     r = perform(request);
     if (!r.transient()) return r;
+    if (attempt + 1 < attempts) {  // a stalled or failing store says so at every retry, not only at the end
+      std::cerr << "composer: object store: " << request.method << " " << request.url << " "
+                << (r.status == 0 ? "got no answer (" + r.error + ")" : "answered HTTP " + std::to_string(r.status))
+                << " on attempt " << attempt + 1 << " of " << attempts << "; retrying (timeout " << timeout_s
+                << " s per attempt)\n";
+    }
   }
   return r;
 }
