@@ -172,26 +172,40 @@ std::vector<std::pair<std::string, std::string>> StreamingDataset::column_encodi
   return out;
 }
 
+namespace {
+
+/// Why `path` does not hold `f` ("" when it does): missing, its size, then its digest when `algo` is set and listed.
+std::string damage(const std::string& path, const detail::MdsFile& f, const std::string& algo) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) return "is missing";
+  if (static_cast<int64_t>(size) != f.bytes)
+    return "has " + std::to_string(size) + " bytes; the index says " + std::to_string(f.bytes);
+  if (!algo.empty() && f.hashes.count(algo) && detail::file_digest(path, algo) != f.hashes.at(algo))
+    return "fails its " + algo + " check (damaged)";
+  return "";
+}
+
+}  // namespace
+
 void StreamingDataset::fetch(int64_t shard) const {
   const detail::MdsShard& s = *shards_[static_cast<size_t>(shard)];
   const std::string raw = local_path(s.raw.basename);
+  const std::string& algo = options_.validate_hash();
+  const bool zipped = !s.compression.empty(), remote = !options_.remote().empty();
   std::error_code ec;
-  if (fs::exists(raw, ec) && static_cast<int64_t>(fs::file_size(raw, ec)) == s.raw.bytes) return;
-  auto check = [&](const std::string& path, const detail::MdsFile& f) {
-    if (static_cast<int64_t>(fs::file_size(path, ec)) != f.bytes)
-      throw std::runtime_error("StreamingDataset: shard '" + path + "' has " + std::to_string(fs::file_size(path, ec)) +
-                               " bytes; the index says " + std::to_string(f.bytes));
-    const std::string& algo = options_.validate_hash();
-    if (algo.empty() || !f.hashes.count(algo)) return;
-    if (detail::file_digest(path, algo) != f.hashes.at(algo))
-      throw std::runtime_error("StreamingDataset: shard '" + path + "' fails its " + algo + " check (damaged)");
-  };
-  const bool zipped = !s.compression.empty();
+  if (fs::exists(raw, ec)) {
+    // A shard already here is checked as a fetched one is (Streaming checks only what it downloads or decompresses).
+    const std::string why = damage(raw, s.raw, algo);
+    if (why.empty()) return;
+    if (!remote && !(zipped && fs::exists(local_path(s.zip.basename), ec)))
+      throw std::runtime_error("StreamingDataset: shard '" + raw + "' " + why +
+                               "; kept, as it is the only copy (no remote, no compressed file to read it again from)");
+    fs::remove(raw, ec);  // read again below, from the remote or the compressed file
+  }
   const detail::MdsFile& wanted = zipped ? s.zip : s.raw;
   const std::string local = local_path(wanted.basename);
-  if (!(fs::exists(local, ec) && static_cast<int64_t>(fs::file_size(local, ec)) == wanted.bytes)) {
-    if (options_.remote().empty())
-      throw std::runtime_error("StreamingDataset: shard '" + local + "' is missing and there is no remote to fetch it");
+  if (remote && damage(local, wanted, "") != "") {
     evict_if_needed(shard, wanted.bytes + (zipped ? s.raw.bytes : 0));  // room first, as Streaming makes it
     for (int64_t attempt = 1;; ++attempt) {
       try {
@@ -202,22 +216,23 @@ void StreamingDataset::fetch(int64_t shard) const {
       }
     }
   }
-  try {
-    check(local, wanted);
-  } catch (...) {
-    fs::remove(local, ec);  // never keep a damaged shard in the cache
-    throw;
+  if (const std::string why = damage(local, wanted, algo); !why.empty()) {
+    if (!remote)  // the only copy: never deleted
+      throw std::runtime_error(
+          "StreamingDataset: shard '" + local + "' " + why +
+          (why == "is missing" ? " and there is no remote to fetch it" : "; kept, as it is the only copy"));
+    fs::remove(local, ec);  // never keep a damaged download in the cache
+    throw std::runtime_error("StreamingDataset: shard '" + local + "' " + why +
+                             "; removed from the cache (read again from '" + options_.remote() + "' next time)");
   }
   if (zipped) {
     detail::zstd_decompress_file(local, raw);
-    try {
-      check(raw, s.raw);
-    } catch (...) {
-      fs::remove(raw, ec);
-      throw;
+    if (const std::string why = damage(raw, s.raw, algo); !why.empty()) {
+      fs::remove(raw, ec);  // made from the compressed file, which stays
+      throw std::runtime_error("StreamingDataset: shard '" + raw + "', decompressed from '" + local + "', " + why);
     }
     // Without a remote the compressed file is the only copy: kept, as Streaming keeps it (safe_keep_zip).
-    if (!options_.keep_zip() && !options_.remote().empty()) fs::remove(local, ec);
+    if (!options_.keep_zip() && remote) fs::remove(local, ec);
   }
 }
 
@@ -300,6 +315,7 @@ std::shared_ptr<const detail::MappedFile> StreamingDataset::shard_file(int64_t s
     fetch(shard);
     const std::string path = local_path(shards_[shard]->raw.basename);
     file = std::make_shared<const detail::MappedFile>(path);
+    detail::check_mds_header(*file, shards_[shard]->samples, "StreamingDataset: shard '" + path + "'");
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -372,11 +388,17 @@ Batch StreamingDataset::get_batch(const at::Tensor& indices) const {
   std::vector<std::pair<std::string, at::Tensor>> fields;
   for (size_t c = 0; c < batch_columns_.size(); ++c) {
     const std::string& name = shards_[0]->columns[batch_columns_[c]].name;
-    try {
-      fields.emplace_back(name, at::stack(columns[c]));
-    } catch (const c10::Error&) {
-      throw std::runtime_error("StreamingDataset: column '" + name + "' has samples of different shapes in one batch");
-    }
+    for (int64_t k = 1; k < n; ++k)
+      if (columns[c][k].sizes() != columns[c][0].sizes()) {
+        auto sample = [&](int64_t j) {
+          const int64_t id = idx.data_ptr<int64_t>()[j];
+          return "sample " + std::to_string(id) + " (shard '" + shards_[locate(id).first]->raw.basename + "') has " +
+                 c10::str(columns[c][j].sizes());
+        };
+        throw std::runtime_error("StreamingDataset: column '" + name + "' has samples of different shapes in one " +
+                                 "batch: " + sample(0) + ", " + sample(k));
+      }
+    fields.emplace_back(name, at::stack(columns[c]));
   }
   return Batch(std::move(fields));
 }

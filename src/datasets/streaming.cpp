@@ -31,6 +31,29 @@ struct StreamingFields {
   }
 };
 
+/// What the model was shaped for, checked on every batch: images of the first sample's size, labels in
+/// [0, num_classes). A sample that breaks it names the data set's key, the column and the value.
+struct BatchCheck {
+  std::string where, input, label;
+  std::vector<int64_t> image;  // [C, H, W], or empty: not images
+  int64_t num_classes = 0;
+
+  void operator()(const Batch& b) const {
+    if (!image.empty() && b.input().sizes().slice(1) != at::IntArrayRef(image))
+      throw std::runtime_error(
+          where + "column '" + input + "' holds images of " + c10::str(b.input().sizes().slice(1)) +
+          "; the first sample's, which the model was shaped for, are " + c10::str(at::IntArrayRef(image)));
+    if (num_classes <= 0 || label.empty()) return;
+    const at::Tensor y = b.target();
+    if (y.is_floating_point() || y.numel() == 0) return;
+    const int64_t lo = y.min().item<int64_t>(), hi = y.max().item<int64_t>();
+    if (lo < 0 || hi >= num_classes)
+      throw std::runtime_error(where + "column '" + label + "' holds the label " + std::to_string(lo < 0 ? lo : hi) +
+                               ", outside num_classes = " + std::to_string(num_classes) + " (labels 0 to " +
+                               std::to_string(num_classes - 1) + ")");
+  }
+};
+
 }  // namespace
 
 DatasetRegistry::Entry streaming_entry() {
@@ -52,13 +75,23 @@ DatasetRegistry::Entry streaming_entry() {
         DataSource source;
         const Batch first = ds->get_batch(at::zeros({1}, at::kLong));
         const at::Tensor x = first.input();
+        const std::string where = h.where() + (h.where().empty() ? "" : ": ");
+        BatchCheck check{
+            where, first.fields()[0].first, first.size() > 1 ? first.fields()[1].first : "", {}, f.num_classes};
         if (x.scalar_type() == at::kByte && x.dim() == 4) {  // images: [N, C, H, W] pixels
           source.channels = x.size(1);
           source.image_size = x.size(2);
+          check.image = x.sizes().slice(1).vec();
           const ImageTransformOptions t = ImageTransformOptions().mean(f.mean).std(f.stdev);
-          lo.transform([t, normalize = make_image_transform(t)](Batch b, at::Generator& gen) {
+          lo.transform([t, check, normalize = make_image_transform(t)](Batch b, at::Generator& gen) {
+            check(b);
             b.set(int64_t{0}, b.input().to(at::kFloat).div_(255.0));
             return normalize(std::move(b), gen);
+          });
+        } else if (f.num_classes > 0 && first.size() > 1) {
+          lo.transform([check](Batch b, at::Generator&) {
+            check(b);
+            return b;
           });
         }
         source.num_classes = f.num_classes;

@@ -8,6 +8,8 @@
   mds_write.py images OUT IMAGES_GZ N             the first N Fashion-MNIST images as 'jpeg' and 'png' (mode L),
                                                    in color (mode RGB, the image tinted per channel) as 'jpeg',
                                                    'png', 'list[png]' and 'jpeg_array' (the gray and color JPEGs)
+  mds_write.py mixed OUT                           8 random 'pil' images with 'int' labels 0..7: seven of 28x28,
+                                                   sample 6 of 24x24 (a data set with one odd image)
   mds_write.py read OUT I...                       prints the samples at I... as read by streaming.StreamingDataset
 """
 import gzip
@@ -54,6 +56,12 @@ def main():
                 tokens = np.array([ord(c) % 65536 for c in window], np.uint16)
                 w.write({"tokens": tokens, "text": window, "offset": i * 97, "score": i / 7.0,
                          "raw": window.encode("utf-8"), "meta": {"i": i}})
+    elif kind == "mixed":
+        rng = np.random.default_rng(0)
+        with MDSWriter(out=out, columns={"image": "pil", "label": "int"}, size_limit=1 << 12) as w:
+            for i in range(8):
+                side = 24 if i == 6 else 28
+                w.write({"image": Image.fromarray(rng.integers(0, 256, (side, side), np.uint8)), "label": i})
     elif kind == "pkl":
         with MDSWriter(out=out, columns={"obj": "pkl", "label": "int"}) as w:
             w.write({"obj": {"a": 1}, "label": 1})

@@ -8,6 +8,7 @@
 #include "support/run_files.h"
 
 #include "composer/data/streaming_dataset.h"
+#include "composer/datasets/registry.h"
 #include "data/detail/mds.h"
 
 #include <ATen/ATen.h>
@@ -335,6 +336,121 @@ TEST(StreamingDatasetTest, OrderPartitionsOverRanksAndResumesOnAnotherWorldSize)
   std::set<int64_t> all(before.begin(), before.end());
   all.insert(after.begin(), after.end());
   EXPECT_EQ(all.size(), 301u);  // no sample twice, none missed
+}
+
+/// Flips one byte of a file in place (its size unchanged).
+void flip_byte(const fs::path& file, std::streamoff at) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(at);
+  const char c = static_cast<char>(f.get());
+  f.seekp(at);
+  f.put(static_cast<char>(c ^ 0x55));
+}
+
+std::string first_error_reading(const StreamingDataset& ds) {
+  for (int64_t i = 0; i < ds.size(); ++i) {
+    try {
+      ds.get_batch(at::tensor({i}, at::kLong));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+  return "";
+}
+
+// Local shards (no remote: the only copy) are checked as downloaded ones are, and never deleted; an index or a shard
+// that does not hold what the index says is named.
+TEST(StreamingDatasetTest, LocalShardsAreCheckedAndTheOnlyCopyIsKept) {
+  COMPOSER_REQUIRE_PYTHON("streaming PIL");
+  COMPOSER_REQUIRE_DATA(testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"));
+  COMPOSER_REQUIRE_DATA(testing::data_path("text/mobydick.txt"));
+  const fs::path dir = testing::fresh_dir("mds_local_damage");
+  write_mds({"fashion", (dir / "raw").string(), testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"),
+             testing::data_path("fashion-mnist/train-labels-idx1-ubyte.gz"), "200"});
+  const fs::path shard = dir / "raw" / "shard.00001.mds";
+  ASSERT_TRUE(fs::exists(shard));
+  flip_byte(shard, static_cast<std::streamoff>(fs::file_size(shard) - 100));
+  // Without validate_hash nothing is checked (as Streaming); with it, the flipped byte is found and the file kept.
+  EXPECT_EQ(first_error_reading(StreamingDataset(StreamingDatasetOptions().local((dir / "raw").string()))), "");
+  const std::string flipped = first_error_reading(
+      StreamingDataset(StreamingDatasetOptions().local((dir / "raw").string()).validate_hash("sha1")));
+  EXPECT_NE(flipped.find("shard.00001.mds' fails its sha1 check (damaged); kept, as it is the only copy"),
+            std::string::npos)
+      << flipped;
+  EXPECT_TRUE(fs::exists(shard));
+
+  // A local zstd shard that fails its hash is the only copy: named, and still there.
+  write_mds({"text", (dir / "zstd").string(), testing::data_path("text/mobydick.txt"), "120"});
+  fs::path zip;
+  for (const auto& e : fs::directory_iterator(dir / "zstd"))
+    if (e.path().extension() == ".zstd") zip = e.path();
+  ASSERT_FALSE(zip.empty());
+  flip_byte(zip, 30);
+  const std::string zipped = first_error_reading(
+      StreamingDataset(StreamingDatasetOptions().local((dir / "zstd").string()).validate_hash("sha1")));
+  EXPECT_NE(zipped.find(zip.filename().string() + "' fails its sha1 check (damaged); kept, as it is the only copy"),
+            std::string::npos)
+      << zipped;
+  EXPECT_TRUE(fs::exists(zip));
+
+  // A shard of the wrong size is not "missing"; one whose header disagrees with the index is named.
+  write_mds({"fashion", (dir / "cut").string(), testing::data_path("fashion-mnist/train-images-idx3-ubyte.gz"),
+             testing::data_path("fashion-mnist/train-labels-idx1-ubyte.gz"), "200"});
+  const fs::path cut = dir / "cut" / "shard.00000.mds";
+  fs::resize_file(cut, fs::file_size(cut) - 7);
+  const std::string short_file =
+      first_error_reading(StreamingDataset(StreamingDatasetOptions().local((dir / "cut").string())));
+  EXPECT_NE(short_file.find("shard.00000.mds' has " + std::to_string(fs::file_size(cut)) + " bytes; the index says " +
+                            std::to_string(fs::file_size(cut) + 7) + "; kept"),
+            std::string::npos)
+      << short_file;
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(dir / "raw" / "index.json"));
+  const int64_t held = index["shards"][0]["samples"].get<int64_t>();
+  index["shards"][0]["samples"] = held + 1;
+  std::ofstream(dir / "raw" / "index.json") << index.dump();
+  const std::string header = testing::any_error_of(
+      [&] { StreamingDataset(StreamingDatasetOptions().local((dir / "raw").string())).get_batch(at::tensor({0})); });
+  EXPECT_NE(header.find("shard.00000.mds': its header says it holds " + std::to_string(held) +
+                        " samples; the index says " + std::to_string(held + 1)),
+            std::string::npos)
+      << header;
+  index["version"] = 3;
+  std::ofstream(dir / "raw" / "index.json") << index.dump();
+  const std::string version =
+      testing::any_error_of([&] { StreamingDataset(StreamingDatasetOptions().local((dir / "raw").string())); });
+  EXPECT_NE(version.find("index.json: index version 3 (expected 2"), std::string::npos) << version;
+}
+
+// Through `dataset: streaming`: labels outside num_classes and an image of another size name the key and the column.
+TEST(StreamingDatasetTest, LabelsAndImageSizesNameTheKeyAndColumn) {
+  COMPOSER_REQUIRE_PYTHON("streaming PIL");
+  const fs::path dir = testing::fresh_dir("mds_mixed");
+  write_mds({"mixed", (dir / "mds").string()});
+  auto read_all = [&](const std::map<std::string, std::string>& extra) {
+    std::map<std::string, std::string> keys{{"local", (dir / "mds").string()}, {"batch_size", "4"}};
+    for (const auto& [k, v] : extra) keys[k] = v;
+    return testing::any_error_of([&] {
+      const auto source = datasets::dataset_registry().make("streaming", keys, "train_data", datasets::DataRequest{});
+      source->loader->set_epoch(0);
+      source->loader->reset();
+      while (source->loader->next()) {
+      }
+    });
+  };
+  const std::string size = read_all({{"shuffle", "false"}});
+  EXPECT_NE(size.find("column 'image' has samples of different shapes in one batch: sample 4 (shard"),
+            std::string::npos)
+      << size;
+  EXPECT_NE(size.find("has [1, 24, 24]"), std::string::npos) << size;
+  const std::string labels = read_all({{"shuffle", "false"}, {"num_classes", "3"}, {"batch_size", "1"}});
+  EXPECT_NE(labels.find("train_data: column 'label' holds the label 3, outside num_classes = 3 (labels 0 to 2)"),
+            std::string::npos)
+      << labels;
+  const std::string one_by_one = read_all({{"shuffle", "false"}, {"batch_size", "1"}});
+  EXPECT_NE(one_by_one.find("train_data: column 'image' holds images of [1, 24, 24]; the first sample's, which the "
+                            "model was shaped for, are [1, 28, 28]"),
+            std::string::npos)
+      << one_by_one;
 }
 
 TEST(StreamingDatasetTest, BadInputsAreClearErrors) {

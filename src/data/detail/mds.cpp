@@ -85,6 +85,9 @@ std::vector<MdsShard> parse_mds_index(const nlohmann::json& index, const std::st
   auto bad = [&](const std::string& what) { throw std::invalid_argument(where + ": " + what); };
   if (!index.is_object() || !index.contains("shards") || !index["shards"].is_array())
     bad("not a Streaming index (expected {\"version\": 2, \"shards\": [...]})");
+  if (!index.contains("version") || index["version"] != 2)
+    bad("index version " + (index.contains("version") ? index["version"].dump() : std::string("missing")) +
+        " (expected 2, the version MosaicML Streaming writes and reads)");
   std::vector<MdsShard> shards;
   for (size_t i = 0; i < index["shards"].size(); ++i) {
     const auto& s = index["shards"][i];
@@ -154,6 +157,17 @@ MappedFile::MappedFile(const std::string& path) {
 
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<char*>(data_), size_);
+}
+
+void check_mds_header(const MappedFile& shard, int64_t samples, const std::string& where) {
+  if (shard.size() < 4) throw std::runtime_error(where + ": " + std::to_string(shard.size()) + " bytes, no header");
+  const uint32_t n = read_le<uint32_t>(shard.data());
+  if (static_cast<int64_t>(n) != samples)
+    throw std::runtime_error(where + ": its header says it holds " + std::to_string(n) + " samples; the index says " +
+                             std::to_string(samples) + " (the index and the shard do not belong together)");
+  if ((static_cast<size_t>(n) + 2) * 4 > shard.size())
+    throw std::runtime_error(where + ": the table of " + std::to_string(n) + " samples runs past the file's " +
+                             std::to_string(shard.size()) + " bytes");
 }
 
 std::string_view mds_sample(const MappedFile& shard, int64_t i, const std::string& where) {

@@ -49,6 +49,8 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+/// Checks a raw shard's header against its index entry: the sample count it holds and a table that fits the file.
+void check_mds_header(const MappedFile& shard, int64_t samples, const std::string& where);
 /// Sample `i` of a raw shard: its bytes (checked against the shard's table).
 std::string_view mds_sample(const MappedFile& shard, int64_t i, const std::string& where);
 /// The column values of a sample, split by the fixed sizes and the size prefixes.
