@@ -4,6 +4,7 @@
 #include "composer/storage/local_object_store.h"
 #include "composer/storage/s3_object_store.h"
 
+#include <mutex>
 #include <stdexcept>
 
 namespace composer {
@@ -65,6 +66,31 @@ bool is_object_store_uri(const std::string& text) {
   for (size_t i = 0; i < sep; ++i)
     if (!std::isalnum(static_cast<unsigned char>(text[i])) && text[i] != '+' && text[i] != '-') return false;
   return true;
+}
+
+namespace {
+
+std::mutex defaults_mutex;
+ObjectStoreOptions& defaults() {
+  static ObjectStoreOptions options;
+  return options;
+}
+
+}  // namespace
+
+void set_default_object_store_options(const ObjectStoreOptions& options) {
+  options.validate();
+  std::lock_guard<std::mutex> lock(defaults_mutex);
+  defaults() = options;
+}
+
+ObjectStoreOptions default_object_store_options() {
+  std::lock_guard<std::mutex> lock(defaults_mutex);
+  return defaults();
+}
+
+std::unique_ptr<ObjectStore> make_object_store(const std::string& uri) {
+  return make_object_store(uri, default_object_store_options());
 }
 
 std::unique_ptr<ObjectStore> make_object_store(const std::string& uri, const ObjectStoreOptions& options) {

@@ -6,8 +6,11 @@
 #include "support/moto_server.h"
 #include "support/python.h"
 #include "support/scoped_env.h"
+#include "support/silent_listener.h"
 
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 #include <fstream>
 #include <iostream>
@@ -128,6 +131,32 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_NE(err.str().find("LabelSmoothing.smoothing must be in [0.0, 1.0], got 1.5"), std::string::npos) << err.str();
 }
 
+// object_store: {...} sets the options of every store the run makes: a load_path on an endpoint that accepts
+// connections and never answers fails after num_attempts x timeout, saying so at each retry (it was 5 x 120 s).
+TEST_F(CliTest, ObjectStoreTimeoutsComeFromYaml) {
+  const testing::SilentListener silent;
+  const std::string url = silent.url() + "/ckpt.pt";
+  ::testing::internal::CaptureStderr();
+  const auto start = std::chrono::steady_clock::now();
+  const int status =
+      train(config("silent.yaml", synthetic("load_path: " + url + "\nobject_store: {timeout: 1, num_attempts: 2}\n")));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(status, 0);
+  EXPECT_LT(seconds, 30.0);
+  EXPECT_NE(said.find("on attempt 1 of 2; retrying (timeout 1 s per attempt)"), std::string::npos) << said;
+  EXPECT_NE(err.str().find("ckpt.pt"), std::string::npos) << err.str();
+  EXPECT_EQ(default_object_store_options().timeout(), 1.0);
+  // The next run without the section is back to the defaults; bad values and keys name the section.
+  ASSERT_EQ(train(config("plain.yaml", synthetic())), 0) << err.str();
+  EXPECT_EQ(default_object_store_options().timeout(), 120.0);
+  EXPECT_EQ(train(config("bad.yaml", synthetic("object_store: {num_attempts: 0}\n"))), 2);
+  EXPECT_NE(err.str().find("object_store: ObjectStoreOptions: num_attempts = 0: expected >= 1"), std::string::npos)
+      << err.str();
+  EXPECT_EQ(train(config("typo.yaml", synthetic("object_store: {timout: 3}\n"))), 2);
+  EXPECT_NE(err.str().find("object_store.timout: unknown hyperparameter"), std::string::npos) << err.str();
+}
+
 // Values that LibTorch or the loops would have refused later, without naming the key, are config errors naming it.
 TEST_F(CliTest, HostileValuesNameTheirKeys) {
   const auto expect = [&](const std::string& yaml, const std::vector<std::string>& overrides, const std::string& text) {
@@ -144,6 +173,13 @@ TEST_F(CliTest, HostileValuesNameTheirKeys) {
   expect(synthetic(), {"train_data={dataset: streaming, local: /nonexistent, num_classes: -3}"},
          "num_classes: expected 0 (not given) or a positive number of classes, got -3");
   expect("? [a, b]\n: 1\n" + synthetic(), {}, "a key at line 1 is a list; keys must be plain names");
+  // yaml-cpp folds every later line into a quote left open in a file that ends in a newline; PyYAML refuses it.
+  const std::string open_quote = synthetic() + "run_name: \"abc\nseed: 3\n";
+  const auto quote_line = std::count(open_quote.begin(), open_quote.end(), '\n') - 1;
+  expect(open_quote, {},
+         "line " + std::to_string(quote_line) + ": the double quote opened at column 11 is never closed");
+  for (const char* closed : {"run_name: \"it's \\\" here\"\n", "run_name: 'it''s \" here'\n"})
+    EXPECT_EQ(train(config("quotes.yaml", synthetic(closed))), 0) << closed << err.str();
   expect(synthetic(), {"algorithms=[{name: ema, half_life: 2ba, smoothing: 0.9}]"},
          "only one of half_life or smoothing may be set");
   // EMA's documented `half_life: null` (Python's None) unsets the optional field, so smoothing alone is used.

@@ -3,6 +3,7 @@
 #include "support/errors.h"
 #include "support/moto_server.h"
 #include "support/run_files.h"
+#include "support/silent_listener.h"
 
 #include "composer/storage/http_object_store.h"
 #include "composer/storage/local_object_store.h"
@@ -11,9 +12,6 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,21 +198,12 @@ TEST(ObjectStoreTest, UrisLocalStoreAndBadInputs) {
 // An endpoint that accepts connections and never answers: each attempt times out, and every retry is announced
 // (a stalled store used to be silent for attempts x timeout).
 TEST(HttpObjectStoreTest, AStoreThatNeverAnswersSaysSoAtEveryRetry) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(listener, 8), 0);  // the kernel accepts; nobody ever reads or answers
-  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const testing::SilentListener silent;
+  const std::string url = silent.url();
   HttpObjectStore store(url, ObjectStoreOptions().timeout(1).num_attempts(2));
   ::testing::internal::CaptureStderr();
   EXPECT_ANY_THROW(store.get_object_size("data.bin"));
   const std::string said = ::testing::internal::GetCapturedStderr();
-  ::close(listener);
   EXPECT_NE(said.find("composer: object store: HEAD " + url + "/data.bin got no answer ("), std::string::npos) << said;
   EXPECT_NE(said.find("on attempt 1 of 2; retrying (timeout 1 s per attempt)"), std::string::npos) << said;
 }

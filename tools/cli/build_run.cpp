@@ -117,8 +117,24 @@ std::shared_ptr<Profiler> build_profiler(const ConfigNode& n) {
 }
 
 // The keys that hold objects; every other top-level key is a field of TrainerOptions.
-const std::vector<std::string> kObjectKeys{"model",      "train_data", "eval_data", "optimizer", "schedulers",
-                                           "algorithms", "callbacks",  "loggers",   "profiler",  "parallelism_config"};
+const std::vector<std::string> kObjectKeys{"model",      "train_data",         "eval_data",   "optimizer",
+                                           "schedulers", "algorithms",         "callbacks",   "loggers",
+                                           "profiler",   "parallelism_config", "object_store"};
+
+// object_store: {timeout, num_attempts, endpoint_url, ...}: the options of every object store the run makes.
+void apply_object_store_options(const ConfigNode& n) {
+  try {
+    Hparams h(hparams_of(n, ""), n.path());
+    ObjectStoreOptions o = read_options(h, ObjectStoreOptions());
+    guard(n.path(), [&] {
+      set_default_object_store_options(o);
+      return 0;
+    });
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    throw ConfigError(what.rfind(n.path(), 0) == 0 ? what : n.path() + ": " + what);
+  }
+}
 
 void check_top_level_keys(const ConfigNode& root) {
   std::vector<std::string> allowed = kObjectKeys;
@@ -144,6 +160,8 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   RunSpec spec;
   const auto seed = static_cast<uint64_t>(ConfigNode::positive(root.get_int("seed", 42), "seed", /*allow_zero=*/true));
   seed_all(seed);  // before the model is built: the same seed gives the same initial weights
+  set_default_object_store_options(ObjectStoreOptions());
+  if (root.has("object_store")) apply_object_store_options(root.child("object_store"));
   if (!root.has("model")) throw ConfigError("model: required (a mapping with a 'name')");
   if (root.has("train_data")) {
     spec.train = build_data(root.child("train_data"), /*train=*/true, seed);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <type_traits>
@@ -131,6 +132,41 @@ void check_plain_keys(const YAML::Node& node, const std::string& path, const std
   }
 }
 
+/// Whether the quoted scalar opening at `pos` closes before the end of `text` (yaml-cpp accepts a quote left open
+/// at the end of a file that ends in a newline, folding every later line into the value).
+bool quote_closes(const std::string& text, size_t pos) {
+  const char q = text[pos];
+  for (size_t i = pos + 1; i < text.size(); ++i) {
+    if (q == '"' && text[i] == '\\') {
+      ++i;
+    } else if (text[i] == q) {
+      if (q == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;  // '' is a quote inside a single-quoted scalar
+        continue;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+void check_quotes_close(const YAML::Node& node, const std::string& text, const std::string& where) {
+  if (node.IsScalar() && node.Tag() == "!") {
+    const size_t pos = node.Mark().pos;
+    if (pos < text.size() && (text[pos] == '"' || text[pos] == '\'') && !quote_closes(text, pos))
+      throw ConfigError(where + "line " + std::to_string(node.Mark().line + 1) + ": the " +
+                        (text[pos] == '"' ? "double" : "single") + " quote opened at column " +
+                        std::to_string(node.Mark().column + 1) + " is never closed");
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      check_quotes_close(kv.first, text, where);
+      check_quotes_close(kv.second, text, where);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& e : node) check_quotes_close(e, text, where);
+  }
+}
+
 }  // namespace
 
 YAML::Node load_config_file(const std::string& path) {
@@ -139,12 +175,14 @@ YAML::Node load_config_file(const std::string& path) {
     throw ConfigError("config file '" + path + "' is a directory, expected a YAML file");
   std::ifstream in(path);
   if (!in) throw ConfigError("config file '" + path + "' cannot be opened: " + std::strerror(errno));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   YAML::Node root;
   try {
-    root = YAML::Load(in);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw ConfigError("config file '" + path + "' is not valid YAML: " + e.what());
   }
+  check_quotes_close(root, text, "config file '" + path + "': ");
   check_plain_keys(root, "", "config file '" + path + "': ");
   return root;
 }

@@ -119,7 +119,14 @@ bool is_object_store_uri(const std::string& text);
 /// The store for a URI's backend and bucket: s3:// (S3ObjectStore for the bucket), file:// (LocalObjectStore at "/"),
 /// http:// and https:// (HttpObjectStore for the host). Object names are then parse_uri(uri).path. Throws
 /// std::invalid_argument naming the URI for an unknown scheme or a missing bucket.
-std::unique_ptr<ObjectStore> make_object_store(const std::string& uri,
-                                               const ObjectStoreOptions& options = ObjectStoreOptions());
+std::unique_ptr<ObjectStore> make_object_store(const std::string& uri, const ObjectStoreOptions& options);
+/// The same with the process's default options (default_object_store_options()): what every store the library makes
+/// for a URI gets (save_folder, load_path, streaming remotes, RemoteUploaderDownloader, export_for_inference).
+std::unique_ptr<ObjectStore> make_object_store(const std::string& uri);
+
+/// The options make_object_store(uri) uses: ObjectStoreOptions() until set. `composer-cpp train` sets them from the
+/// config's `object_store:` section. Validated when set (std::invalid_argument naming the field).
+void set_default_object_store_options(const ObjectStoreOptions& options);
+ObjectStoreOptions default_object_store_options();
 
 }  // namespace composer
