@@ -61,6 +61,15 @@ void update_averaged_weights(AveragedWeights& averaged, const torch::nn::Module&
       avg.add_((current - avg) / (n + 1.0));
     }
   }
+  // As torch's AveragedModel (use_buffers=False): buffers are not averaged; they follow the model's at every update.
+  for (const auto& item : model.named_buffers()) {
+    const at::Tensor current = item.value().detach().to(at::kCPU);
+    auto it = averaged.buffers.find(item.key());
+    if (it != averaged.buffers.end() && it->second.sizes() == current.sizes())
+      it->second.copy_(current);
+    else
+      averaged.buffers[item.key()] = current.clone();
+  }
   ++averaged.n_averaged;
 }
 

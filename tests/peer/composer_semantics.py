@@ -207,12 +207,15 @@ def averaged_model(spec):
     import torch
 
     model = torch.nn.Linear(len(spec['weights'][0]), 1, bias=False)
+    model.register_buffer('running', torch.zeros(len(spec['weights'][0])))
     averaged = torch.optim.swa_utils.AveragedModel(model, device=torch.device('cpu'))
     for w in spec['weights']:
         with torch.no_grad():
             model.weight.copy_(torch.tensor([w]))
+            model.running.copy_(torch.tensor(w) * 10)  # a buffer that moves as BatchNorm's running stats do
         averaged.update_parameters(model)
-    return {'weight': averaged.module.weight.detach().flatten().tolist(), 'n_averaged': int(averaged.n_averaged)}
+    return {'weight': averaged.module.weight.detach().flatten().tolist(), 'n_averaged': int(averaged.n_averaged),
+            'running': averaged.module.running.tolist()}
 
 
 def should_selective_backprop(spec):

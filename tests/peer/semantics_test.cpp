@@ -571,11 +571,14 @@ TEST(PeerSemanticsTest, SWAMatchesTorchSwaUtils) {
     ASSERT_EQ(ours.size(), theirs.size());
     for (size_t k = 0; k < ours.size(); ++k) EXPECT_NEAR(ours[k], theirs[k], 1e-12) << "case " << i << " step " << k;
   }
-  nn::Linear model(nn::LinearOptions(2, 1).bias(false));
+  torch::nn::Module model;
+  at::Tensor weight = model.register_parameter("weight", torch::zeros({1, 2}));
+  at::Tensor running = model.register_buffer("running", torch::zeros({2}));
   auto averaged = functional::AveragedWeights::of(model);
   for (const auto& w : weights) {
     at::NoGradGuard no_grad;
-    model.weight.copy_(torch::tensor(w.get<std::vector<double>>(), at::kFloat).view({1, 2}));
+    weight.copy_(torch::tensor(w.get<std::vector<double>>(), at::kFloat).view({1, 2}));
+    running.copy_(torch::tensor(w.get<std::vector<double>>(), at::kFloat) * 10);
     functional::update_averaged_weights(averaged, model);
   }
   const json& a = answers["averaged_model"][0];
@@ -583,6 +586,16 @@ TEST(PeerSemanticsTest, SWAMatchesTorchSwaUtils) {
   const auto theirs = a["weight"].get<std::vector<double>>();
   for (size_t k = 0; k < theirs.size(); ++k)
     EXPECT_FLOAT_EQ(averaged.parameters.at("weight").view(-1)[static_cast<int64_t>(k)].item<float>(), theirs[k]);
+  // The buffers are the model's at the last update (AveragedModel keeps them in sync; they are not averaged), and
+  // loading the average into the model gives it those, as Composer's SWA does at swa_end.
+  const auto their_running = a["running"].get<std::vector<double>>();
+  {
+    at::NoGradGuard no_grad;
+    running.fill_(0);
+  }
+  functional::load_averaged_weights(averaged, model);
+  for (size_t k = 0; k < their_running.size(); ++k)
+    EXPECT_FLOAT_EQ(running[static_cast<int64_t>(k)].item<float>(), their_running[k]) << "running[" << k << "]";
 }
 
 TEST(PeerSemanticsTest, SelectiveBackpropSchedulesAsComposer) {

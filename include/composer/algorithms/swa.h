@@ -26,7 +26,8 @@ std::string field_text(AnnealStrategy value);
 void read_field(Hparams& hparams, const std::string& key, AnnealStrategy& value);
 
 /// The running mean of a model's parameters (torch's AveragedModel with its default average, on the CPU), with the
-/// model's buffers as they were when it was made (AveragedModel averages no buffers by default).
+/// model's buffers as they were at the last update (AveragedModel, use_buffers=False, averages no buffers and keeps
+/// them in sync with the model's).
 struct AveragedWeights {
   std::map<std::string, at::Tensor> parameters;
   std::map<std::string, at::Tensor> buffers;
@@ -36,7 +37,8 @@ struct AveragedWeights {
 };
 
 /// AveragedModel.update_parameters: the first call copies `model`'s parameters, call n + 1 sets
-/// avg = avg + (p - avg) / (n + 1). Throws std::invalid_argument when a parameter is missing or differs in shape.
+/// avg = avg + (p - avg) / (n + 1); the buffers become copies of the model's. Throws std::invalid_argument when a
+/// parameter is missing or differs in shape.
 void update_averaged_weights(AveragedWeights& averaged, const torch::nn::Module& model);
 /// Loads the averaged parameters and the kept buffers into `model` (load_state_dict of the averaged module).
 void load_averaged_weights(const AveragedWeights& averaged, torch::nn::Module& model);
@@ -100,7 +102,7 @@ struct SWAOptions {
 /// At BATCH_END (update_interval in 'ba') or EPOCH_END ('ep') from swa_start on: the first time, snapshots the model
 /// (functional::AveragedWeights) and with schedule_swa_lr builds a SWALR towards the run's last learning rate (1.0
 /// without a scheduler, as Composer); then every update_interval-th time averages the weights and steps the SWALR.
-/// At swa_end the averaged weights (and the buffers of the snapshot) are loaded into the model and SWA stops. The
+/// At swa_end the averaged weights (and the buffers of the last update) are loaded into the model and SWA stops. The
 /// state (average, counters, SWALR) is in the checkpoint. Requires one parameter group and at most one scheduler
 /// when schedule_swa_lr is set.
 class SWA : public Algorithm {
