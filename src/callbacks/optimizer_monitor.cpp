@@ -2,6 +2,7 @@
 
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
+#include "composer/dist/strategy.h"
 #include "composer/models/composer_model.h"
 #include "composer/optim/optimizer.h"
 
@@ -23,12 +24,16 @@ void OptimizerMonitor::batch_end(State& state, Logger& logger) {
   const auto* reporter = dynamic_cast<const optim::Optimizer*>(state.optimizer.get());
   std::map<std::string, double> metrics;
   at::NoGradGuard no_grad;
+  // The strategy answers for the gradients it holds (FSDP: the shards, reduced over the ranks).
+  const auto norms = state.strategy ? state.strategy->gradient_norms(*state.model)
+                                    : dist::SingleProcess().gradient_norms(*state.model);
   for (const auto& item : state.model->named_parameters()) {
     const at::Tensor& p = item.value();
-    if (!p.requires_grad() || !p.grad().defined()) continue;
-    if (reporter && options_.log_optimizer_metrics()) reporter->report_per_parameter_metrics(p, item.key(), metrics);
+    if (!p.requires_grad() || !norms.count(item.key())) continue;
+    if (reporter && options_.log_optimizer_metrics() && p.grad().defined())
+      reporter->report_per_parameter_metrics(p, item.key(), metrics);
     const std::string key = "l2_norm/grad/" + item.key();
-    if (!metrics.count(key)) metrics[key] = at::linalg_vector_norm(p.grad()).item<double>();
+    if (!metrics.count(key)) metrics[key] = norms.at(item.key());
   }
   double squares = 0.0;
   for (const auto& [key, value] : metrics)

@@ -32,9 +32,10 @@ void CheckpointSaverOptions::validate() const {
     throw std::invalid_argument(std::string("save_folder ") + e.what());
   }
   if (filename_.empty()) throw std::invalid_argument("CheckpointSaver.filename must not be empty");
-  if (num_checkpoints_to_keep_ == 0 || num_checkpoints_to_keep_ < -1) {
-    throw std::invalid_argument("CheckpointSaver.num_checkpoints_to_keep must be -1 (all) or >= 1, got " +
-                                std::to_string(num_checkpoints_to_keep_) + " (0 needs an object store to upload to)");
+  if ((num_checkpoints_to_keep_ == 0 && !is_object_store_uri(folder_)) || num_checkpoints_to_keep_ < -1) {
+    throw std::invalid_argument("CheckpointSaver.num_checkpoints_to_keep must be -1 (all) or >= 0, got " +
+                                std::to_string(num_checkpoints_to_keep_) +
+                                " (0 keeps no local copy: it needs an object-store folder, s3:// or file://)");
   }
   if (num_concurrent_uploads_ < 1) {
     throw std::invalid_argument("CheckpointSaver.num_concurrent_uploads must be >= 1, got " +
@@ -85,6 +86,13 @@ void upload_rank_files(RemoteUploader& uploader, const std::string& key, const f
   throw_any_rank_error(error, "could not upload its part of '" + dir.filename().string() + "'");
   std::error_code ec;
   if (!rank0) fs::remove_all(dir, ec);  // uploaded; rank 0 keeps its copy until retention removes it
+}
+
+/// num_checkpoints_to_keep 0: every local copy goes once it is staged for upload (the uploader keeps its own copy).
+void drop_local_copies(std::vector<std::string>& saved) {
+  std::error_code ec;
+  for (const auto& path : saved) fs::remove_all(path, ec);
+  saved.clear();
 }
 
 }  // namespace
@@ -292,11 +300,10 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
     saved_.pop_back();
     throw;
   }
-  if (!options_.latest_filename().empty()) {
-    replace_symlink(name, (dir / format_name(options_.latest_filename(), state)).string());
-  }
-  if (uploader_) upload(state, path.string());
   const int64_t keep = options_.num_checkpoints_to_keep();
+  if (!options_.latest_filename().empty() && keep != 0)  // with no local copies, no local link (Composer)
+    replace_symlink(name, (dir / format_name(options_.latest_filename(), state)).string());
+  if (uploader_) upload(state, path.string());
   while (keep > 0 && static_cast<int64_t>(saved_.size()) > keep) {
     std::error_code ec;
     fs::remove(saved_.front(), ec);
@@ -313,6 +320,7 @@ void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c1
       std::cerr << "composer: checkpoint " << path.string() << " is saved, but its upload failed: " << e.what() << "\n";
     }
   }
+  if (keep == 0) drop_local_copies(saved_);  // staged for upload above; the store keeps every one (Composer)
   logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
 }
 
@@ -342,10 +350,11 @@ void CheckpointSaver::write_sharded(State& state, Logger& logger, const std::opt
   }
   if (!rank0) return;
   const std::string name = dir.filename().string();
-  if (!options_.latest_filename().empty())
+  const int64_t keep = options_.num_checkpoints_to_keep();
+  if (!options_.latest_filename().empty() && keep != 0)
     replace_symlink(name, (fs::path(folder(state)) / format_name(options_.latest_filename(), state)).string());
   if (uploader_) upload(state, dir.string());
-  const int64_t keep = options_.num_checkpoints_to_keep();
+  if (keep == 0) drop_local_copies(saved_);
   while (keep > 0 && static_cast<int64_t>(saved_.size()) > keep) {
     std::error_code ec;
     fs::remove_all(saved_.front(), ec);

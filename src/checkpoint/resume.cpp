@@ -175,6 +175,47 @@ std::string read_on_every_rank(const State& s, const std::string& path, ReadResu
   return "";
 }
 
+}  // namespace
+
+std::string format_load_path(const std::string& pattern, const std::string& run_name) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if ((c == '{' || c == '}') && i + 1 < pattern.size() && pattern[i + 1] == c) {
+      out += c;
+      ++i;
+      continue;
+    }
+    const size_t close = c == '{' ? pattern.find('}', i) : std::string::npos;
+    if (close == std::string::npos) {
+      out += c;
+      continue;
+    }
+    const std::string name = pattern.substr(i + 1, close - i - 1);
+    if (name == "run_name")
+      out += run_name;
+    else if (name == "rank" || name == "local_rank" || name == "node_rank")
+      out += "0";
+    else
+      throw std::invalid_argument("load_path '" + pattern + "': {" + name +
+                                  "} cannot be filled when loading (load_path takes {run_name}, and {rank}, "
+                                  "{local_rank} and {node_rank} as rank 0's, as Composer does)");
+    i = close;
+  }
+  return out;
+}
+
+std::optional<c10::IValue> load_checkpoint_path(State& state, const std::string& path,
+                                                const CheckpointLoadOptions& options) {
+  const std::string formatted = format_load_path(path, state.run_name);
+  ReadResult read;
+  const std::string error = read_on_every_rank(state, formatted, read);
+  if (!error.empty()) throw CheckpointError(error);
+  return apply_checkpoint(state, read.payload, options, formatted, std::move(read.parts));
+}
+
+namespace {
+
 // Autoresume. Only rank 0 writes checkpoints (or the sharded checkpoint's metadata), so rank 0 proposes them, newest
 // first, and every rank reads each (its part, under FSDP) until all of them read one; one that some rank could not
 // read is set aside. The ranks then check that they resumed at the same batch.
@@ -237,7 +278,7 @@ ResumePoint load_for_run(State& state, Engine& engine, const ResumeOptions& o) {
     if (!point.path.empty()) return point;
   }
   if (load.path().empty()) return {};
-  const std::string path = format_name(load.path(), state);
+  const std::string path = format_load_path(load.path(), state.run_name);
   ReadResult read;
   const std::string error = read_on_every_rank(state, path, read);
   if (!error.empty()) throw CheckpointError(error);

@@ -486,6 +486,36 @@ void FullyShardedDataParallel::clip_gradient_norm(double max_norm, double norm_t
   for (auto& g : grads) g.mul_(coef);
 }
 
+std::map<std::string, double> FullyShardedDataParallel::gradient_norms(const torch::nn::Module&) {
+  Impl& m = *impl_;
+  at::NoGradGuard no_grad;
+  // Each parameter's squares over the part of it this rank's shard holds, and whether the rank had a gradient for
+  // it; one all-reduce over the shard group (every rank has the same flats, so the same vector).
+  std::vector<std::string> names;
+  std::vector<double> sums;
+  for (auto& f : m.flats) {
+    const at::Tensor& g = f.shard.grad();
+    const int64_t begin = m.sharded() ? m.rank * f.shard_numel : 0;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      names.push_back(f.names[i]);
+      const int64_t lo = std::max(f.offsets[i], begin);
+      const int64_t hi = std::min(f.offsets[i] + c10::multiply_integers(f.shapes[i]), begin + f.shard_numel);
+      double squares = 0;
+      if (g.defined() && hi > lo)
+        squares = g.narrow(0, lo - begin, hi - lo).to(at::kDouble).square().sum().item<double>();
+      sums.push_back(squares);
+      sums.push_back(g.defined() ? 1.0 : 0.0);
+    }
+  }
+  at::Tensor t = at::tensor(sums, at::kDouble);
+  if (m.sharded() && t.numel() > 0) all_reduce(t, ReduceOp::SUM, m.shard_group);
+  std::map<std::string, double> norms;
+  for (size_t k = 0; k < names.size(); ++k)
+    if (t[static_cast<int64_t>(2 * k + 1)].item<double>() > 0)
+      norms[names[k]] = std::sqrt(t[static_cast<int64_t>(2 * k)].item<double>());
+  return norms;
+}
+
 ShardedMemory FullyShardedDataParallel::memory() const {
   ShardedMemory out;
   out.num_units = impl_->num_units;

@@ -81,6 +81,16 @@ int64_t Strategy::count_ranks_with(bool local) {
   return count.item<int64_t>();
 }
 
+std::map<std::string, double> Strategy::gradient_norms(const torch::nn::Module& model) {
+  at::NoGradGuard no_grad;
+  std::map<std::string, double> norms;  // replicated gradients: every rank has the whole of each
+  for (const auto& item : model.named_parameters()) {
+    const at::Tensor& p = item.value();
+    if (p.requires_grad() && p.grad().defined()) norms[item.key()] = at::linalg_vector_norm(p.grad()).item<double>();
+  }
+  return norms;
+}
+
 std::unique_ptr<Strategy> default_strategy() {
   if (get_world_size() == 1) return std::make_unique<SingleProcess>();
   return std::make_unique<DataParallel>();

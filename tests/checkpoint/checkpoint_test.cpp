@@ -313,6 +313,53 @@ TEST_F(CheckpointTest, SaverIntervalLatestLinkAndRetention) {
   EXPECT_THROW(CheckpointSaver(CheckpointSaverOptions().num_checkpoints_to_keep(0)), std::invalid_argument);
 }
 
+// Counts the checkpoint files in the saver's local folder at each batch end (after the previous batch's save).
+class LocalCopies : public Callback {
+ public:
+  explicit LocalCopies(std::shared_ptr<CheckpointSaver> saver) : saver_(std::move(saver)) {}
+  void batch_end(State& state, Logger&) override {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(saver_->folder(state), ec))
+      if (e.path().extension() == ".pt" || e.is_symlink()) ++most;
+  }
+  int64_t most = 0;
+
+ private:
+  std::shared_ptr<CheckpointSaver> saver_;
+};
+
+// save_num_checkpoints_to_keep 0 with an object-store folder, as in Composer: no local copy stays, the store keeps
+// every checkpoint, and a run resumes from it.
+TEST_F(CheckpointTest, KeepZeroWithAnObjectStoreKeepsOnlyTheRemoteCopies) {
+  const std::string remote = "file://" + (dir / "bucket").string() + "/{run_name}";
+  auto saver = std::make_shared<CheckpointSaver>(
+      CheckpointSaverOptions().folder(remote).save_interval(Time::from_batch(1)).num_checkpoints_to_keep(0));
+  auto copies = std::make_shared<LocalCopies>(saver);
+  {
+    Trainer t(testing::quiet_options(testing::make_classifier())
+                  .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                  .max_duration("3ba")
+                  .run_name("keep0")
+                  .callbacks(std::vector<std::shared_ptr<Callback>>{saver, copies}));
+    t.fit();
+    EXPECT_TRUE(saver->saved_checkpoints().empty());
+    t.close();
+  }
+  EXPECT_EQ(copies->most, 0);
+  int64_t uploaded = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "bucket" / "keep0"))
+    if (e.path().extension() == ".pt") ++uploaded;
+  EXPECT_EQ(uploaded, 3);
+  Trainer resumed(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                      .max_duration("4ba")
+                      .run_name("keep0")
+                      .load_path(remote + "/ep0-ba3-rank{rank}.pt"));
+  EXPECT_EQ(resumed.state().timestamp.batch, 3);
+  EXPECT_THROW(CheckpointSaver(CheckpointSaverOptions().folder((dir / "local").string()).num_checkpoints_to_keep(0)),
+               std::invalid_argument);
+}
+
 TEST_F(CheckpointTest, AutoresumeFallsBackPastACorruptCheckpoint) {
   auto opts = [&](int64_t batches) { return autoresume_options("auto", batches); };
   {

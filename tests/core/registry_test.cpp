@@ -206,7 +206,7 @@ TEST(RegistryTest, CallbacksAndLoggersAreBuiltFromTheirFieldLists) {
   EXPECT_EQ(saver->options().save_interval().to_string(), "3ep");  // a bare integer is epochs, as in Composer
   EXPECT_EQ(error_of([] {
               callbacks::callback_registry().make("checkpoint_saver", {{"num_checkpoints_to_keep", "0"}}, "");
-            }).rfind("CheckpointSaver.num_checkpoints_to_keep must be -1 (all) or >= 1", 0),
+            }).rfind("CheckpointSaver.num_checkpoints_to_keep must be -1 (all) or >= 0", 0),
             0u);
   EXPECT_NE(loggers::logger_registry().make("console", {{"log_interval", "1ep"}}, ""), nullptr);
   EXPECT_EQ(error_of([] {

@@ -32,6 +32,22 @@ std::vector<std::string> launch(int n, const std::vector<std::string>& command) 
   return testing::launch_argv(COMPOSER_CPP, n, command);
 }
 
+/// "NAME VALUE" after `prefix` on each line of a worker's output that has it.
+std::map<std::string, double> printed_pairs(const std::string& output, const std::string& prefix) {
+  std::map<std::string, double> values;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    const auto at = line.find(prefix);
+    if (at == std::string::npos) continue;
+    std::istringstream fields(line.substr(at + prefix.size()));
+    std::string name;
+    double value = 0;
+    fields >> name >> value;
+    values[name] = value;
+  }
+  return values;
+}
+
 struct FsdpTest : ::testing::Test {
   fs::path dir = fs::temp_directory_path() / ("composer_fsdp_" + std::to_string(::getpid()));
   void SetUp() override { fs::create_directories(dir); }
@@ -75,21 +91,7 @@ struct FsdpTest : ::testing::Test {
           << " " << clip;
     }
     // The evaluation at the end of fit (every unit gathered for the eval forward) scores as one process does.
-    const auto eval_lines = [](const std::string& output) {
-      std::map<std::string, double> values;
-      std::istringstream in(output);
-      for (std::string line; std::getline(in, line);) {
-        const auto at = line.find("eval ");
-        if (at == std::string::npos) continue;
-        std::istringstream fields(line.substr(at + 5));
-        std::string name;
-        double value = 0;
-        fields >> name >> value;
-        values[name] = value;
-      }
-      return values;
-    };
-    const auto mine = eval_lines(r.output), theirs = eval_lines(reference_output_.at(one));
+    const auto mine = printed_pairs(r.output, "eval "), theirs = printed_pairs(reference_output_.at(one), "eval ");
     ASSERT_FALSE(theirs.empty()) << reference_output_.at(one);
     ASSERT_EQ(mine.size(), theirs.size()) << r.output;
     for (const auto& [name, value] : theirs) EXPECT_NEAR(mine.at(name), value, 1e-6 * std::abs(value)) << name;
@@ -131,6 +133,29 @@ TEST_F(FsdpTest, MicrobatchesAndNormClippingEqualOneProcess) {
   double moved = 0;
   for (const auto& [name, t] : clipped) moved = std::max(moved, (t - plain.at(name)).abs().max().item<double>());
   EXPECT_GT(moved, 1e-4);
+}
+
+// OptimizerMonitor under FSDP: the gradients live in the shards (the model's parameters have none after the step's
+// reduction), so the strategy answers: each parameter's norm over every rank's part of it equals one process's.
+TEST_F(FsdpTest, OptimizerMonitorGradientNormsEqualOneProcess) {
+  testing::ScopedEnv env;
+  env.set("FSDP_WORKER_GRAD_NORMS", "1");
+  const auto norms = [](const std::string& output) { return printed_pairs(output, "grad_norm "); };
+  const auto one = run_worker({FSDP_WORKER, (dir / "norms-one.pt").string(), "ddp", "adamw", "0"});
+  ASSERT_EQ(one.status, 0) << one.output;
+  const auto theirs = norms(one.output);
+  ASSERT_EQ(theirs.size(), 5u) << one.output;  // 4 parameters and the global norm
+  for (const auto& [strategy, ranks] : std::vector<std::pair<std::string, int>>{{"FULL_SHARD", 3}, {"NO_SHARD", 2}}) {
+    const auto r = run_worker(
+        launch(ranks, {FSDP_WORKER, (dir / ("norms-" + strategy + ".pt")).string(), strategy, "adamw", "0"}));
+    ASSERT_EQ(r.status, 0) << r.output;
+    const auto mine = norms(r.output);
+    ASSERT_EQ(mine.size(), theirs.size()) << r.output;
+    for (const auto& [key, value] : theirs) {
+      EXPECT_GT(value, 0) << key;
+      EXPECT_NEAR(mine.at(key), value, 1e-10 * value) << key << " under " << strategy;
+    }
+  }
 }
 
 // HYBRID_SHARD (data_parallel_replicate_degree set): each shard group of consecutive ranks shards the model, the

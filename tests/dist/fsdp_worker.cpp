@@ -24,9 +24,10 @@
 // without checkpointing (either way each Linear unit is gathered around its own forward and backward);
 // FSDP_WORKER_BACKWARD_PREFETCH=PRE|POST|NONE and FSDP_WORKER_FORWARD_PREFETCH=1 set the prefetch options;
 // FSDP_WORKER_MIXED_PRECISION (below) sets mixed_precision; FSDP_WORKER_REPLICATE=R sets data_parallel_replicate_degree
-// (HYBRID_SHARD over R shard groups). Under FSDP every rank also prints "per_unit N" (units gathered on their own),
-// "peak_gathered B" (the most gathered parameter bytes at once in training passes), "strategy NAME" (the one in effect)
-// and "mesh R S" (replicas, shard group size).
+// (HYBRID_SHARD over R shard groups); FSDP_WORKER_GRAD_NORMS=1 adds an OptimizerMonitor at every batch and rank 0
+// prints "grad_norm KEY VALUE" for each l2_norm/grad key of the last batch. Under FSDP every rank also prints "per_unit
+// N" (units gathered on their own), "peak_gathered B" (the most gathered parameter bytes at once in training passes),
+// "strategy NAME" (the one in effect) and "mesh R S" (replicas, shard group size).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -62,6 +63,15 @@ std::shared_ptr<nn::Sequential> as_nn_layers(torch::nn::Sequential& net) {
   }
   return seq;
 }
+
+// Keeps the last value of each l2_norm/grad metric (OptimizerMonitor's).
+struct GradNorms : LoggerDestination {
+  std::map<std::string, double> last;
+  void log_metrics(const std::map<std::string, double>& metrics, int64_t) override {
+    for (const auto& [key, value] : metrics)
+      if (key.rfind("l2_norm/grad/", 0) == 0) last[key] = value;
+  }
+};
 
 Batch data() {
   auto gen = at::detail::createCPUGenerator(1);
@@ -134,6 +144,11 @@ int main(int argc, char** argv) try {
                                .progress_bar(false)
                                .dist_timeout(60)
                                .device_train_microbatch_size(microbatch);
+  auto grad_norms = std::make_shared<GradNorms>();
+  if (env("FSDP_WORKER_GRAD_NORMS") == "1") {
+    options.callbacks({std::make_shared<OptimizerMonitor>(OptimizerMonitorOptions().batch_log_interval(1))});
+    options.loggers({grad_norms});
+  }
   if (!env("FSDP_WORKER_SAVE").empty())
     options.save_folder(env("FSDP_WORKER_SAVE")).save_interval("3ba").run_name("fsdp");
   if (!env("FSDP_WORKER_KEEP").empty()) options.save_num_checkpoints_to_keep(std::stoll(env("FSDP_WORKER_KEEP")));
@@ -200,6 +215,8 @@ int main(int argc, char** argv) try {
     std::cout << "loss " << trainer.state().total_loss_dict["loss/train/total"] << std::endl;
     for (const auto& [name, value] : trainer.state().eval_metric_values)
       std::cout << "eval " << name << " " << std::setprecision(17) << value << std::endl;
+    for (const auto& [key, value] : grad_norms->last)
+      std::cout << "grad_norm " << key << " " << std::setprecision(17) << value << std::endl;
   }
   trainer.close();
   return 0;

@@ -422,9 +422,42 @@ TEST(LoadCheckpointTest, LoadsTheWeightsAtItsEvent) {
   std::filesystem::remove_all(dir);
 }
 
+// LoadCheckpoint takes what load_path takes: an object-store URI (downloaded first), formatted as Composer formats it
+// ({run_name}; {rank} as rank 0's).
+TEST(LoadCheckpointTest, TakesUrisAndFormatsAsComposer) {
+  const auto dir = testing::fresh_dir("load_checkpoint_uri");
+  {
+    Trainer t(testing::quiet_options(testing::make_classifier(8, 16, 4, /*seed=*/1))
+                  .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                  .max_duration("2ba")
+                  .run_name("uri")
+                  .save_folder((dir / "{run_name}").string())
+                  .save_interval("2ba"));
+    t.fit();
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir / "uri" / "ep0-ba2-rank0.pt"));
+  Trainer t(testing::quiet_options(testing::make_classifier(8, 16, 4, /*seed=*/2))
+                .train_dataloader(testing::make_loader(testing::make_blobs(32), 8))
+                .max_duration("3ba")
+                .run_name("uri")
+                .callbacks({std::make_shared<LoadCheckpoint>(LoadCheckpointOptions().load_path(
+                    "file://" + dir.string() + "/{run_name}/ep0-ba2-rank{rank}.pt"))}));
+  EXPECT_EQ(t.state().timestamp.batch, 2);
+  EXPECT_EQ(format_load_path("a/{run_name}/{{x}}-{local_rank}-{node_rank}.pt", "r"), "a/r/{x}-0-0.pt");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LoadCheckpointTest, BadPathsAreClearErrors) {
   EXPECT_THROW(LoadCheckpoint{LoadCheckpointOptions()}, std::invalid_argument);
   EXPECT_THROW(LoadCheckpoint{LoadCheckpointOptions().load_path("")}, std::invalid_argument);
+  EXPECT_NE(testing::any_error_of([] {
+              LoadCheckpoint{LoadCheckpointOptions().load_path("ckpt/ep{epoch}.pt")};
+            }).find("load_path 'ckpt/ep{epoch}.pt': {epoch} cannot be filled when loading"),
+            std::string::npos);
+  EXPECT_NE(testing::any_error_of([] {
+              LoadCheckpoint{LoadCheckpointOptions().load_path("s3:/bucket/x.pt")};
+            }).find("s3:/bucket/x.pt"),
+            std::string::npos);
   const auto dir = testing::fresh_dir("load_checkpoint_bad");
   const std::string missing = (dir / "nope.pt").string();
   try {

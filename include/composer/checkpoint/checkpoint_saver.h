@@ -32,7 +32,9 @@ struct CheckpointSaverOptions {
   TORCH_ARG(IntervalScheduler, save_interval_fn);
   /// Replace existing files, and allow starting next to checkpoints from later in training.
   TORCH_ARG(bool, overwrite) = false;
-  /// Keep the newest N checkpoints written by this saver (-1 = all). The newest is never deleted.
+  /// Keep the newest N checkpoints written by this saver (-1 = all). The newest is never deleted, except with 0 (an
+  /// object-store folder only): no local copy stays once it is staged for upload, no local
+  /// latest link is written, and the store keeps every checkpoint (Composer's meaning of 0).
   TORCH_ARG(int64_t, num_checkpoints_to_keep) = -1;
   TORCH_ARG(bool, weights_only) = false;
   /// Where each checkpoint is sent through Logger::upload_file to the destinations that upload files (MLflow's
@@ -54,7 +56,8 @@ struct CheckpointSaverOptions {
           "how often to save; a bare integer is epochs");
     visit("overwrite", self.overwrite_, "replace existing checkpoints");
     visit("weights_only", self.weights_only_, "save only the model weights");
-    visit("num_checkpoints_to_keep", self.num_checkpoints_to_keep_, "newest checkpoints kept; -1: all");
+    visit("num_checkpoints_to_keep", self.num_checkpoints_to_keep_,
+          "newest checkpoints kept; -1: all; 0: none locally (uploads)");
     visit("remote_file_name", self.remote_file_name_, "name each checkpoint is uploaded under; empty: none");
     visit("num_concurrent_uploads", self.num_concurrent_uploads_, "uploads at once to an object-store folder");
   }

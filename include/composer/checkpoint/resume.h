@@ -70,6 +70,18 @@ struct ResumePoint {
   void restore(int64_t rank) const;
 };
 
+/// load_path as Composer formats it: {run_name} filled, and {rank}, {local_rank} and {node_rank} as rank 0's (every
+/// rank reads rank 0's file, as Composer's does); "{{" and "}}" are braces. Any other placeholder is a
+/// std::invalid_argument naming it (Composer's KeyError).
+std::string format_load_path(const std::string& pattern, const std::string& run_name);
+
+/// Reads `path` (a checkpoint file, a sharded checkpoint folder, or an object-store URI, downloaded first; not yet
+/// formatted) on every rank, each its part under FSDP, and applies it to `state` with `options`; every rank calls it
+/// and every rank fails when one could not read it. Returns the checkpoint's "rng" entry. Throws CheckpointError
+/// naming the path. The LoadCheckpoint callback's load.
+std::optional<c10::IValue> load_checkpoint_path(State& state, const std::string& path,
+                                                const CheckpointLoadOptions& options);
+
 /// Runs between BEFORE_LOAD and AFTER_LOAD. Autoresume tries save_folder's checkpoints newest first (the latest
 /// link's target, then by batch number), setting unreadable files aside as <name>.corrupt with a message; if none
 /// loads it falls back to load_path. An object-store save folder is searched by listing it (every listed object is

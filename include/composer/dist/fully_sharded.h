@@ -219,6 +219,7 @@ class FullyShardedDataParallel final : public Strategy {
   bool holds_gradients() const override { return true; }
   std::optional<at::ScalarType> forward_input_dtype() const override;
   void clip_gradient_norm(double max_norm, double norm_type) override;
+  std::map<std::string, double> gradient_norms(const torch::nn::Module& model) override;
 
   const FSDPOptions& options() const { return options_; }
   /// mixed_precision resolved for the Trainer's precision.

@@ -85,6 +85,10 @@ class Strategy {
   virtual void clip_gradient_norm(double /*max_norm*/, double /*norm_type*/) {
     throw std::logic_error(name() + ": the gradients are on the model's parameters; clip them there");
   }
+  /// The L2 norm of each trainable parameter's gradient after the step's reduction, by parameter name, over the whole
+  /// model (every rank's part under FSDP, one all-reduce that every rank joins, a missing gradient counting as zero
+  /// there); a parameter with no gradient anywhere is absent. OptimizerMonitor's `l2_norm/grad/<name>`.
+  virtual std::map<std::string, double> gradient_norms(const torch::nn::Module& model);
   /// How many ranks answer true, from this rank's `local` answer (one small collective over all ranks when
   /// num_replicas() > 1). The loops ask "do you have another batch?" before each batch, so that no rank starts a step
   /// whose collectives another rank, out of data, would never join.
