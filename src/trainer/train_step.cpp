@@ -202,6 +202,18 @@ void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor
   update_train_metrics(s, original);
 }
 
+namespace {
+
+// Composer's get_num_tokens_in_batch(token_type='loss_generating') as llm-foundry counts it: the labels that are not
+// the ignore index -100; a batch without integer labels counts every input token.
+double loss_generating_tokens(const Batch& b) {
+  if (b.has("labels") && !at::isFloatingType(b.at(std::string("labels")).scalar_type()))
+    return b.at(std::string("labels")).ne(-100).sum().item<double>();
+  return static_cast<double>(b.num_tokens());
+}
+
+}  // namespace
+
 // BEFORE_TRAIN_BATCH .. AFTER_TRAIN_BATCH: the block an optimizer closure re-runs (SAM runs it twice). While
 // searching, every collective inside is preceded by a check_in_attempt, so a rank that ran out of memory (waiting in
 // any_out_of_memory) never meets a different collective; the gradients are averaged once every rank is through.
@@ -220,10 +232,18 @@ std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
     const int64_t size = s.device_train_microbatch_size;
     const std::vector<Batch> microbatches = size > 0 ? batch.split(size) : std::vector<Batch>{batch};
     if (searching) search_.check_in_attempt();
-    const double mean_samples = s.strategy->mean_batch_samples(static_cast<double>(batch.num_samples()));
+    const bool on_tokens = options_.accumulate_train_batch_on_tokens();
+    const auto size_of = [&](const Batch& b) {
+      return on_tokens ? loss_generating_tokens(b) : static_cast<double>(b.num_samples());
+    };
+    const double mean_size = s.strategy->mean_batch_samples(size_of(batch));  // the same on every rank
+    if (on_tokens && mean_size <= 0)
+      throw std::invalid_argument(
+          "accumulate_train_batch_on_tokens: the batch has no loss-generating token on any "
+          "rank (every label is -100, or no labels and no input_ids)");
     for (size_t i = 0; i < microbatches.size(); ++i) {
       s.batch = microbatches[i];
-      train_microbatch(static_cast<double>(microbatches[i].num_samples()) / mean_samples, totals,
+      train_microbatch(size_of(microbatches[i]) / mean_size, totals,
                        sync && !searching && i + 1 == microbatches.size());
       if (searching) search_.check_in_attempt();
     }

@@ -67,6 +67,51 @@ TEST(TrainerMicrobatchTest, FourMicrobatchesOfEightEqualOneBatchOfThirtyTwo) {
   for (size_t i = 0; i < whole.size(); ++i) EXPECT_LT((whole[i] - uneven[i]).abs().max().item<double>(), 1e-10);
 }
 
+// A tiny GPT trained 3 steps on 8 sequences whose labels end in -100 padding of different lengths (sample i has 2i
+// masked labels), in microbatches of `microbatch` (0: the whole batch), weighted by samples or by tokens.
+std::vector<at::Tensor> train_padded_lm(int64_t microbatch, bool on_tokens, bool all_masked = false) {
+  torch::manual_seed(11);
+  auto model = std::make_shared<ComposerLanguageModel>(std::make_shared<models::GPT>(
+      models::TransformerConfig().vocab_size(13).max_seq_len(16).n_layer(1).n_head(2).d_model(8)));
+  const at::Tensor tokens = at::randint(0, 13, {8, 17}, at::TensorOptions().dtype(at::kLong));
+  at::Tensor labels = tokens.narrow(1, 1, 16).clone();
+  for (int64_t i = 0; i < 8; ++i) labels[i].narrow(0, 16 - 2 * i, 2 * i).fill_(-100);
+  if (all_masked) labels.fill_(-100);
+  const Batch data({{"input_ids", tokens.narrow(1, 0, 16).contiguous()}, {"labels", labels}});
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.5));
+  Trainer trainer(testing::quiet_options(model)
+                      .train_dataloader(std::make_shared<TensorDataLoader>(data, TensorDataLoaderOptions(8)))
+                      .optimizer(opt)
+                      .max_duration("3ba")
+                      .accumulate_train_batch_on_tokens(on_tokens)
+                      .device_train_microbatch_size(microbatch));
+  trainer.fit();
+  std::vector<at::Tensor> out;
+  for (auto& p : model->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+double largest_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
+  return d;
+}
+
+// accumulate_train_batch_on_tokens (Composer's): microbatches weighted by their loss-generating tokens give the
+// per-token mean of the whole batch, as one microbatch computes it; weighted by samples, the short microbatches
+// count too much.
+TEST(TrainerMicrobatchTest, TokenWeightedMicrobatchesEqualTheWholeBatch) {
+  const auto whole = train_padded_lm(0, false);
+  EXPECT_EQ(largest_difference(whole, train_padded_lm(0, true)), 0.0);  // one microbatch: weight 1 either way
+  EXPECT_LT(largest_difference(whole, train_padded_lm(2, true)), 2e-6);
+  EXPECT_LT(largest_difference(whole, train_padded_lm(3, true)), 2e-6);  // 3 + 3 + 2
+  EXPECT_GT(largest_difference(whole, train_padded_lm(2, false)), 1e-3);
+  const std::string none = testing::any_error_of([] { train_padded_lm(2, true, /*all_masked=*/true); });
+  EXPECT_NE(none.find("accumulate_train_batch_on_tokens: the batch has no loss-generating token on any rank"),
+            std::string::npos)
+      << none;
+}
+
 // Out-of-memory errors from the real CPU allocator: a 1 PiB request fails in posix_memalign. LibTorch raises it as
 // a plain c10::Error; is_out_of_memory recognises it, and std::bad_alloc, but not other LibTorch errors.
 TEST(AutoMicrobatchTest, OutOfMemoryIsRecognisedByTheAllocatorsError) {

@@ -35,12 +35,19 @@ struct TrainStepOptions {
   /// Eager steps before recording (on a side stream, as CUDA graphs need): they create the optimizer's state and
   /// let cuDNN and cuBLAS pick their algorithms. At least 1.
   TORCH_ARG(int64_t, cuda_graph_warmup_steps) = 3;
+  /// Composer's accumulate_train_batch_on_tokens: weight each microbatch's loss by its loss-generating tokens (labels
+  /// other than -100; a batch without integer labels: input_ids' elements) over the mean across ranks of the batch's,
+  /// instead of by samples, so that padding and masked tokens do not skew the gradient when microbatches or ranks
+  /// hold different numbers of real tokens. The per-token mean of the whole global batch, as one microbatch computes.
+  TORCH_ARG(bool, accumulate_train_batch_on_tokens) = false;
 
  public:
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
     visit("cuda_graph", self.cuda_graph_, "record the train step as a CUDA graph and replay it (docs/cuda_graph.md)");
     visit("cuda_graph_warmup_steps", self.cuda_graph_warmup_steps_, "eager steps before the CUDA graph is recorded");
+    visit("accumulate_train_batch_on_tokens", self.accumulate_train_batch_on_tokens_,
+          "weight microbatches by loss-generating tokens (labels != -100), not samples");
   }
 };
 

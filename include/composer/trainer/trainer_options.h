@@ -153,6 +153,7 @@ struct TrainerOptions {
   COMPOSER_TRAINER_FORWARD(bool, step_schedulers_every_batch, train_epoch, step_schedulers_every_batch)
   COMPOSER_TRAINER_FORWARD(bool, cuda_graph, train_step, cuda_graph)
   COMPOSER_TRAINER_FORWARD(int64_t, cuda_graph_warmup_steps, train_step, cuda_graph_warmup_steps)
+  COMPOSER_TRAINER_FORWARD(bool, accumulate_train_batch_on_tokens, train_step, accumulate_train_batch_on_tokens)
   COMPOSER_TRAINER_FORWARD(Time, eval_interval, eval, eval_interval)
   COMPOSER_TRAINER_FORWARD(int64_t, eval_subset_num_batches, eval, subset_num_batches)
   COMPOSER_TRAINER_FORWARD(std::string, save_folder, save, folder)
