@@ -475,6 +475,7 @@ TEST(TrainerOptionsTest, SettingsLiveInTheUnitsSubStructsUnderComposersNames) {
                                             "device_train_microbatch_size",
                                             "cuda_graph",
                                             "cuda_graph_warmup_steps",
+                                            "accumulate_train_batch_on_tokens",
                                             "deterministic_mode",
                                             "num_threads",
                                             "tune_allocator",
