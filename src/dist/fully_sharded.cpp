@@ -509,10 +509,10 @@ std::map<std::string, double> FullyShardedDataParallel::gradient_norms(const tor
   }
   at::Tensor t = at::tensor(sums, at::kDouble);
   if (m.sharded() && t.numel() > 0) all_reduce(t, ReduceOp::SUM, m.shard_group);
+  const double* reduced = t.data_ptr<double>();
   std::map<std::string, double> norms;
   for (size_t k = 0; k < names.size(); ++k)
-    if (t[static_cast<int64_t>(2 * k + 1)].item<double>() > 0)
-      norms[names[k]] = std::sqrt(t[static_cast<int64_t>(2 * k)].item<double>());
+    if (reduced[2 * k + 1] > 0) norms[names[k]] = std::sqrt(reduced[2 * k]);
   return norms;
 }
 

@@ -95,16 +95,20 @@ TEST(AlgorithmTrainerTest, StochasticDepthWarmupRampsTheRates) {
   EXPECT_NEAR(last->drop_rate, 0.4 * 0.49 / 0.5, 1e-12);
 }
 
+// A tiny GPT on 8-row batches of 32 tokens for `batches` batches, warming up from 8 to 32 tokens in steps of 8 over
+// the whole run.
+TrainerOptions warmup_8_to_32(int64_t batches) {
+  return composer::testing::quiet_options(composer::testing::tiny_gpt())
+      .train_dataloader(composer::testing::tiny_token_loader(8, 32))
+      .max_duration(Time::from_batch(batches))
+      .algorithms({algorithms::make_algorithm(
+          "seq_length_warmup",
+          {{"min_seq_length", "8"}, {"max_seq_length", "32"}, {"step_size", "8"}, {"duration", "1"}})});
+}
+
 // The timestamp counts the tokens of the shortened batches: 4 batches of 8 rows at lengths 8, 16, 24, 32.
 TEST(SeqLengthWarmupTest, TheTimestampCountsTheShortenedBatchesTokens) {
-  auto model = composer::testing::tiny_gpt();
-  Trainer trainer(
-      composer::testing::quiet_options(model)
-          .train_dataloader(composer::testing::tiny_token_loader(8, 32))
-          .max_duration(Time::from_batch(4))
-          .algorithms({algorithms::make_algorithm(
-              "seq_length_warmup",
-              {{"min_seq_length", "8"}, {"max_seq_length", "32"}, {"step_size", "8"}, {"duration", "1"}})}));
+  Trainer trainer(warmup_8_to_32(4));
   trainer.fit();
   EXPECT_EQ(trainer.state().timestamp.token, 8 * (8 + 16 + 24 + 32));
   EXPECT_EQ(trainer.state().timestamp.sample, 32);
@@ -131,13 +135,7 @@ TEST(SeqLengthWarmupTest, BadBatchesAndDurationsAreNamed) {
   // Fewer warmup batches (2) than length steps (8 -> 32 in steps of 8: 3): Composer divides by zero.
   expect_error(
       [] {
-        Trainer t(
-            composer::testing::quiet_options(composer::testing::tiny_gpt())
-                .train_dataloader(composer::testing::tiny_token_loader(8, 32))
-                .max_duration(Time::from_batch(2))
-                .algorithms({algorithms::make_algorithm(
-                    "seq_length_warmup",
-                    {{"min_seq_length", "8"}, {"max_seq_length", "32"}, {"step_size", "8"}, {"duration", "1"}})}));
+        Trainer t(warmup_8_to_32(2));
         t.fit();
       },
       "is 2 warmup batches, fewer than the 3 length steps from min_seq_length 8 to max_seq_length 32 in steps of 8");

@@ -27,6 +27,12 @@ auto guard(const std::string& path, F&& f) -> decltype(f()) {
   }
 }
 
+// An error from reading a section's fields, under the section's path unless it already names it ("profiler.x: ...").
+ConfigError section_error(const ConfigNode& n, const std::invalid_argument& e) {
+  const std::string what = e.what();
+  return ConfigError(what.rfind(n.path(), 0) == 0 ? what : n.path() + ": " + what);
+}
+
 // The image shapes the data gives against what the model takes, checked here so that a mismatch names the config
 // keys instead of surfacing as a matmul error in the first forward.
 void check_model_fits_images(const ConfigNode& n, const std::string& name, const DataSpec& data) {
@@ -111,8 +117,7 @@ std::shared_ptr<Profiler> build_profiler(const ConfigNode& n) {
     Hparams h(hparams_of(ConfigNode(rest, n.path()), ""), n.path());
     return std::make_shared<Profiler>(handlers, read_options(h, ProfilerOptions()));
   } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    throw ConfigError(what.rfind(n.path(), 0) == 0 ? what : n.path() + ": " + what);
+    throw section_error(n, e);
   }
 }
 
@@ -125,14 +130,9 @@ const std::vector<std::string> kObjectKeys{"model",      "train_data",         "
 void apply_object_store_options(const ConfigNode& n) {
   try {
     Hparams h(hparams_of(n, ""), n.path());
-    ObjectStoreOptions o = read_options(h, ObjectStoreOptions());
-    guard(n.path(), [&] {
-      set_default_object_store_options(o);
-      return 0;
-    });
+    set_default_object_store_options(read_options(h, ObjectStoreOptions()));  // validates
   } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    throw ConfigError(what.rfind(n.path(), 0) == 0 ? what : n.path() + ": " + what);
+    throw section_error(n, e);
   }
 }
 
