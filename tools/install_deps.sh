@@ -17,6 +17,7 @@ PKGS=(
   libprotobuf-dev protobuf-compiler libpng-dev libboost-dev   # TensorboardLogger (COMPOSER_WITH_TENSORBOARD)
   libcurl4-openssl-dev                # MLFlowLogger, the S3 and HTTP object stores (COMPOSER_WITH_OBJECT_STORES)
   libzstd-dev libssl-dev libjpeg-dev  # StreamingDataset: zstd shards, their hashes (OpenSSL libcrypto), jpeg columns
+  libpcre2-dev                        # BpeTokenizer: the pre-tokenizers' Unicode patterns (\p{L}, \p{N})
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,6 +1,6 @@
 #include "composer/checkpoint/inference_export.h"
 
-#include "composer/checkpoint/safetensors.h"
+#include "composer/formats/safetensors.h"
 #include "composer/models/composer_model.h"
 #include "composer/utils/atomic_file.h"
 #include "utils/detail/text.h"

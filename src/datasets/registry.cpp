@@ -7,7 +7,8 @@ namespace composer::datasets {
 const DatasetRegistry& dataset_registry() {
   static const DatasetRegistry registry("dataset", {
     detail::mnist_entry(/*fashion=*/false), detail::mnist_entry(/*fashion=*/true), detail::synthetic_images_entry(),
-        detail::text_entry(/*gpt2=*/false), detail::text_entry(/*gpt2=*/true), detail::synthetic_tokens_entry(),
+        detail::text_entry(/*gpt2=*/false), detail::text_entry(/*gpt2=*/true), detail::model_text_entry(),
+        detail::jsonl_entry(), detail::synthetic_tokens_entry(),
 #if COMPOSER_WITH_STREAMING
         detail::streaming_entry(),
 #endif

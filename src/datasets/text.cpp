@@ -1,17 +1,22 @@
 #include "composer/data/text.h"
 #include "datasets/detail/entries.h"
 #include "datasets/detail/loader_fields.h"
+#include "datasets/detail/token_sources.h"
 
 #include <ATen/ATen.h>
 
 namespace composer::datasets::detail {
 namespace {
 
-// A public-domain text (Debian's Gutenberg files), tokenized per character or with GPT-2's BPE; the last
-// val_fraction of the tokens is the test split.
+// How a text data set tokenizes: per character, with GPT-2's BPE, or with a model's tokenizer.
+enum class TextVocab { Chars, Gpt2, Model };
+
+// A public-domain text (Debian's Gutenberg files), tokenized per character, with GPT-2's BPE or with a pretrained
+// model's tokenizer; the last val_fraction of the tokens is the test split.
 struct TextFields {
   std::string path = "data/text/mobydick.txt";
   std::string vocab_dir = "data/gpt2";
+  std::string tokenizer;
   std::optional<std::string> split;
   int64_t seq_len = 128;
   int64_t text_limit = -1;
@@ -19,9 +24,11 @@ struct TextFields {
   LoaderFields loader;
 
   template <class Self, class Visit>
-  static void for_each_field(Self& self, Visit&& visit, bool gpt2) {
+  static void for_each_field(Self& self, Visit&& visit, TextVocab vocab) {
     visit("path", self.path, "a Gutenberg text file (tools/fetch_data.sh)");
-    if (gpt2) visit("vocab_dir", self.vocab_dir, "gpt2.tiktoken, or encoder.json + vocab.bpe");
+    if (vocab == TextVocab::Gpt2) visit("vocab_dir", self.vocab_dir, "gpt2.tiktoken, or encoder.json + vocab.bpe");
+    if (vocab == TextVocab::Model)
+      visit("tokenizer", self.tokenizer, "the model's tokenizer: a tokenizer.json, its directory, or a .gguf file");
     visit("split", self.split, "'train' or 'test' (the last val_fraction); unset: as the data's role");
     visit("seq_len", self.seq_len, "tokens per sample");
     visit("text_limit", self.text_limit, "read only the first this many characters; -1: all");
@@ -30,12 +37,12 @@ struct TextFields {
   }
 };
 
-// The field list of the character-level or the GPT-2 data set (gpt2 adds vocab_dir).
-template <bool kGpt2>
+// The field list of the character-level, the GPT-2 or the model-tokenizer data set (vocab_dir, tokenizer).
+template <TextVocab kVocab>
 struct TextFieldsOf : TextFields {
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
-    TextFields::for_each_field(self, visit, kGpt2);
+    TextFields::for_each_field(self, visit, kVocab);
   }
 };
 
@@ -58,25 +65,9 @@ struct SyntheticTokenFields {
   }
 };
 
-DataSource token_source(Hparams& h, const at::Tensor& tokens, int64_t seq_len, int64_t vocab_size,
-                        const LoaderFields& loader, const DataRequest& request) {
-  std::shared_ptr<TensorDataset> ds;
-  try {
-    ds = make_lm_dataset(tokens, seq_len);
-  } catch (const std::invalid_argument& e) {
-    h.error("seq_len", e.what());
-  }
-  DataSource source;
-  source.language = true;
-  source.vocab_size = vocab_size;
-  source.loader = std::make_shared<DatasetLoader>(ds, loader_options(h, loader, request));
-  return source;
-}
-
-}  // namespace
-
-DatasetRegistry::Entry text_entry(bool gpt2) {
-  const auto build = [gpt2](Hparams& h, const TextFields& f, const DataRequest& request) {
+template <TextVocab kVocab>
+DatasetRegistry::Entry text_entry_of() {
+  const auto build = [](Hparams& h, const TextFields& f, const DataRequest& request) {
     const int64_t seq_len = positive(h, "seq_len", f.seq_len);
     const std::string split = split_of(h, f.split, request);
     if (f.val_fraction <= 0 || f.val_fraction >= 1) h.fail("val_fraction", "a number in (0, 1)");
@@ -89,7 +80,9 @@ DatasetRegistry::Entry text_entry(bool gpt2) {
     if (f.text_limit > 0 && static_cast<size_t>(f.text_limit) < text.size())
       text.resize(static_cast<size_t>(f.text_limit));
     std::shared_ptr<const Tokenizer> tokenizer;
-    if (gpt2) {
+    if (kVocab == TextVocab::Model) {
+      tokenizer = model_tokenizer(h, f.tokenizer);
+    } else if (kVocab == TextVocab::Gpt2) {
       try {
         tokenizer = std::make_shared<Gpt2Tokenizer>(Gpt2Tokenizer::from_dir(f.vocab_dir));
       } catch (const std::runtime_error& e) {
@@ -108,12 +101,24 @@ DatasetRegistry::Entry text_entry(bool gpt2) {
     source.tokenizer = tokenizer;
     return source;
   };
-  if (gpt2) {
-    return dataset_entry("gpt2_tokens", "GPT2Tokens", "a text file in GPT-2 BPE tokens", TextFieldsOf<true>(), build);
+  if (kVocab == TextVocab::Model) {
+    return dataset_entry("text_tokens", "TextTokens", "a text file in a pretrained model's tokens",
+                         TextFieldsOf<kVocab>(), build);
+  }
+  if (kVocab == TextVocab::Gpt2) {
+    return dataset_entry("gpt2_tokens", "GPT2Tokens", "a text file in GPT-2 BPE tokens", TextFieldsOf<kVocab>(), build);
   }
   return dataset_entry("mobydick_chars", "MobyDickChars", "Moby Dick (or another text), character level",
-                       TextFieldsOf<false>(), build);
+                       TextFieldsOf<kVocab>(), build);
 }
+
+}  // namespace
+
+DatasetRegistry::Entry text_entry(bool gpt2) {
+  return gpt2 ? text_entry_of<TextVocab::Gpt2>() : text_entry_of<TextVocab::Chars>();
+}
+
+DatasetRegistry::Entry model_text_entry() { return text_entry_of<TextVocab::Model>(); }
 
 DatasetRegistry::Entry synthetic_tokens_entry() {
   return dataset_entry("synthetic_tokens", "SyntheticTokens", "random token sequences", SyntheticTokenFields(),

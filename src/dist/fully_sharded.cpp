@@ -143,7 +143,7 @@ MixedPrecisionDtypes resolve_mixed_precision(const FSDPMixedPrecision& mp, at::S
 
 bool default_wrap_policy(const std::string&, const torch::nn::Module& module) {
   const std::string cls = module.name();
-  for (const char* unit : {"GPTBlock", "BertLayer", "BasicBlock", "ResNetBottleneck"}) {
+  for (const char* unit : {"GPTBlock", "BertLayer", "LlamaDecoderLayer", "BasicBlock", "ResNetBottleneck"}) {
     const std::string u(unit);
     if (cls.size() >= u.size() && cls.compare(cls.size() - u.size(), u.size(), u) == 0 &&
         (cls.size() == u.size() || cls[cls.size() - u.size() - 1] == ':'))

@@ -1,5 +1,6 @@
 #include "composer/models/generation.h"
 
+#include "composer/models/kv_cache.h"
 #include "composer/models/transformer.h"
 #include "models/detail/embedding_weight.h"
 
@@ -70,12 +71,18 @@ at::Tensor generate_tokens(nn::Layer& model, const at::Tensor& input_ids, const 
   at::NoGradGuard no_grad;
   at::Tensor ids = input_ids;
   at::Tensor finished = at::zeros({ids.size(0)}, ids.options().dtype(at::kBool));
+  // A decoder with a key-value cache runs the prompt once, then one token per step (while no window slides).
+  auto* decoder = dynamic_cast<IncrementalDecoder*>(&model);
+  const bool cached = decoder && decoder->supports_cache() && (max_context == 0 || prompt + new_tokens <= max_context);
+  KVCache cache;
   try {
     for (int64_t step = 0; step < new_tokens; ++step) {
       const int64_t len = ids.size(1);
       const at::Tensor context =
-          max_context > 0 && len > max_context ? ids.narrow(1, len - max_context, max_context) : ids;
-      const at::Tensor logits = model.forward(context).select(1, context.size(1) - 1).to(at::kFloat);
+          cached ? ids.narrow(1, cache.length(), len - cache.length())
+                 : (max_context > 0 && len > max_context ? ids.narrow(1, len - max_context, max_context) : ids);
+      const at::Tensor out = cached ? decoder->forward_cached(context, cache) : model.forward(context);
+      const at::Tensor logits = out.select(1, context.size(1) - 1).to(at::kFloat);
       at::Tensor next;
       if (options.do_sample()) {
         // Drawn on the CPU, where `generator` lives, whatever the model's device.

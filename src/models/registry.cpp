@@ -1,11 +1,17 @@
 #include "composer/models/registry.h"
 
+#include "composer/data/bpe_tokenizer.h"
+#include "composer/models/gguf_model.h"
+#include "composer/models/hf_model.h"
 #include "composer/models/language_model.h"
+#include "composer/models/llama.h"
+#include "composer/models/lora.h"
 #include "composer/models/transformer.h"
 #include "composer/models/vision.h"
 
 #include <torch/arg.h>
 
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -117,6 +123,85 @@ struct TransformerFields {
   }
 };
 
+// PEFT's LoRA options under `lora:` (lora.r etc. in the field list); r 0: no adapters.
+struct LoraFields {
+  LoraOptions options = LoraOptions().r(0);
+
+  // Adapts `llama` when r > 0: only the adapters train.
+  void apply(Llama& llama) const {
+    if (options.r() == 0) return;
+    apply_lora(llama, options);
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    auto& options = self.options;
+    visit("lora.r", options.r(), "LoRA rank; 0: no LoRA, every parameter trains");
+    visit("lora.lora_alpha", options.lora_alpha(), "LoRA scaling numerator (scaling = lora_alpha / r)");
+    visit("lora.lora_dropout", options.lora_dropout(), "dropout on the adapters' input");
+    visit("lora.target_modules", options.target_modules(), "linear layers that get adapters (names or name suffixes)");
+    visit("lora.use_rslora", options.use_rslora(), "scale by lora_alpha / sqrt(r)");
+  }
+};
+
+// A Llama-family decoder from random weights, over LlamaConfig's fields (Hugging Face's names and defaults).
+struct LlamaFields {
+  LlamaConfig config;
+  LoraFields lora;
+
+  void follow(const ModelInputs& in) {
+    if (in.vocab_size > 0) config.vocab_size(in.vocab_size);
+  }
+  std::shared_ptr<ComposerModel> build() const {
+    auto llama = std::make_shared<Llama>(config);
+    lora.apply(*llama);
+    return std::make_shared<ComposerLanguageModel>(llama);
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    LlamaConfig::for_each_field(self.config, visit);
+    LoraFields::for_each_field(self.lora, visit);
+  }
+};
+
+// A pretrained causal LM (Composer's HuggingFaceModel, llm-foundry's hf_causal_lm): a Hugging Face directory or a
+// GGUF file, with its own tokenizer.
+struct PretrainedFields {
+  std::string pretrained;
+  LoraFields lora;
+  int64_t data_vocab = 0;
+
+  void follow(const ModelInputs& in) { data_vocab = in.vocab_size; }
+  std::shared_ptr<ComposerModel> build() const {
+    if (pretrained.empty())
+      throw std::invalid_argument("model.pretrained: required (a model directory or a .gguf file)");
+    const bool gguf = pretrained.size() > 5 && pretrained.compare(pretrained.size() - 5, 5, ".gguf") == 0;
+    std::shared_ptr<Llama> llama;
+    std::shared_ptr<const Tokenizer> tokenizer;
+    try {
+      llama = gguf ? load_llama_gguf(pretrained) : load_llama_hf(pretrained);
+      if (gguf) tokenizer = BpeTokenizer::from_gguf(pretrained);
+      const std::string json = pretrained + "/tokenizer.json";
+      if (!gguf && std::ifstream(json)) tokenizer = BpeTokenizer::from_tokenizer_json(json);
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument("model.pretrained: " + std::string(e.what()));
+    }
+    if (data_vocab > llama->config().vocab_size()) {
+      throw std::invalid_argument("model.pretrained: the data's token ids reach " + std::to_string(data_vocab) +
+                                  ", beyond the model's vocabulary of " + std::to_string(llama->config().vocab_size()) +
+                                  " (tokenize the data with the model's tokenizer)");
+    }
+    lora.apply(*llama);
+    auto model = std::make_shared<ComposerLanguageModel>(llama);
+    model->set_tokenizer(tokenizer);
+    return model;
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("pretrained", self.pretrained, "a Hugging Face model directory (config.json, safetensors) or a .gguf file");
+    LoraFields::for_each_field(self.lora, visit);
+  }
+};
+
 template <class Fields>
 ModelRegistry::Entry model(std::string name, std::string class_name, std::string summary) {
   return registry_entry<ComposerModel, const ModelInputs&>(
@@ -128,14 +213,17 @@ ModelRegistry::Entry model(std::string name, std::string class_name, std::string
 
 const ModelRegistry& model_registry() {
   static const ModelRegistry registry(
-      "model", {
-                   model<MLPFields>("mlp", "mlp", "multilayer perceptron on flattened images"),
-                   model<MnistCNNFields>("mnist_cnn", "mnist_cnn", "2-conv CNN for 28x28 images"),
-                   model<ResNetFields<true>>("cifar_resnet", "cifar_resnet", "CIFAR-style ResNet-20/32/44/56/110"),
-                   model<ResNetFields<false>>("resnet", "resnet", "ImageNet-style ResNet-18/34/50/101/152"),
-                   model<TransformerFields<false>>("gpt", "GPT", "GPT-2-style causal decoder"),
-                   model<TransformerFields<true>>("bert", "BertMLM", "BERT-style encoder with a masked-LM head"),
-               });
+      "model",
+      {
+          model<MLPFields>("mlp", "mlp", "multilayer perceptron on flattened images"),
+          model<MnistCNNFields>("mnist_cnn", "mnist_cnn", "2-conv CNN for 28x28 images"),
+          model<ResNetFields<true>>("cifar_resnet", "cifar_resnet", "CIFAR-style ResNet-20/32/44/56/110"),
+          model<ResNetFields<false>>("resnet", "resnet", "ImageNet-style ResNet-18/34/50/101/152"),
+          model<TransformerFields<false>>("gpt", "GPT", "GPT-2-style causal decoder"),
+          model<TransformerFields<true>>("bert", "BertMLM", "BERT-style encoder with a masked-LM head"),
+          model<LlamaFields>("llama", "Llama", "Llama-family decoder (random weights)"),
+          model<PretrainedFields>("hf_causal_lm", "Llama", "pretrained Llama-family model from a directory or GGUF"),
+      });
   return registry;
 }
 

@@ -143,7 +143,7 @@ void setup_strategy(TrainerImpl& t) {
                                            fsdp->activation_cpu_offload()) == 0) {
       throw std::invalid_argument(
           "parallelism_config.fsdp.activation_checkpointing: no module of the model is picked for checkpointing (the "
-          "default picks the sharding units: GPTBlock, BertLayer, BasicBlock, ResNetBottleneck)");
+          "default picks the sharding units: GPTBlock, BertLayer, LlamaDecoderLayer, BasicBlock, ResNetBottleneck)");
     }
   }
   strategy.setup(*s.model, s.optimizer.get());

@@ -13,22 +13,25 @@ import sys
 # folder -> the folders it may include. Lower layers first; no folder may reach back up.
 LAYERS = {
     "utils": set(),
-    "data": {"utils", "storage", "dist"},
+    "data": {"utils", "storage", "dist", "formats"},
     "metrics": {"utils"},
     "nn": {"utils"},
     "dist": {"utils", "nn"},
     "storage": {"utils"},
+    "formats": {"utils"},
     "core": {"utils", "data", "metrics", "dist"},
-    "models": {"utils", "data", "metrics", "nn", "core"},
+    "models": {"utils", "data", "metrics", "nn", "core", "formats"},
     "optim": {"utils", "core"},
     "algorithms": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim"},
     "loggers": {"utils", "dist", "core", "storage"},
     "datasets": {"utils", "data", "dist", "core"},
-    "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "storage"},
-    "callbacks": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "checkpoint", "storage"},
+    "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "storage",
+                   "formats"},
+    "callbacks": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "checkpoint", "storage",
+                  "formats"},
     "profiler": {"utils", "dist", "core", "callbacks", "storage"},
     "trainer": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "loggers",
-                "checkpoint", "callbacks", "profiler", "storage"},
+                "checkpoint", "callbacks", "profiler", "storage", "formats"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:composer/)?([a-z_]+)/')
 

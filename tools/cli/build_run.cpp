@@ -57,7 +57,7 @@ void check_model_fits_images(const ConfigNode& n, const std::string& name, const
 }
 
 // The model's shape defaults follow the data (models::ModelInputs); explicit keys that contradict it are errors here.
-std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& data) {
+std::shared_ptr<ComposerModel> model_from(const ConfigNode& n, const DataSpec& data) {
   const std::string name = n.require_string("name");
   if (models::model_registry().find(name)) check_model_fits_images(n, name, data);
   models::ModelInputs inputs;
@@ -68,14 +68,20 @@ std::shared_ptr<ComposerModel> build_model(const ConfigNode& n, const DataSpec& 
   inputs.num_classes = data.num_classes;
   inputs.vocab_size = data.vocab_size;
   auto model = build_from(models::model_registry(), n, name, "name", inputs);
-  // A language model carries its data's tokenizer, as Composer's HuggingFaceModel does (the Generate callback).
-  if (auto* lm = dynamic_cast<ComposerLanguageModel*>(model.get()); lm && data.tokenizer)
+  // A language model carries its data's tokenizer, as Composer's HuggingFaceModel does (the Generate callback), unless
+  // it came with its own (a pretrained model's).
+  if (auto* lm = dynamic_cast<ComposerLanguageModel*>(model.get()); lm && data.tokenizer && !lm->tokenizer())
     lm->set_tokenizer(data.tokenizer);
   return model;
 }
 
+// The optimizer over the parameters that train (a LoRA model's adapters; every parameter otherwise).
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const ConfigNode& n, ComposerModel& model) {
-  return build_from(optim::optimizer_registry(), n, n.get_string("name", "decoupled_sgdw"), "name", model.parameters());
+  std::vector<at::Tensor> trainable;
+  for (const auto& p : model.parameters())
+    if (p.requires_grad()) trainable.push_back(p);
+  if (trainable.empty()) throw ConfigError(n.path() + ": the model has no trainable parameter");
+  return build_from(optim::optimizer_registry(), n, n.get_string("name", "decoupled_sgdw"), "name", trainable);
 }
 
 std::shared_ptr<ComposerScheduler> build_scheduler(const ConfigNode& n) {
@@ -170,7 +176,7 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   }
   if (root.has("eval_data")) spec.eval = build_data(root.child("eval_data"), /*train=*/false, seed);
   const DataSpec& shape_source = spec.train.loader ? spec.train : spec.eval;
-  auto model = build_model(root.child("model"), shape_source);
+  auto model = model_from(root.child("model"), shape_source);
   spec.options = std::make_unique<TrainerOptions>(model);
   TrainerOptions& o = *spec.options;
   o.seed(seed);
@@ -210,6 +216,10 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
     return 0;
   });
   return spec;
+}
+
+std::shared_ptr<ComposerModel> build_model(const ConfigNode& node, const DataSpec& data) {
+  return model_from(node, data);
 }
 
 }  // namespace composer::cli

@@ -22,4 +22,7 @@ struct RunSpec {
 /// `need_train_data`: train requires train_data; eval does not.
 RunSpec build_run(const YAML::Node& root, bool need_train_data);
 
+/// The model of a `model:` section, its shape defaults following `data` (an empty DataSpec: the field list's).
+std::shared_ptr<ComposerModel> build_model(const ConfigNode& node, const DataSpec& data);
+
 }  // namespace composer::cli

@@ -1,9 +1,10 @@
 #include "cli/commands.h"
 
 #include "cli/build_run.h"
+#include "cli/command_support.h"
 #include "cli/registry.h"
-#include "composer/checkpoint/safetensors.h"
 #include "composer/composer.h"
+#include "composer/formats/safetensors.h"
 
 #include <chrono>
 #include <filesystem>
@@ -13,31 +14,11 @@
 namespace composer::cli {
 namespace {
 
-YAML::Node load_with_overrides(const std::string& config, const std::vector<std::string>& overrides) {
-  YAML::Node root = load_config_file(config);
-  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  for (const auto& o : overrides) apply_override(root, o);
-  return root;
-}
-
 void print_eval_metrics(const State& s, std::ostream& out) {
   for (const auto& [label, metrics] : s.eval_metrics)
     for (const auto& [name, value] : s.eval_metric_values)
       if (metrics.count(name))
         out << "  metrics/" << label << "/" << name << " = " << std::setprecision(6) << value << "\n";
-}
-
-template <class F>
-int run_guarded(std::ostream& err, F&& f) {
-  try {
-    return f();
-  } catch (const ConfigError& e) {
-    err << "composer-cpp: config error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    err << "composer-cpp: error: " << brief_error(e, 1000) << "\n";
-    return 1;
-  }
 }
 
 // A metadata value as Python prints it: strings bare at the top, numbers, lists and dicts (Composer's
@@ -199,9 +180,11 @@ int inspect_command(const std::string& checkpoint, std::ostream& out, std::ostre
 }
 
 int export_command(const std::string& checkpoint, const std::string& format, const std::string& output,
-                   std::ostream& out, std::ostream& err) {
+                   const std::string& config, std::ostream& out, std::ostream& err) {
   return run_guarded(err, [&] {
-    if (format != "safetensors") throw ConfigError("--format: unknown format '" + format + "'; supported: safetensors");
+    if (format == "hf") return export_hf(checkpoint, config, output, out);
+    if (format != "safetensors")
+      throw ConfigError("--format: unknown format '" + format + "'; supported: safetensors, hf");
     const Dict state = read_checkpoint(checkpoint).toGenericDict().at("state").toGenericDict();
     NamedTensors tensors;
     for (const auto& e : state.at("model").toGenericDict())

@@ -27,8 +27,25 @@ int main(int argc, char** argv) {
   inspect->add_option("checkpoint", checkpoint, "checkpoint file")->required();
   auto* exporter = app.add_subcommand("export", "Write a checkpoint's model weights for other tools");
   exporter->add_option("checkpoint", checkpoint, "checkpoint file")->required();
-  exporter->add_option("--format", format, "output format (safetensors)");
-  exporter->add_option("--output,-o", output, "output file (default: the checkpoint's name with .safetensors)");
+  std::string export_config;
+  exporter->add_option("--format", format,
+                       "output format: safetensors (a file) or hf (a Hugging Face model directory)");
+  exporter->add_option("--output,-o", output,
+                       "output file (default: the checkpoint's name with .safetensors) or, for hf, directory");
+  exporter->add_option("--config", export_config, "hf: the run's YAML config, which names the model");
+
+  composer::cli::GenerateArgs gen;
+  auto* generate = app.add_subcommand("generate", "Continue --prompt with CONFIG's language model (greedy by default)");
+  generate->add_option("config", config, "YAML config file (model:, and load_path for a fine-tuned checkpoint)")
+      ->required();
+  generate->add_option("overrides", overrides, "dotted overrides, e.g. load_path=runs/x/final.pt");
+  generate->add_option("--prompt,-p", gen.prompt, "the text to continue")->required();
+  generate->add_option("--max-new-tokens", gen.max_new_tokens, "tokens to generate (default 64)");
+  generate->add_flag("--sample", gen.sample, "sample instead of greedy decoding");
+  generate->add_option("--temperature", gen.temperature, "sampling temperature (default 1.0)");
+  generate->add_option("--top-k", gen.top_k, "sampling keeps the k most likely tokens (default 50; 0: all)");
+  generate->add_option("--top-p", gen.top_p, "sampling keeps the most likely tokens up to this probability");
+  generate->add_option("--seed", gen.seed, "seed of the sampling");
 
   std::string out_dir, split = "train", compression;
   auto* convert = app.add_subcommand("convert", "Write a config's train_data (or eval_data) as MDS shards");
@@ -63,6 +80,7 @@ int main(int argc, char** argv) {
   }
   if (*convert) return composer::cli::convert_command(config, out_dir, split, compression, std::cout, std::cerr);
   if (*inspect) return composer::cli::inspect_command(checkpoint, std::cout, std::cerr);
-  if (*exporter) return composer::cli::export_command(checkpoint, format, output, std::cout, std::cerr);
+  if (*exporter) return composer::cli::export_command(checkpoint, format, output, export_config, std::cout, std::cerr);
+  if (*generate) return composer::cli::generate_command(config, overrides, gen, std::cout, std::cerr);
   return composer::cli::list_command(kind, std::cout, std::cerr);
 }

@@ -107,7 +107,7 @@ at::ScalarType mixed_precision_dtype_from_string(const std::string& text, const 
 
 /// Which submodules are sharding units: called with each submodule's dotted name and the module.
 using WrapPolicy = std::function<bool(const std::string& name, const torch::nn::Module& module)>;
-/// The default: every transformer block (GPTBlock, BertLayer) and every ResNet block (BasicBlock,
+/// The default: every transformer block (GPTBlock, BertLayer, LlamaDecoderLayer) and every ResNet block (BasicBlock,
 /// ResNetBottleneck) of the model zoo, matched by class name.
 bool default_wrap_policy(const std::string& name, const torch::nn::Module& module);
 

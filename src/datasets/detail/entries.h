@@ -10,6 +10,10 @@ DatasetRegistry::Entry mnist_entry(bool fashion);
 DatasetRegistry::Entry synthetic_images_entry();
 /// mobydick_chars, gpt2_tokens (a Gutenberg text) and synthetic_tokens.
 DatasetRegistry::Entry text_entry(bool gpt2);
+/// text_tokens: a text file in a pretrained model's tokens (its tokenizer.json or GGUF).
+DatasetRegistry::Entry model_text_entry();
+/// jsonl_tokens: JSON-lines documents or prompt/response pairs in a pretrained model's tokens.
+DatasetRegistry::Entry jsonl_entry();
 DatasetRegistry::Entry synthetic_tokens_entry();
 /// streaming (MDS shards through StreamingDataset; built with COMPOSER_WITH_STREAMING).
 DatasetRegistry::Entry streaming_entry();

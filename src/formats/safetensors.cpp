@@ -1,4 +1,4 @@
-#include "composer/checkpoint/safetensors.h"
+#include "composer/formats/safetensors.h"
 
 #include "composer/utils/atomic_file.h"
 

@@ -1,0 +1,123 @@
+// GgufFile against the PyPI gguf package (tests/formats/gguf_write.py writes the file and what its own dequantizer
+// reads back), and the errors of damaged files.
+#include "support/python.h"
+
+#include "composer/formats/gguf.h"
+#include "composer/formats/safetensors.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace composer {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct GgufTest : ::testing::Test {
+  fs::path dir = fs::temp_directory_path() / ("composer_gguf_" + std::to_string(::getpid()));
+  std::string file = (dir / "t.gguf").string();
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+  void write() {
+    const auto r = testing::run_python(
+        {source_dir() + "/tests/formats/gguf_write.py", file, (dir / "expected.safetensors").string()});
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  static std::string source_dir() { return testing::source_dir(); }
+  // The message of the runtime_error that opening `path` throws.
+  static std::string open_error(const std::string& path) {
+    try {
+      formats::GgufFile f(path);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+};
+
+TEST_F(GgufTest, EveryTypeDequantizesAsTheGgufPackage) {
+  COMPOSER_REQUIRE_PYTHON("gguf numpy safetensors");
+  write();
+  formats::GgufFile f(file);
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(f.get_string("general.architecture"), "llama");
+  EXPECT_EQ(f.get_int("test.u32"), 7);
+  EXPECT_EQ(f.get_int("test.i64"), -5);
+  EXPECT_DOUBLE_EQ(f.get_float("test.f32"), 0.5);
+  EXPECT_TRUE(f.get_bool("test.bool"));
+  EXPECT_EQ(f.get_string("test.str"), "h\xc3\xa9llo");
+  EXPECT_EQ(f.get_strings("test.strs"), (std::vector<std::string>{"a", "bc", ""}));
+  EXPECT_EQ(f.get_ints("test.ints"), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(f.get_floats("test.floats"), (std::vector<double>{0.25, 1.5}));
+  EXPECT_EQ(f.tensors().size(), 11u);
+  for (const auto& [name, want] : read_safetensors((dir / "expected.safetensors").string())) {
+    SCOPED_TRACE(name);
+    const at::Tensor got = f.tensor(name);
+    EXPECT_EQ(got.sizes(), want.sizes());
+    EXPECT_TRUE(at::equal(got, want)) << (got - want).abs().max().item<double>();
+  }
+  EXPECT_EQ(f.tensor("q8_0", at::kDouble).scalar_type(), at::kDouble);
+}
+
+TEST_F(GgufTest, DamagedFilesAndWrongQuestionsAreErrorsNamingTheFile) {
+  COMPOSER_REQUIRE_PYTHON("gguf numpy safetensors");
+  write();
+  {
+    formats::GgufFile f(file);
+    EXPECT_THROW(
+        {
+          try {
+            f.get_int("test.str");
+          } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find("key 'test.str' is a string, expected an integer"), std::string::npos)
+                << e.what();
+            throw;
+          }
+        },
+        std::runtime_error);
+    EXPECT_THROW(f.tensor("nope"), std::runtime_error);
+    EXPECT_THROW(f.get_string("missing.key"), std::runtime_error);
+  }
+  const auto size = fs::file_size(file);
+  const std::string cut = (dir / "cut.gguf").string();
+  fs::copy_file(file, cut);
+  fs::resize_file(cut, size - 100);
+  EXPECT_NE(open_error(cut).find("truncated: tensor 'q6_k'"), std::string::npos) << open_error(cut);
+  EXPECT_NE(open_error(cut).find("cut.gguf"), std::string::npos);
+  fs::resize_file(cut, 40);
+  EXPECT_NE(open_error(cut).find("truncated"), std::string::npos) << open_error(cut);
+  std::ofstream((dir / "text.gguf").string()) << "not a model at all";
+  EXPECT_NE(open_error((dir / "text.gguf").string()).find("is not GGUF"), std::string::npos);
+  EXPECT_NE(open_error((dir / "absent.gguf").string()).find("cannot be opened"), std::string::npos);
+
+  // An unknown tensor type: rewrite the first tensor's type field (after its name, dims and shape) to 99.
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // The first tensor's name, "f32" after its uint64 length 3; its type follows the dimension count and two dims.
+  const size_t name_at = bytes.find(std::string("\x03\0\0\0\0\0\0\0f32", 11));
+  ASSERT_NE(name_at, std::string::npos);
+  const size_t type_at = name_at + 11 + 4 + 2 * 8;
+  const uint32_t bad = 99;
+  bytes.replace(type_at, 4, reinterpret_cast<const char*>(&bad), 4);
+  const std::string odd = (dir / "odd.gguf").string();
+  std::ofstream(odd, std::ios::binary) << bytes;
+  EXPECT_NE(open_error(odd).find("tensor 'f32': ggml type type 99 cannot be read"), std::string::npos)
+      << open_error(odd);
+}
+
+TEST(GgmlQuants, BlockSizesAndCountsAreChecked) {
+  EXPECT_EQ(formats::ggml_nbytes(static_cast<uint32_t>(formats::GgmlType::Q4_1), 64), 40u);
+  EXPECT_EQ(formats::ggml_nbytes(static_cast<uint32_t>(formats::GgmlType::Q6_K), 512), 420u);
+  EXPECT_THROW(formats::ggml_nbytes(static_cast<uint32_t>(formats::GgmlType::Q4_K), 100), std::invalid_argument);
+  EXPECT_THROW(formats::ggml_nbytes(static_cast<uint32_t>(formats::GgmlType::Q2_K), 256), std::invalid_argument);
+  EXPECT_EQ(formats::ggml_type_name(12), "Q4_K");
+}
+
+}  // namespace
+}  // namespace composer

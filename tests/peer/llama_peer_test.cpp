@@ -1,0 +1,160 @@
+// Hugging Face transformers as the peer for models::Llama, both ways, on real files:
+//   transformers -> us: small random Llama, Qwen2 and GQA models written by save_pretrained load into models::Llama
+//     and give transformers' logits and greedy tokens; SmolLM2-135M-Instruct's GGUF (tools/fetch_data.sh smollm2)
+//     gives the logits and greedy continuation transformers computes from the same file.
+//   us -> transformers: save_llama_hf's directories load in AutoModelForCausalLM.from_pretrained with our logits.
+// Tolerances: both sides dequantize the GGUF blocks to the same float32 values and run the same ATen kernels, so on
+// this machine SmolLM2's logits come out bit-identical (the test prints the difference); 1e-4 (logits of magnitude
+// ~20 after 30 layers) leaves room for another thread count's reduction order. The random models agree to 1e-5, the
+// greedy tokens exactly.
+#include "support/python.h"
+
+#include "composer/formats/safetensors.h"
+#include "composer/models/generation.h"
+#include "composer/models/gguf_model.h"
+#include "composer/models/hf_model.h"
+#include "composer/models/lora.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+namespace composer {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, at::Tensor> read_map(const std::string& path) {
+  std::map<std::string, at::Tensor> out;
+  for (auto& [name, t] : read_safetensors(path)) out[name] = t;
+  return out;
+}
+
+at::Tensor greedy(nn::Layer& model, const at::Tensor& ids, int64_t n) {
+  return models::generate_tokens(model, ids, models::GenerationOptions().max_new_tokens(n));
+}
+
+struct LlamaPeerTest : ::testing::Test {
+  fs::path dir = fs::temp_directory_path() / ("composer_llama_peer_" + std::to_string(::getpid()));
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+  void python_lora(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{testing::peer_script("hf_lora.py")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = testing::run_python(argv);
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  void python(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{testing::peer_script("hf_llama.py")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = testing::run_python(argv);
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+};
+
+TEST_F(LlamaPeerTest, HuggingFaceDirectoriesLoadWithTheirLogitsAndOursLoadInTransformers) {
+  COMPOSER_REQUIRE_PYTHON("torch transformers safetensors");
+  python({"random", dir.string()});
+  for (const char* variant : {"gqa_tied", "llama3_bias", "linear_head_dim", "qwen2"}) {
+    SCOPED_TRACE(variant);
+    const fs::path hf = dir / variant;
+    auto expected = read_map((hf / "expected.safetensors").string());
+    auto model = models::load_llama_hf(hf.string());
+    model->eval();
+    at::NoGradGuard no_grad;
+    const at::Tensor logits = model->forward(expected["input_ids"]);
+    EXPECT_LT((logits - expected["logits"]).abs().max().item<double>(), 1e-5);
+    EXPECT_TRUE(at::equal(greedy(*model, expected["input_ids"], 8), expected["generated"]));
+
+    const fs::path ours = dir / (std::string(variant) + "_ours");
+    models::save_llama_hf(
+        *model, ours.string(),
+        models::SavePretrainedOptions().max_shard_bytes(std::string(variant) == "gqa_tied" ? 40000 : 1 << 30));
+    python({"logits", ours.string(), (hf / "expected.safetensors").string()});
+    const at::Tensor back = read_map((ours / "hf_logits.safetensors").string())["logits"];
+    EXPECT_LT((back - logits).abs().max().item<double>(), 1e-5);
+  }
+  EXPECT_TRUE(fs::exists(dir / "gqa_tied_ours" / "model.safetensors.index.json"));  // written in shards
+}
+
+// LoRA both ways with PEFT: our adapters (r 4 on q, v and down projections) load with peft.PeftModel.from_pretrained
+// and give our logits, with the adapters and merged; adapters PEFT made (r 2 on k and o) load onto our model with its
+// logits.
+TEST_F(LlamaPeerTest, LoraAdaptersRoundTripWithPeft) {
+  COMPOSER_REQUIRE_PYTHON("torch transformers peft safetensors");
+  at::manual_seed(3);
+  auto config = models::LlamaConfig()
+                    .vocab_size(61)
+                    .hidden_size(32)
+                    .intermediate_size(48)
+                    .num_hidden_layers(2)
+                    .num_attention_heads(4)
+                    .num_key_value_heads(2);
+  models::Llama model(config);
+  const std::string base = (dir / "base").string(), ids_file = (dir / "ids.safetensors").string();
+  models::save_llama_hf(model, base);
+  const at::Tensor ids = at::randint(61, {2, 9}, at::kLong);
+  write_safetensors(ids_file, {{"input_ids", ids}});
+  const auto options = models::LoraOptions().r(4).lora_alpha(16).target_modules({"q_proj", "v_proj", "down_proj"});
+  const auto adapted = models::apply_lora(model, options);
+  EXPECT_EQ(adapted.size(), 6u);
+  EXPECT_EQ(adapted.front(), "model.layers.0.self_attn.q_proj");
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : model.named_parameters()) {
+      if (p.key().find("lora_B") != std::string::npos) p.value().normal_(0, 0.1);  // adapters that change the model
+    }
+  }
+  int64_t trainable = 0;
+  for (const auto& p : model.parameters()) trainable += p.requires_grad() ? p.numel() : 0;
+  EXPECT_EQ(trainable, 2 * (4 * 32 + 32 * 4) + 2 * (4 * 32 + 16 * 4) + 2 * (4 * 48 + 32 * 4));  // only the adapters
+  model.eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor ours = model.forward(ids);
+  models::save_lora_adapters(model, (dir / "adapters").string());
+  python_lora({"apply", base, (dir / "adapters").string(), ids_file, (dir / "peft.safetensors").string()});
+  auto peft = read_map((dir / "peft.safetensors").string());
+  EXPECT_LT((peft["logits"] - ours).abs().max().item<double>(), 1e-5);
+  EXPECT_GT((ours - models::load_llama_hf(base)->forward(ids)).abs().max().item<double>(), 1e-3);  // adapters matter
+  EXPECT_EQ(models::merge_lora(model), 6);
+  EXPECT_FALSE(models::has_lora(model));
+  EXPECT_LT((model.forward(ids) - peft["merged"]).abs().max().item<double>(), 1e-5);
+
+  python_lora({"make", base, (dir / "theirs").string(), ids_file, (dir / "theirs.safetensors").string()});
+  auto fresh = models::load_llama_hf(base);
+  const auto loaded = models::load_lora_adapters(*fresh, (dir / "theirs").string());
+  EXPECT_EQ(loaded.r(), 2);
+  fresh->eval();
+  EXPECT_LT(
+      (fresh->forward(ids) - read_map((dir / "theirs.safetensors").string())["logits"]).abs().max().item<double>(),
+      1e-5);
+}
+
+TEST_F(LlamaPeerTest, SmolLM2FromGgufComputesWhatTransformersComputes) {
+  const std::string gguf = testing::data_path("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+  COMPOSER_REQUIRE_DATA(gguf);
+  COMPOSER_REQUIRE_PYTHON("torch transformers gguf");
+  python({"gguf", gguf, (dir / "smollm2.safetensors").string()});
+  auto expected = read_map((dir / "smollm2.safetensors").string());
+  auto model = models::load_llama_gguf(gguf);
+  EXPECT_EQ(model->config().num_hidden_layers(), 30);
+  EXPECT_EQ(model->config().kv_heads(), 3);
+  EXPECT_TRUE(model->config().tie_word_embeddings());
+  model->eval();
+  at::NoGradGuard no_grad;
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE(k);
+    const at::Tensor ids = expected["ids_" + std::to_string(k)];
+    const at::Tensor logits = model->forward(ids);
+    std::cout << "SmolLM2 prompt " << k << ": max |logit difference| "
+              << (logits - expected["logits_" + std::to_string(k)]).abs().max().item<double>() << "\n";
+    EXPECT_LT((logits - expected["logits_" + std::to_string(k)]).abs().max().item<double>(), 1e-4);
+    EXPECT_TRUE(at::equal(greedy(*model, ids, 16), expected["generated_" + std::to_string(k)]));
+  }
+}
+
+}  // namespace
+}  // namespace composer

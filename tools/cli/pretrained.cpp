@@ -1,0 +1,96 @@
+// composer-cpp generate (a config's language model continues a prompt) and export --format hf (a checkpoint's
+// Llama-family weights as a Hugging Face model directory).
+#include "cli/build_run.h"
+#include "cli/command_support.h"
+#include "cli/commands.h"
+#include "composer/composer.h"
+
+#include <filesystem>
+
+namespace composer::cli {
+namespace {
+
+// The config's language model, with the weights of its load_path checkpoint when it names one (a fine-tuned run).
+std::shared_ptr<ComposerLanguageModel> language_model(const ConfigNode& root) {
+  if (!root.has("model")) throw ConfigError("model: required");
+  auto model = std::dynamic_pointer_cast<ComposerLanguageModel>(build_model(root.child("model"), DataSpec{}));
+  if (!model)
+    throw ConfigError("model.name: '" + root.child("model").get_string("name", "") + "' is not a language model");
+  const std::string load_path = root.get_string("load_path", "");
+  if (!load_path.empty()) {
+    const auto saved =
+        read_checkpoint(load_path).toGenericDict().at("state").toGenericDict().at("model").toGenericDict();
+    auto params = model->model().named_parameters();
+    at::NoGradGuard no_grad;
+    for (auto& p : params) {
+      const std::string key = "model." + p.key();
+      if (!saved.contains(key)) throw ConfigError("load_path: '" + load_path + "' has no tensor '" + key + "'");
+      p.value().copy_(saved.at(key).toTensor());
+    }
+    for (const auto& e : saved) {  // e.g. LoRA adapters of a run whose config had `lora:`, and this one has not
+      const std::string key = e.key().toStringRef();
+      if (key.rfind("model.", 0) != 0 || !params.find(key.substr(6))) {
+        throw ConfigError("load_path: '" + load_path + "' has tensor '" + key +
+                          "', which the config's model lacks (give the config the run was trained with)");
+      }
+    }
+  }
+  return model;
+}
+
+}  // namespace
+
+int generate_command(const std::string& config, const std::vector<std::string>& overrides, const GenerateArgs& args,
+                     std::ostream& out, std::ostream& err) {
+  return run_guarded(err, [&] {
+    const ConfigNode root(load_with_overrides(config, overrides), "");
+    auto model = language_model(root);
+    if (!model->tokenizer()) {
+      throw ConfigError("model: has no tokenizer to read the prompt (a pretrained model brings its own)");
+    }
+    const auto ids = model->tokenizer()->encode(args.prompt);
+    if (ids.empty()) throw ConfigError("--prompt: the prompt has no tokens");
+    auto options = models::GenerationOptions()
+                       .max_new_tokens(args.max_new_tokens)
+                       .do_sample(args.sample)
+                       .temperature(args.temperature)
+                       .top_k(args.top_k)
+                       .top_p(args.top_p)
+                       .eos_token_id(model->tokenizer()->eos_token());
+    try {
+      options.validate();
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("generate: ") + e.what());
+    }
+    at::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(args.seed));
+    const at::Tensor input = at::tensor(ids, at::kLong).unsqueeze(0);
+    const at::Tensor all = models::generate_tokens(model->model(), input, options, gen);
+    const at::Tensor fresh = all.select(0, 0).narrow(0, input.size(1), all.size(1) - input.size(1)).contiguous();
+    std::vector<int64_t> new_ids(fresh.data_ptr<int64_t>(), fresh.data_ptr<int64_t>() + fresh.numel());
+    const auto eos = model->tokenizer()->eos_token();
+    if (eos && !new_ids.empty() && new_ids.back() == *eos) new_ids.pop_back();  // the stop token is not text
+    out << args.prompt << model->tokenizer()->decode(new_ids) << "\n";
+    return 0;
+  });
+}
+
+int export_hf(const std::string& checkpoint, const std::string& config, const std::string& output, std::ostream& out) {
+  if (config.empty()) throw ConfigError("--config: required with --format hf (the run's YAML names the model)");
+  if (output.empty()) throw ConfigError("--output: required with --format hf (the model directory to write)");
+  YAML::Node root = load_with_overrides(config, {"load_path=" + checkpoint});
+  auto model = language_model(ConfigNode(root, ""));
+  auto* llama = dynamic_cast<models::Llama*>(&model->model());
+  if (!llama) throw ConfigError("--format hf: the config's model is not a Llama-family model (llama, hf_causal_lm)");
+  if (models::has_lora(*llama)) {  // the adapters in PEFT's format, then the model with them merged in
+    const std::string adapters = (std::filesystem::path(output) / "adapter").string();
+    models::save_lora_adapters(*llama, adapters);
+    models::merge_lora(*llama);
+    out << "composer-cpp: wrote the LoRA adapters (PEFT's format) to " << adapters << "\n";
+  }
+  models::save_llama_hf(*llama, output);
+  out << "composer-cpp: wrote a Hugging Face model directory to " << output
+      << " (transformers: AutoModelForCausalLM.from_pretrained)\n";
+  return 0;
+}
+
+}  // namespace composer::cli
