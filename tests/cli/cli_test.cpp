@@ -102,8 +102,10 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_EQ(train(config("c.yaml", synthetic()), {"precision=fp64"}), 2);
   EXPECT_NE(err.str().find("precision: Invalid precision 'fp64'"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("d.yaml", synthetic()), {"model.name=transformer9000"}), 2);
-  EXPECT_NE(err.str().find("model.name: unknown model 'transformer9000'; registered: bert, cifar_resnet, gpt, mlp"),
-            std::string::npos)
+  EXPECT_NE(
+      err.str().find(
+          "model.name: unknown model 'transformer9000'; registered: bert, cifar_resnet, gpt, hf_causal_lm, llama, mlp"),
+      std::string::npos)
       << err.str();
   EXPECT_EQ(train(config("e.yaml", synthetic()), {"train_data.batch_size=0"}), 2);
   EXPECT_NE(err.str().find("train_data.batch_size: expected a positive integer"), std::string::npos) << err.str();

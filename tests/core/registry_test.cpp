@@ -228,10 +228,12 @@ TEST(RegistryTest, ModelShapesFollowTheDataUnlessGiven) {
               models::model_registry().make("gpt", {{"n_layer", "two"}}, "model", images);
             }),
             "model.n_layer: expected an integer, got 'two'");
-  EXPECT_EQ(error_of([&] {
-              models::model_registry().make("vit", {}, "model", images);
-            }).rfind("unknown model 'vit'; registered: bert, cifar_resnet, gpt, mlp, mnist_cnn, resnet", 0),
-            0u);
+  EXPECT_EQ(
+      error_of([&] { models::model_registry().make("vit", {}, "model", images); })
+          .rfind(
+              "unknown model 'vit'; registered: bert, cifar_resnet, gpt, hf_causal_lm, llama, mlp, mnist_cnn, resnet",
+              0),
+      0u);
 }
 
 TEST(RegistryTest, DataSetsGiveALoaderAndTheShapesModelsFollow) {
