@@ -4,6 +4,7 @@
 #include "composer/core/fields.h"
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
+#include "composer/models/llama.h"
 #include "composer/nn/layers.h"
 
 #include <ATen/ATen.h>
@@ -69,6 +70,15 @@ int64_t apply_alibi(torch::nn::Module& model, int64_t max_sequence_length, torch
   if (max_sequence_length <= 0) {
     algorithms::detail::bad_option("apply_alibi", "max_sequence_length", "> 0",
                                    static_cast<double>(max_sequence_length));
+  }
+  // A Llama-family model encodes positions by rotating queries and keys: adding ALiBi's biases on top would train a
+  // model with two position schemes, which no reference does (Composer's Alibi has no Llama policy).
+  for (const auto& module : model.modules(/*include_self=*/false)) {
+    if (dynamic_cast<models::LlamaAttention*>(module.get())) {
+      throw std::invalid_argument(
+          "Alibi does not apply to models::Llama: its attention uses rotary position embeddings (Alibi replaces the "
+          "learned position embeddings of GPT and BERT); remove Alibi from the algorithms");
+    }
   }
   // The attention keeps its projections (the same parameters), so the optimizer needs no change for it.
   std::vector<ReplacementPolicy> policies{

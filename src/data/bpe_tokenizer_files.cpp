@@ -3,6 +3,8 @@
 #include "composer/data/bpe_tokenizer.h"
 
 #include "composer/formats/gguf.h"
+#include "composer/utils/atomic_file.h"
+#include "data/detail/pre_tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -174,6 +176,102 @@ std::shared_ptr<BpeTokenizer> BpeTokenizer::from_gguf(const std::string& path) {
   } catch (const std::invalid_argument& e) {
     fail(path, e.what());
   }
+}
+
+}  // namespace composer
+
+namespace composer {
+namespace {
+
+// The tokenizer.json pre_tokenizer of `kind`.
+nlohmann::json pre_tokenizer_json(PreTokenizer kind) {
+  const json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  switch (kind) {
+    case PreTokenizer::Gpt2:
+      return byte_level;
+    case PreTokenizer::Gpt2SplitDigits:
+      return {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}, byte_level}}};
+    default: {
+      json bytes_only = byte_level;
+      bytes_only["use_regex"] = false;
+      const json split = {{"type", "Split"},
+                          {"pattern", {{"Regex", detail::pre_tokenizer_pattern(kind)}}},
+                          {"behavior", "Isolated"},
+                          {"invert", false}};
+      return {{"type", "Sequence"}, {"pretokenizers", {split, bytes_only}}};
+    }
+  }
+}
+
+void write_json_file(const std::filesystem::path& path, const json& j) {
+  const std::string text = j.dump(2) + "\n";
+  write_file_atomically(path.string(), std::vector<char>(text.begin(), text.end()));
+}
+
+}  // namespace
+
+void BpeTokenizer::save_pretrained(const std::string& dir) const {
+  const auto& o = options_;
+  json vocab = json::object();
+  for (size_t id = 0; id < o.tokens.size(); ++id) vocab[o.tokens[id]] = id;
+  json merges = json::array();
+  for (const auto& [a, b] : o.merges) merges.push_back(a + " " + b);
+  json added = json::array();
+  for (int64_t id : o.special_ids) {
+    added.push_back({{"id", id},
+                     {"content", o.tokens[static_cast<size_t>(id)]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
+  }
+  json post = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
+  if (o.add_bos) {
+    const std::string bos = o.tokens[static_cast<size_t>(*o.bos_id)];
+    post = {
+        {"type", "TemplateProcessing"},
+        {"single", {{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"pair",
+         {{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+          {{"SpecialToken", {{"id", bos}, {"type_id", 1}}}},
+          {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+        {"special_tokens", {{bos, {{"id", bos}, {"ids", {*o.bos_id}}, {"tokens", {bos}}}}}}};
+  }
+  const json tokenizer = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", pre_tokenizer_json(o.pre_tokenizer)},
+      {"post_processor", post},
+      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", o.unk_id ? json(o.tokens[static_cast<size_t>(*o.unk_id)]) : json()},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", o.ignore_merges},
+        {"vocab", vocab},
+        {"merges", merges}}}};
+  const auto token = [&](const std::optional<int64_t>& id) {
+    return id ? json(o.tokens[static_cast<size_t>(*id)]) : json();
+  };
+  const json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                       {"bos_token", token(o.bos_id)},
+                       {"eos_token", token(o.eos_id)},
+                       {"unk_token", token(o.unk_id)},
+                       {"add_bos_token", o.add_bos},
+                       {"clean_up_tokenization_spaces", false}};
+  std::filesystem::create_directories(dir);
+  write_json_file(std::filesystem::path(dir) / "tokenizer.json", tokenizer);
+  write_json_file(std::filesystem::path(dir) / "tokenizer_config.json", config);
 }
 
 }  // namespace composer

@@ -421,6 +421,19 @@ TEST(AlibiTest, AttentionAddsTheLinearBiases) {
   }
 }
 
+// A rotary model gets a clear refusal, not a silent second position scheme.
+TEST(AlibiTest, RefusesALlamaModel) {
+  auto llama = std::make_shared<models::Llama>(models::LlamaConfig()
+                                                   .vocab_size(16)
+                                                   .hidden_size(16)
+                                                   .intermediate_size(16)
+                                                   .num_hidden_layers(1)
+                                                   .num_attention_heads(2));
+  EXPECT_EQ(error_of([&] { functional::apply_alibi(*llama, 32); }),
+            "Alibi does not apply to models::Llama: its attention uses rotary position embeddings (Alibi replaces the "
+            "learned position embeddings of GPT and BERT); remove Alibi from the algorithms");
+}
+
 TEST(AlibiTest, BadArgumentsAndBatchesAreNamed) {
   EXPECT_EQ(error_of([] { algorithms::make_algorithm("alibi"); }),
             "alibi.max_sequence_length: required (the longest sequence the model will see (training or evaluation))");

@@ -780,6 +780,9 @@ TEST_F(CliTest, SmolLM2FineTunesGeneratesAndExports) {
     EXPECT_TRUE(at::equal(exported->named_parameters()[name], saved.at(std::string("model.") + name).toTensor()))
         << name;
   }
+  EXPECT_TRUE(fs::exists(dir / "hf" / "tokenizer.json"));  // the model's tokenizer beside its weights
+  EXPECT_EQ(BpeTokenizer::from_tokenizer_json((dir / "hf" / "tokenizer.json").string())->encode("Call me Ishmael."),
+            BpeTokenizer::from_gguf(gguf)->encode("Call me Ishmael."));
   EXPECT_EQ(export_command(ckpt, "hf", hf, "", out, err), 2);
   EXPECT_NE(err.str().find("--config: required with --format hf"), std::string::npos) << err.str();
 

@@ -47,8 +47,13 @@ TEST_F(LoraDistTest, AdaptersTrainAlikeUnderDdpAndFsdpAndTheBaseStaysFrozen) {
   const auto ddp = run("ddp", "");
   const auto fsdp = run("fsdp", "parallelism_config: {fsdp: {sharding_strategy: FULL_SHARD, state_dict_type: full}}\n");
   // The same start (seed 3) and data: the frozen base is the same, the adapters trained the same way.
-  models::Llama fresh(models::LlamaConfig().vocab_size(64).hidden_size(32).intermediate_size(48).num_hidden_layers(2)
-                          .num_attention_heads(4).num_key_value_heads(2));
+  models::Llama fresh(models::LlamaConfig()
+                          .vocab_size(64)
+                          .hidden_size(32)
+                          .intermediate_size(48)
+                          .num_hidden_layers(2)
+                          .num_attention_heads(4)
+                          .num_key_value_heads(2));
   int64_t adapters = 0;
   for (const auto& e : ddp) {
     const std::string key = e.key().toStringRef();

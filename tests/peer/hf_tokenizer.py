@@ -1,6 +1,8 @@
 """Hugging Face `tokenizers` as the peer for BpeTokenizer (tests/peer/tokenizer_peer_test.cpp).
 
 usage: hf_tokenizer.py GGUF TEXT OUT_DIR
+       hf_tokenizer.py check DIR TEXTS_JSON OUT   transformers' AutoTokenizer.from_pretrained(DIR) encodes the texts
+                                                  (no special tokens added) into OUT (ids and offsets as above)
 
 Builds `tokenizers.Tokenizer`s from the GGUF file's vocabulary and merges (SmolLM2's byte-level BPE, its 17 control
 tokens as special added tokens) with four pre-tokenizers: SmolLM's own (Digits(individual) + ByteLevel, as its
@@ -84,5 +86,22 @@ def main(gguf_path, text_path, out):
             json.dump(texts, f, ensure_ascii=False)
 
 
+def check(directory, texts_path, out):
+    import os
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(directory)
+    with open(texts_path, encoding="utf-8") as f:
+        texts = json.load(f)
+    ids, offsets = [], [0]
+    for text in texts:
+        ids.extend(tok.encode(text, add_special_tokens=False))
+        offsets.append(len(ids))
+    save_file({"ids": torch.tensor(ids, dtype=torch.int64), "offsets": torch.tensor(offsets, dtype=torch.int64)}, out)
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    if sys.argv[1] == "check":
+        check(*sys.argv[2:5])
+    else:
+        main(*sys.argv[1:4])

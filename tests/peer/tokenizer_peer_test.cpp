@@ -67,6 +67,16 @@ TEST_F(TokenizerPeerTest, SmolLM2TokenizerEncodesMobyDickAsTokenizersDoes) {
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
   EXPECT_GT(n, 20000u);
 
+  // Written back (save_pretrained): transformers' AutoTokenizer reads it with the same ids, and so do we.
+  from_gguf->save_pretrained((dir / "saved").string());
+  fs::copy_file(dir / "smollm" / "texts.json", dir / "saved" / "texts.json");
+  const auto check =
+      testing::run_python({testing::peer_script("hf_tokenizer.py"), "check", (dir / "saved").string(),
+                           (dir / "saved" / "texts.json").string(), (dir / "saved" / "ids.safetensors").string()});
+  ASSERT_EQ(check.status, 0) << check.output;
+  compare(*from_gguf, dir / "saved");
+  compare(*BpeTokenizer::from_tokenizer_json((dir / "saved" / "tokenizer.json").string()), dir / "saved");
+
   const auto from_json = BpeTokenizer::from_tokenizer_json((dir / "smollm" / "tokenizer.json").string());
   EXPECT_EQ(from_json->eos_token(), 2);  // from tokenizer_config.json
   EXPECT_EQ(from_json->bos_token(), 1);

@@ -88,6 +88,8 @@ int export_hf(const std::string& checkpoint, const std::string& config, const st
     out << "composer-cpp: wrote the LoRA adapters (PEFT's format) to " << adapters << "\n";
   }
   models::save_llama_hf(*llama, output);
+  if (const auto* tokenizer = dynamic_cast<const BpeTokenizer*>(model->tokenizer().get()))
+    tokenizer->save_pretrained(output);  // tokenizer.json and tokenizer_config.json beside the weights
   out << "composer-cpp: wrote a Hugging Face model directory to " << output
       << " (transformers: AutoModelForCausalLM.from_pretrained)\n";
   return 0;

@@ -57,6 +57,10 @@ class BpeTokenizer : public Tokenizer {
   /// the key (another tokenizer model, an unknown pre-tokenizer name).
   static std::shared_ptr<BpeTokenizer> from_gguf(const std::string& path);
 
+  /// Writes `dir`/tokenizer.json (what from_tokenizer_json reads, and `tokenizers` and transformers'
+  /// AutoTokenizer load with the same ids) and `dir`/tokenizer_config.json (BOS, EOS, add_bos_token).
+  void save_pretrained(const std::string& dir) const;
+
   std::vector<int64_t> encode(const std::string& text) const override;
   std::string decode(const std::vector<int64_t>& ids) const override;
   int64_t vocab_size() const override { return static_cast<int64_t>(options_.tokens.size()); }

@@ -37,6 +37,17 @@ size_t char_length(unsigned char c) { return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >
 
 }  // namespace
 
+std::string pre_tokenizer_pattern(PreTokenizer kind) {
+  switch (kind) {
+    case PreTokenizer::Llama3:
+      return kLlama3;
+    case PreTokenizer::Qwen2:
+      return kQwen2;
+    default:
+      return kGpt2;
+  }
+}
+
 PreTokenizerPattern::PreTokenizerPattern(PreTokenizer kind) {
   switch (kind) {
     case PreTokenizer::Gpt2:

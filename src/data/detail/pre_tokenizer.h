@@ -10,6 +10,9 @@
 
 namespace composer::detail {
 
+/// The Split pattern of `kind` as tokenizer.json writes it (GPT-2's for Gpt2 and Gpt2SplitDigits).
+std::string pre_tokenizer_pattern(PreTokenizer kind);
+
 class PreTokenizerPattern {
  public:
   explicit PreTokenizerPattern(PreTokenizer kind);
