@@ -2,7 +2,6 @@
 
 #include "composer/core/state.h"
 #include "composer/dist/env.h"
-#include "composer/dist/fully_sharded.h"
 #include "composer/dist/strategy.h"
 #include "composer/models/composer_model.h"
 #include "composer/storage/object_store.h"
@@ -56,8 +55,7 @@ void ExportForInferenceCallback::export_model(State& state, const Batch& sample)
         "ExportForInferenceCallback: no batch was seen to trace the model with (torchscript traces the forward)");
   }
   // A sharded model gathers its parameters, in their own dtype (the export is the full-precision model).
-  auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(state.strategy.get());
-  const auto gathered = fsdp ? fsdp->gather_full_precision() : state.strategy->enter(dist::Phase::EVAL_FORWARD);
+  const auto gathered = state.strategy->gather_full_weights();
   if (dist::get_global_rank() != 0) return;
   const std::string& save_path = *options_.save_path();
   const bool remote = is_object_store_uri(save_path);

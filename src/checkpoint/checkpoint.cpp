@@ -1,7 +1,5 @@
 #include "composer/checkpoint/checkpoint.h"
 
-#include "checkpoint/detail/pickle_io.h"
-#include "checkpoint/detail/zip_verify.h"
 #include "composer/checkpoint/distributed_checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
 #include "composer/core/serialization.h"
@@ -11,6 +9,8 @@
 #include "composer/utils/atomic_file.h"
 #include "composer/utils/error_text.h"
 #include "composer/utils/reproducibility.h"
+#include "formats/detail/pickle_io.h"
+#include "formats/detail/zip_verify.h"
 
 #include <fnmatch.h>
 #include <torch/cuda.h>

@@ -11,7 +11,7 @@
 #include "composer/core/state.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
-#include "composer/dist/fully_sharded.h"
+#include "composer/dist/strategy.h"
 #include "composer/storage/object_store.h"
 
 #include <ATen/ATen.h>
@@ -94,10 +94,11 @@ void restore_required_algorithms(State& s, Engine& engine, const c10::IValue& pa
     joining.push_back(algorithm);
     reprs.push_back(repr);
   }
-  if (!joining.empty() && dynamic_cast<const dist::FullyShardedDataParallel*>(s.strategy.get())) {
+  if (!joining.empty() && s.strategy && s.strategy->setup_before_load()) {
     throw CheckpointError("checkpoint '" + path + "' was trained with " + reprs.front() +
-                          ", which changes the model; under parallelism_config.fsdp the model is sharded before "
-                          "the checkpoint loads, so pass that algorithm in algorithms");
+                          ", which changes the model; under the " + s.strategy->name() +
+                          " strategy the model is set up (sharded) before the checkpoint loads, so pass that algorithm "
+                          "in algorithms");
   }
   try {
     engine.add_late_algorithms(joining);

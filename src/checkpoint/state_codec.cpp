@@ -5,7 +5,8 @@
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
 #include "composer/dist/env.h"
-#include "composer/dist/fully_sharded.h"
+#include "composer/dist/sharded_state.h"
+#include "composer/dist/strategy.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
 #include "composer/optim/grad_scaler.h"
@@ -84,10 +85,15 @@ Dict model_state_dict(torch::nn::Module& model, bool clone) {
   return d;
 }
 
-// The FSDP strategy once it has sharded the model (before that, the model and optimizer are whole).
-dist::FullyShardedDataParallel* sharded_by(const State& state) {
-  auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(state.strategy.get());
-  return fsdp && fsdp->is_set_up() ? fsdp : nullptr;
+// What the strategy holds of the state on this rank, once it has split it; nullptr when the model and optimizer are
+// whole (a replicated strategy, or a sharded one before its setup).
+dist::ShardedState* sharded_by(const State& state) {
+  return state.strategy ? state.strategy->sharded_state() : nullptr;
+}
+
+// The whole weights gathered into the module while the scope lives (nothing to do when they are whole).
+std::unique_ptr<dist::PhaseScope> gather_if_split(const State& state, const dist::ShardedState* held) {
+  return held ? state.strategy->gather_full_weights() : nullptr;
 }
 
 std::invalid_argument shape_mismatch(const std::string& name, at::IntArrayRef saved, at::IntArrayRef expected) {
@@ -216,15 +222,15 @@ bool state_dict_is_collective(const State& state) { return sharded_by(state) != 
 
 namespace {
 
-// state_dict(), or with `sharded` (under FSDP) local_state_dict().
+// state_dict(), or with `sharded` (under a sharded strategy) local_state_dict().
 c10::IValue make_state_dict(const State& state, std::vector<ShardedEntry>* sharded) {
   Dict d = new_dict();
-  dist::FullyShardedDataParallel* fsdp = sharded_by(state);
-  if (!fsdp) sharded = nullptr;
+  dist::ShardedState* held = sharded_by(state);
+  if (!held) sharded = nullptr;
   if (state.model && sharded) {
     Dict model(c10::StringType::get(), c10::TensorType::get());
     std::set<std::string> parted;
-    for (auto& [name, part] : fsdp->local_parameters()) {
+    for (auto& [name, part] : held->local_parameters()) {
       parted.insert(name);
       sharded->push_back({{"model", name}, std::move(part)});
     }
@@ -233,16 +239,16 @@ c10::IValue make_state_dict(const State& state, std::vector<ShardedEntry>* shard
     for (const auto& b : state.model->named_buffers()) model.insert(b.key(), b.value().detach());
     d.insert("model", model);
   } else if (state.model) {
-    const auto gathered = fsdp ? fsdp->gather_full_precision() : nullptr;
-    d.insert("model", model_state_dict(*state.model, fsdp != nullptr));
+    const auto gathered = gather_if_split(state, held);
+    d.insert("model", model_state_dict(*state.model, held != nullptr));
   }
   if (state.optimizer) {
     Dict opts = new_dict();
     const c10::IValue saved = optim::optimizer_state_dict(*state.optimizer);
     const std::string cls = class_name_of(optim::checkpointed_optimizer(*state.optimizer));
     if (sharded) {
-      std::vector<std::pair<std::vector<std::string>, dist::LocalPart>> parts;
-      opts.insert(cls, fsdp->local_optimizer_state_dict(saved, parts));
+      dist::EntryParts parts;
+      opts.insert(cls, held->local_optimizer_state_dict(saved, parts));
       for (auto& [path, part] : parts) {
         std::vector<std::string> full{"optimizers", cls, "state"};
         full.insert(full.end(), path.begin(), path.end());
@@ -251,7 +257,7 @@ c10::IValue make_state_dict(const State& state, std::vector<ShardedEntry>* shard
     } else {
       const auto names =
           state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};
-      opts.insert(cls, fsdp ? fsdp->full_optimizer_state_dict(saved) : with_param_names(saved, names));
+      opts.insert(cls, held ? held->full_optimizer_state_dict(saved) : with_param_names(saved, names));
     }
     d.insert("optimizers", opts);
   }
@@ -326,10 +332,10 @@ c10::IValue local_state_dict(const State& state, std::vector<ShardedEntry>& shar
 }
 
 PartsWanted local_parts_wanted(const State& state) {
-  dist::FullyShardedDataParallel* fsdp = sharded_by(state);
-  if (!fsdp) return {};
-  std::map<std::string, dist::FullyShardedDataParallel::HeldRange> ranges;
-  for (auto& [name, range] : fsdp->local_ranges()) ranges.emplace(name, std::move(range));
+  dist::ShardedState* held = sharded_by(state);
+  if (!held) return {};
+  std::map<std::string, dist::HeldRange> ranges;
+  for (auto& [name, range] : held->local_ranges()) ranges.emplace(name, std::move(range));
   const std::string cls =
       state.optimizer ? class_name_of(optim::checkpointed_optimizer(*state.optimizer)) : std::string();
   return [ranges = std::move(ranges), cls](
@@ -346,50 +352,59 @@ PartsWanted local_parts_wanted(const State& state) {
   };
 }
 
+namespace {
+
+// The parts, as the strategy takes them (local_parts_wanted asked for these paths only).
+void split_parts(const std::vector<ShardedEntry>& parts, dist::NamedParts& model, dist::EntryParts& optimizer) {
+  for (const auto& e : parts) {
+    if (e.path.size() == 2 && e.path[0] == "model")
+      model.emplace_back(e.path[1], e.part);
+    else if (e.path.size() == 5 && e.path[0] == "optimizers" && e.path[2] == "state")
+      optimizer.push_back({{e.path[3], e.path[4]}, e.part});
+    else
+      throw std::logic_error("load_state_dict: a part at an unexpected path");
+  }
+}
+
+}  // namespace
+
 void load_state_dict(State& state, const c10::IValue& saved, bool strict_model,
                      const std::vector<ShardedEntry>& parts) {
   if (!saved.isGenericDict()) throw std::invalid_argument("load_state_dict: the state must be a dict");
   const Dict d = saved.toGenericDict();
-  dist::FullyShardedDataParallel* fsdp = sharded_by(state);
-  if (!parts.empty() && !fsdp) throw std::logic_error("load_state_dict: parts of tensors given without FSDP");
-  // The parts, as the strategy takes them (local_parts_wanted asked for these paths only).
-  std::vector<std::pair<std::string, dist::LocalPart>> model_parts;
-  std::vector<std::pair<std::vector<std::string>, dist::LocalPart>> optimizer_parts;
-  for (const auto& e : parts) {
-    if (e.path.size() == 2 && e.path[0] == "model")
-      model_parts.emplace_back(e.path[1], e.part);
-    else if (e.path.size() == 5 && e.path[0] == "optimizers" && e.path[2] == "state")
-      optimizer_parts.push_back({{e.path[3], e.path[4]}, e.part});
-    else
-      throw std::logic_error("load_state_dict: a part at an unexpected path");
-  }
+  dist::ShardedState* held = sharded_by(state);
+  if (!parts.empty() && !held)
+    throw std::logic_error("load_state_dict: parts of tensors given, but the strategy holds the state whole");
+  dist::NamedParts model_parts;
+  dist::EntryParts optimizer_parts;
+  split_parts(parts, model_parts, optimizer_parts);
   if (state.model && !parts.empty()) {
     // Read in part: each rank writes its parts into its shards; no collective, nothing gathered.
     const Dict model =
         d.contains("model") ? d.at("model").toGenericDict() : Dict(c10::StringType::get(), c10::TensorType::get());
     std::map<std::string, bool> elsewhere;  // every sharded parameter: whether a part of it was read
-    for (const auto& [name, range] : fsdp->local_ranges()) {
+    for (const auto& [name, range] : held->local_ranges()) {
       const auto it = model.find(name);  // read whole: its shape is not the parameter's
       if (it != model.end()) throw shape_mismatch(name, it->value().toTensor().sizes(), range.shape);
       elsewhere[name] = false;
     }
     for (const auto& [name, part] : model_parts) elsewhere[name] = true;
     load_model_state(*state.model, model, strict_model, elsewhere);
-    fsdp->load_local_parameters(model_parts);
+    held->load_local_parameters(model_parts);
   } else if (state.model && d.contains("model")) {
-    // FSDP: the whole weights load into the gathered parameters, and each rank keeps its part.
-    const auto gathered = fsdp ? fsdp->gather_full_precision() : nullptr;
+    // Sharded: the whole weights load into the gathered parameters, and each rank keeps its part.
+    const auto gathered = gather_if_split(state, held);
     load_model_state(*state.model, d.at("model").toGenericDict(), strict_model);
-    if (fsdp) fsdp->keep_gathered_values();
+    if (held) held->keep_gathered_values();
   }
   if (d.contains("optimizers") && state.optimizer) {
     const Dict opts = d.at("optimizers").toGenericDict();
     const std::string key = class_name_of(optim::checkpointed_optimizer(*state.optimizer));
     if (!opts.contains(key))
       throw std::invalid_argument("load_state_dict: no state for optimizer " + key + " in the checkpoint");
-    if (fsdp) {
+    if (held) {
       optim::load_optimizer_state_dict(*state.optimizer,
-                                       fsdp->shard_optimizer_state_dict(opts.at(key), optimizer_parts));
+                                       held->shard_optimizer_state_dict(opts.at(key), optimizer_parts));
     } else {
       const auto names =
           state.model ? optimizer_param_names(*state.optimizer, *state.model) : std::vector<std::string>{};

@@ -75,6 +75,40 @@ void read_field(Hparams& h, const std::string& key, std::tuple<double, double>& 
   value = {pair[0], pair[1]};
 }
 
+namespace {
+
+// torch's attribute names of the dtypes a config names.
+const std::vector<std::pair<std::string, at::ScalarType>>& dtype_names() {
+  static const std::vector<std::pair<std::string, at::ScalarType>> names{
+      {"float32", at::kFloat}, {"float16", at::kHalf},  {"bfloat16", at::kBFloat16}, {"float64", at::kDouble},
+      {"int64", at::kLong},    {"int32", at::kInt},     {"int16", at::kShort},       {"int8", at::kChar},
+      {"uint8", at::kByte},    {"bool", at::kBool},     {"fp32", at::kFloat},        {"fp16", at::kHalf},
+      {"half", at::kHalf},     {"bf16", at::kBFloat16}, {"fp64", at::kDouble},       {"double", at::kDouble},
+  };
+  return names;
+}
+
+}  // namespace
+
+std::string field_text(at::ScalarType value) {
+  for (const auto& [name, t] : dtype_names())
+    if (t == value) return field_text(name);
+  return field_text(std::string(c10::toString(value)));
+}
+
+void read_field(Hparams& h, const std::string& key, at::ScalarType& value) {
+  if (!h.has(key)) return;
+  std::string text = h.get_string(key, "");
+  if (text.rfind("torch.", 0) == 0) text = text.substr(6);
+  for (const auto& [name, t] : dtype_names()) {
+    if (name == text) {
+      value = t;
+      return;
+    }
+  }
+  h.fail(key, "a dtype such as float32, bfloat16, float16 or int64");
+}
+
 std::string fields_table(const std::vector<FieldDoc>& fields) {
   std::string out = "| name | default | meaning |\n|---|---|---|\n";
   for (const auto& f : fields) out += "| `" + f.name + "` | `" + f.value + "` | " + f.doc + " |\n";

@@ -99,95 +99,145 @@ void append_value(std::string& out, const Column& c, const at::Tensor& v) {
   }
 }
 
-}  // namespace
+// The samples of one shard laid out as MDS lays them: the count, count + 1 offsets, then the samples.
+std::string shard_bytes(const std::vector<std::string>& samples) {
+  const uint32_t count = static_cast<uint32_t>(samples.size());
+  std::string data(4 * (count + 2), '\0');
+  std::memcpy(data.data(), &count, 4);
+  uint32_t offset = static_cast<uint32_t>(data.size());
+  for (uint32_t i = 0; i <= count; ++i) {
+    std::memcpy(data.data() + 4 + 4 * i, &offset, 4);
+    if (i < count) offset += static_cast<uint32_t>(samples[i].size());
+  }
+  for (const auto& s : samples) data += s;
+  return data;
+}
 
-int64_t write_mds(const Dataset& dataset, const std::string& out, const MdsWriterOptions& options) {
-  const std::string comp = options.compression().substr(0, options.compression().find(':'));
-  if (!comp.empty() && comp != "zstd")
-    throw std::invalid_argument("write_mds: compression '" + options.compression() +
-                                "': expected none or zstd[:level]");
-  const int level = options.compression().find(':') == std::string::npos
-                        ? 3
-                        : std::stoi(options.compression().substr(options.compression().find(':') + 1));
-  if (options.size_limit() < 1) throw std::invalid_argument("write_mds: size_limit must be >= 1");
-  if (fs::exists(fs::path(out) / "index.json"))
-    throw std::invalid_argument("write_mds: '" + out + "' already holds an index.json");
-  fs::create_directories(out);
-  const int64_t n = dataset.size();
+// Writes the shards of one MDS directory as the samples come, and its index.json at the end.
+class ShardWriter {
+ public:
+  ShardWriter(std::string out, const MdsWriterOptions& options) : out_(std::move(out)), options_(options) {
+    const std::string& compression = options.compression();
+    compression_ = compression.substr(0, compression.find(':'));
+    if (!compression_.empty() && compression_ != "zstd")
+      throw std::invalid_argument("write_mds: compression '" + compression + "': expected none or zstd[:level]");
+    level_ = compression.find(':') == std::string::npos ? 3 : std::stoi(compression.substr(compression.find(':') + 1));
+    if (options.size_limit() < 1) throw std::invalid_argument("write_mds: size_limit must be >= 1");
+    if (fs::exists(fs::path(out_) / "index.json"))
+      throw std::invalid_argument("write_mds: '" + out_ + "' already holds an index.json");
+    fs::create_directories(out_);
+  }
+
   std::vector<Column> columns;
-  nlohmann::json shards = nlohmann::json::array();
-  std::vector<std::string> samples;
-  int64_t bytes = 0;
-  auto flush = [&] {
-    if (samples.empty()) return;
-    const uint32_t count = static_cast<uint32_t>(samples.size());
-    std::string data(4 * (count + 2), '\0');
-    std::memcpy(data.data(), &count, 4);
-    uint32_t offset = static_cast<uint32_t>(data.size());
-    for (uint32_t i = 0; i <= count; ++i) {
-      std::memcpy(data.data() + 4 + 4 * i, &offset, 4);
-      if (i < count) offset += static_cast<uint32_t>(samples[i].size());
+
+  void add(std::string sample) {
+    bytes_ += static_cast<int64_t>(sample.size());
+    samples_.push_back(std::move(sample));
+    if (bytes_ >= options_.size_limit()) flush();
+  }
+
+  // Writes the samples so far as the next shard.
+  void flush() {
+    if (samples_.empty()) return;
+    const std::string data = shard_bytes(samples_);
+    const std::string count = std::to_string(shards_.size());
+    const std::string base = "shard." + std::string(5 - std::min<size_t>(5, count.size()), '0') + count + ".mds";
+    nlohmann::json shard = header(static_cast<uint32_t>(samples_.size()));
+    if (compression_.empty()) {
+      shard["compression"] = nullptr;
+      shard["raw_data"] = record(base, data);
+      shard["zip_data"] = nullptr;
+    } else {
+      shard["compression"] = options_.compression();
+      shard["raw_data"] = raw_entry(base, data);
+      shard["zip_data"] = record(base + ".zstd", zstd(data));
     }
-    for (const auto& s : samples) data += s;
-    const std::string base = "shard." +
-                             std::string(5 - std::min<size_t>(5, std::to_string(shards.size()).size()), '0') +
-                             std::to_string(shards.size()) + ".mds";
-    auto record = [&](const std::string& name, const std::string& content) {
-      const std::string path = (fs::path(out) / name).string();
-      write_file_atomically(path, std::vector<char>(content.begin(), content.end()));
-      nlohmann::json hashes = nlohmann::json::object();
-      for (const auto& h : options.hashes()) {
-        const std::string d = detail::file_digest(path, h);
-        if (d.empty()) throw std::invalid_argument("write_mds: hash '" + h + "' is not supported");
-        hashes[h] = d;
-      }
-      return nlohmann::json{{"basename", name}, {"bytes", content.size()}, {"hashes", hashes}};
-    };
+    shards_.push_back(shard);
+    samples_.clear();
+    bytes_ = 0;
+  }
+
+  // The last shard and the index; how many shards.
+  int64_t finish() {
+    flush();
+    const std::string index = nlohmann::json{{"shards", shards_}, {"version", 2}}.dump(2);
+    write_file_atomically((fs::path(out_) / "index.json").string(), std::vector<char>(index.begin(), index.end()));
+    return static_cast<int64_t>(shards_.size());
+  }
+
+ private:
+  nlohmann::json header(uint32_t count) const {
     nlohmann::json shard = {{"column_encodings", nlohmann::json::array()},
                             {"column_names", nlohmann::json::array()},
                             {"column_sizes", nlohmann::json::array()},
                             {"format", "mds"},
-                            {"hashes", options.hashes()},
+                            {"hashes", options_.hashes()},
                             {"samples", count},
-                            {"size_limit", options.size_limit()},
+                            {"size_limit", options_.size_limit()},
                             {"version", 2}};
     for (const auto& c : columns) {
       shard["column_encodings"].push_back(c.encoding);
       shard["column_names"].push_back(c.name);
       shard["column_sizes"].push_back(c.size ? nlohmann::json(*c.size) : nlohmann::json());
     }
-    if (comp.empty()) {
-      shard["compression"] = nullptr;
-      shard["raw_data"] = record(base, data);
-      shard["zip_data"] = nullptr;
-    } else {
-      // The raw file's entry describes the decompressed bytes; only the compressed file is written.
-      std::string zipped(ZSTD_compressBound(data.size()), '\0');
-      const size_t z = ZSTD_compress(zipped.data(), zipped.size(), data.data(), data.size(), level);
-      if (ZSTD_isError(z)) throw std::runtime_error(std::string("write_mds: zstd failed: ") + ZSTD_getErrorName(z));
-      zipped.resize(z);
-      const std::string tmp = (fs::path(out) / ("." + base + ".raw")).string();
-      write_file_atomically(tmp, std::vector<char>(data.begin(), data.end()));
-      nlohmann::json raw = {{"basename", base}, {"bytes", data.size()}, {"hashes", nlohmann::json::object()}};
-      for (const auto& h : options.hashes()) raw["hashes"][h] = detail::file_digest(tmp, h);
-      fs::remove(tmp);
-      shard["compression"] = options.compression();
-      shard["raw_data"] = raw;
-      shard["zip_data"] = record(base + ".zstd", zipped);
+    return shard;
+  }
+
+  std::string zstd(const std::string& data) const {
+    std::string zipped(ZSTD_compressBound(data.size()), '\0');
+    const size_t z = ZSTD_compress(zipped.data(), zipped.size(), data.data(), data.size(), level_);
+    if (ZSTD_isError(z)) throw std::runtime_error(std::string("write_mds: zstd failed: ") + ZSTD_getErrorName(z));
+    zipped.resize(z);
+    return zipped;
+  }
+
+  // The file `name` written with `content`, and its entry (basename, bytes, hashes).
+  nlohmann::json record(const std::string& name, const std::string& content) const {
+    const std::string path = (fs::path(out_) / name).string();
+    write_file_atomically(path, std::vector<char>(content.begin(), content.end()));
+    nlohmann::json hashes = nlohmann::json::object();
+    for (const auto& h : options_.hashes()) {
+      const std::string d = detail::file_digest(path, h);
+      if (d.empty()) throw std::invalid_argument("write_mds: hash '" + h + "' is not supported");
+      hashes[h] = d;
     }
-    shards.push_back(shard);
-    samples.clear();
-    bytes = 0;
-  };
+    return nlohmann::json{{"basename", name}, {"bytes", content.size()}, {"hashes", hashes}};
+  }
+
+  // A compressed shard's raw entry describes the decompressed bytes, hashed from a temporary file (only the
+  // compressed file stays).
+  nlohmann::json raw_entry(const std::string& base, const std::string& data) const {
+    const std::string tmp = (fs::path(out_) / ("." + base + ".raw")).string();
+    write_file_atomically(tmp, std::vector<char>(data.begin(), data.end()));
+    nlohmann::json raw = {{"basename", base}, {"bytes", data.size()}, {"hashes", nlohmann::json::object()}};
+    for (const auto& h : options_.hashes()) raw["hashes"][h] = detail::file_digest(tmp, h);
+    fs::remove(tmp);
+    return raw;
+  }
+
+  std::string out_;
+  const MdsWriterOptions& options_;
+  std::string compression_;
+  int level_ = 3;
+  nlohmann::json shards_ = nlohmann::json::array();
+  std::vector<std::string> samples_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace
+
+int64_t write_mds(const Dataset& dataset, const std::string& out, const MdsWriterOptions& options) {
+  ShardWriter writer(out, options);
+  const int64_t n = dataset.size();
   for (int64_t start = 0; start < n; start += 1024) {
     const Batch b = dataset.get_batch(at::arange(start, std::min(n, start + 1024), at::kLong));
-    if (columns.empty())
-      for (const auto& [name, t] : b.fields()) columns.push_back(column_for(name, t[0]));
+    if (writer.columns.empty())
+      for (const auto& [name, t] : b.fields()) writer.columns.push_back(column_for(name, t[0]));
     for (int64_t i = 0; i < b.num_samples(); ++i) {
       std::string sizes, values;
       size_t k = 0;
       for (const auto& [name, t] : b.fields()) {
-        const Column& c = columns[k++];
+        const Column& c = writer.columns[k++];
         const size_t before = values.size();
         append_value(values, c, t[i]);
         if (!c.size) {
@@ -195,15 +245,10 @@ int64_t write_mds(const Dataset& dataset, const std::string& out, const MdsWrite
           sizes.append(reinterpret_cast<const char*>(&len), 4);
         }
       }
-      samples.push_back(sizes + values);
-      bytes += static_cast<int64_t>(samples.back().size());
-      if (bytes >= options.size_limit()) flush();
+      writer.add(sizes + values);
     }
   }
-  flush();
-  const std::string index = nlohmann::json{{"shards", shards}, {"version", 2}}.dump(2);
-  write_file_atomically((fs::path(out) / "index.json").string(), std::vector<char>(index.begin(), index.end()));
-  return static_cast<int64_t>(shards.size());
+  return writer.finish();
 }
 
 }  // namespace composer

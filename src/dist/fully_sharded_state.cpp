@@ -63,9 +63,17 @@ bool is_replicated_entry(const std::string& key, const c10::IValue& value, const
 
 bool FullyShardedDataParallel::is_set_up() const { return impl_->set_up; }
 
-void check_state_dict_type(const std::string& text, const std::string& key) {
-  if (text != "full" && text != "sharded")
-    throw std::invalid_argument(key + " must be 'full' or 'sharded', got '" + text + "'");
+std::optional<std::string> FullyShardedDataParallel::sharded_checkpoint_prefix() const {
+  if (options_.state_dict_type() == "sharded") return options_.sharded_ckpt_prefix_dir();
+  return std::nullopt;
+}
+
+bool FullyShardedDataParallel::loads_checkpoints_on_rank0_only() const {
+  return options_.load_monolith_rank0_only() && options_.state_dict_type() == "full";
+}
+
+std::optional<std::string> FullyShardedDataParallel::cuda_graph_obstacle() const {
+  return std::string("parallelism_config.fsdp gathers weights between the recorded kernels (not supported)");
 }
 
 namespace {
@@ -124,8 +132,7 @@ std::vector<std::pair<std::string, LocalPart>> FullyShardedDataParallel::local_p
   return out;
 }
 
-std::vector<std::pair<std::string, FullyShardedDataParallel::HeldRange>> FullyShardedDataParallel::local_ranges()
-    const {
+std::vector<std::pair<std::string, HeldRange>> FullyShardedDataParallel::local_ranges() const {
   const Impl& m = *impl_;
   std::vector<std::pair<std::string, HeldRange>> out;
   for (const auto& f : m.flats) {
@@ -225,23 +232,38 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IVal
   return shard_optimizer_state_dict(full, {});
 }
 
-c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(
-    const c10::IValue& full, const std::vector<std::pair<std::vector<std::string>, LocalPart>>& parts) const {
-  const Impl& m = *impl_;
-  std::map<std::string, std::vector<std::pair<std::string, const LocalPart*>>> parts_of;  // by parameter name
-  for (const auto& [path, part] : parts) {
-    if (path.size() != 2) throw std::logic_error("FSDP: an optimizer state part's path is not (parameter, key)");
-    parts_of[path[0]].emplace_back(path[1], &part);
+namespace {
+
+// The optimizer state entries read in part (a sharded checkpoint), by parameter name and entry key.
+class PartsByEntry {
+ public:
+  explicit PartsByEntry(const EntryParts& parts) {
+    for (const auto& [path, part] : parts) {
+      if (path.size() != 2) throw std::logic_error("FSDP: an optimizer state part's path is not (parameter, key)");
+      by_param_[path[0]].emplace_back(path[1], &part);
+    }
   }
-  const auto part_for = [&](const std::string& name, const std::string& key) -> const LocalPart* {
-    const auto it = parts_of.find(name);
-    if (it == parts_of.end()) return nullptr;
+  bool has(const std::string& name) const { return by_param_.count(name) > 0; }
+  const LocalPart* find(const std::string& name, const std::string& key) const {
+    const auto it = by_param_.find(name);
+    if (it == by_param_.end()) return nullptr;
     for (const auto& [k, part] : it->second)
       if (k == key) return part;
     return nullptr;
-  };
-  at::NoGradGuard no_grad;
-  const GenericDict d = indexed_form(full, "the checkpoint's optimizer state");
+  }
+  std::vector<std::string> keys(const std::string& name) const {
+    std::vector<std::string> out;
+    if (const auto it = by_param_.find(name); it != by_param_.end())
+      for (const auto& [k, part] : it->second) out.push_back(k);
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::pair<std::string, const LocalPart*>>> by_param_;
+};
+
+// The checkpoint's per-parameter state, which must be keyed by name.
+GenericDict named_state(const GenericDict& d) {
   const GenericDict state = d.at("state").toGenericDict();
   for (const auto& e : state) {
     if (!e.key().isString()) {
@@ -250,6 +272,105 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(
           "from an optimizer holding parameters that are not the model's); it cannot be sharded");
     }
   }
+  return state;
+}
+
+// The checkpoint's group `fields` names the same parameters as this run's group (`mine`).
+void check_group_params(const std::string& where, const GenericDict& fields, const std::set<std::string>& mine) {
+  std::set<std::string> saved;
+  for (const auto& p : fields.at("params").toList()) {
+    if (!p.get().isString()) throw std::invalid_argument(where + " numbers its parameters instead of naming them");
+    saved.insert(p.get().toStringRef());
+  }
+  for (const auto& n : mine)
+    if (!saved.count(n)) throw std::invalid_argument(where + " lacks parameter '" + n + "', which this run's has");
+  for (const auto& n : saved)
+    if (!mine.count(n)) throw std::invalid_argument(where + " has parameter '" + n + "', which this run's lacks");
+}
+
+// A "step" or other scalar entry, which every parameter of the unit must have alike.
+c10::IValue shared_entry(const FlatParam& f, const std::vector<GenericDict>& entries, const std::string& key) {
+  const c10::IValue& value = entries.front().at(key);
+  for (size_t p = 1; p < entries.size(); ++p) {
+    const c10::IValue& other = entries[p].at(key);
+    const bool same =
+        value.isTensor() && other.isTensor() ? at::equal(value.toTensor(), other.toTensor()) : value == other;
+    if (!same) {
+      throw std::invalid_argument("FSDP: the checkpoint's optimizer '" + key + "' differs between '" + f.names.front() +
+                                  "' and '" + f.names[p] + "', which share a sharding unit");
+    }
+  }
+  return value;
+}
+
+// This rank's shard of an entry shaped like the parameters, from each parameter's whole tensor or part.
+at::Tensor sharded_entry(const FlatParam& f, const std::vector<GenericDict>& entries, const PartsByEntry& parts,
+                         const std::string& key, bool sharded, int64_t rank) {
+  at::Tensor shard;
+  for (size_t p = 0; p < entries.size(); ++p) {
+    const LocalPart* part = parts.find(f.names[p], key);
+    const std::string what = "the checkpoint's optimizer '" + key + "' of '" + f.names[p] + "'";
+    at::Tensor source;  // the parameter's held range of it, flat
+    const Held held = held_range(f, p, sharded, rank);
+    if (part) {
+      check_part(f, p, *part, held, what);
+      source = part->values;
+    } else {
+      const c10::IValue& v = entries[p].at(key);
+      if (!v.isTensor() || v.toTensor().sizes() != c10::IntArrayRef(f.shapes[p]))
+        throw std::invalid_argument("FSDP: " + what + " is not shaped like the parameter");
+      source = v.toTensor().reshape(-1).narrow(0, held.begin, held.size());
+    }
+    if (!shard.defined()) shard = at::zeros({f.shard_numel}, source.options());
+    if (held.size() > 0) shard.narrow(0, held.in_shard, held.size()).copy_(source);
+  }
+  return shard;
+}
+
+// The state of one flat shard from its parameters' entries in the checkpoint; none when they have no state.
+std::optional<GenericDict> flat_state(const FlatParam& f, const GenericDict& state, const PartsByEntry& parts,
+                                      bool sharded, int64_t rank) {
+  std::vector<GenericDict> entries;
+  for (const auto& n : f.names) {
+    const auto it = state.find(n);
+    if (it != state.end()) entries.push_back(it->value().toGenericDict());
+  }
+  if (entries.empty() && !parts.has(f.names.front())) return std::nullopt;
+  if (entries.size() != f.names.size()) {
+    throw std::invalid_argument(
+        "FSDP: the checkpoint has optimizer state for some parameters of the sharding unit "
+        "holding '" +
+        f.names.front() + "' but not for all; they cannot share one shard");
+  }
+  GenericDict out = string_keyed();
+  // The keys: the first parameter's entries, then those read in part.
+  std::vector<std::string> keys;
+  for (const auto& e : entries.front()) keys.push_back(e.key().toStringRef());
+  for (const auto& k : parts.keys(f.names.front())) keys.push_back(k);
+  for (const std::string& key : keys) {
+    for (size_t p = 0; p < entries.size(); ++p) {
+      if (!entries[p].contains(key) && !parts.find(f.names[p], key)) {
+        throw std::invalid_argument("FSDP: the checkpoint's optimizer state for '" + f.names[p] + "' lacks '" + key +
+                                    "', which '" + f.names.front() + "' has");
+      }
+    }
+    if (!parts.find(f.names.front(), key) && is_replicated_entry(key, entries.front().at(key), f.shapes.front()))
+      out.insert(key, shared_entry(f, entries, key));
+    else
+      out.insert(key, sharded_entry(f, entries, parts, key, sharded, rank));
+  }
+  return out;
+}
+
+}  // namespace
+
+c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IValue& full,
+                                                                 const EntryParts& parts) const {
+  const Impl& m = *impl_;
+  const PartsByEntry parts_by_entry(parts);
+  at::NoGradGuard no_grad;
+  const GenericDict d = indexed_form(full, "the checkpoint's optimizer state");
+  const GenericDict state = named_state(d);
   const GenericList groups = d.at("param_groups").toList();
   if (groups.size() != m.slots.size()) {
     throw std::invalid_argument("FSDP: the checkpoint's optimizer has " + std::to_string(groups.size()) +
@@ -259,97 +380,24 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(
   GenericList out_groups(c10::AnyType::get());
   int64_t index = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
-    const std::string where = "FSDP: the checkpoint's optimizer param_groups[" + std::to_string(g) + "]";
     GenericDict fields = groups.get(g).toGenericDict().copy();
-    std::set<std::string> saved;
-    for (const auto& p : fields.at("params").toList()) {
-      if (!p.get().isString()) throw std::invalid_argument(where + " numbers its parameters instead of naming them");
-      saved.insert(p.get().toStringRef());
-    }
     std::set<std::string> mine;
     for (const Impl::Slot& slot : m.slots[g]) {
-      if (slot.flat < 0) {
-        mine.insert(slot.name);
-        continue;
-      }
-      for (const auto& n : m.flats[static_cast<size_t>(slot.flat)].names) mine.insert(n);
+      if (slot.flat < 0) mine.insert(slot.name);
+      if (slot.flat >= 0)
+        for (const auto& n : m.flats[static_cast<size_t>(slot.flat)].names) mine.insert(n);
     }
-    for (const auto& n : mine)
-      if (!saved.count(n)) throw std::invalid_argument(where + " lacks parameter '" + n + "', which this run's has");
-    for (const auto& n : saved)
-      if (!mine.count(n)) throw std::invalid_argument(where + " has parameter '" + n + "', which this run's lacks");
+    check_group_params("FSDP: the checkpoint's optimizer param_groups[" + std::to_string(g) + "]", fields, mine);
     c10::List<int64_t> ids;
     for (const Impl::Slot& slot : m.slots[g]) {
       const int64_t i = index++;
       ids.push_back(i);
       if (slot.flat < 0) {
-        const auto it = state.find(slot.name);
-        if (it != state.end()) out_state.insert(i, it->value());
+        if (const auto it = state.find(slot.name); it != state.end()) out_state.insert(i, it->value());
         continue;
       }
-      const FlatParam& f = m.flats[static_cast<size_t>(slot.flat)];
-      std::vector<GenericDict> entries;
-      for (const auto& n : f.names) {
-        const auto it = state.find(n);
-        if (it != state.end()) entries.push_back(it->value().toGenericDict());
-      }
-      if (entries.empty() && !parts_of.count(f.names.front())) continue;
-      if (entries.size() != f.names.size()) {
-        throw std::invalid_argument(
-            "FSDP: the checkpoint has optimizer state for some parameters of the sharding "
-            "unit holding '" +
-            f.names.front() + "' but not for all; they cannot share one shard");
-      }
-      GenericDict shard_state = string_keyed();
-      // The keys: the first parameter's entries, then those read in part.
-      std::vector<std::string> keys;
-      for (const auto& e : entries.front()) keys.push_back(e.key().toStringRef());
-      if (parts_of.count(f.names.front()))
-        for (const auto& [k, part] : parts_of.at(f.names.front())) keys.push_back(k);
-      for (const std::string& key : keys) {
-        for (size_t p = 0; p < entries.size(); ++p) {
-          if (!entries[p].contains(key) && !part_for(f.names[p], key)) {
-            throw std::invalid_argument("FSDP: the checkpoint's optimizer state for '" + f.names[p] + "' lacks '" +
-                                        key + "', which '" + f.names.front() + "' has");
-          }
-        }
-        const LocalPart* first_part = part_for(f.names.front(), key);
-        if (!first_part && is_replicated_entry(key, entries.front().at(key), f.shapes.front())) {
-          const c10::IValue& value = entries.front().at(key);
-          for (size_t p = 1; p < entries.size(); ++p) {
-            const c10::IValue& other = entries[p].at(key);
-            const bool same =
-                value.isTensor() && other.isTensor() ? at::equal(value.toTensor(), other.toTensor()) : value == other;
-            if (!same) {
-              throw std::invalid_argument("FSDP: the checkpoint's optimizer '" + key + "' differs between '" +
-                                          f.names.front() + "' and '" + f.names[p] + "', which share a sharding unit");
-            }
-          }
-          shard_state.insert(key, value);
-          continue;
-        }
-        // This rank's shard of the entry, from each parameter's whole tensor or part.
-        at::Tensor shard;
-        for (size_t p = 0; p < entries.size(); ++p) {
-          const LocalPart* part = part_for(f.names[p], key);
-          const std::string what = "the checkpoint's optimizer '" + key + "' of '" + f.names[p] + "'";
-          at::Tensor source;  // the parameter's held range of it, flat
-          const Held held = held_range(f, p, m.sharded(), m.rank);
-          if (part) {
-            check_part(f, p, *part, held, what);
-            source = part->values;
-          } else {
-            const c10::IValue& v = entries[p].at(key);
-            if (!v.isTensor() || v.toTensor().sizes() != c10::IntArrayRef(f.shapes[p]))
-              throw std::invalid_argument("FSDP: " + what + " is not shaped like the parameter");
-            source = v.toTensor().reshape(-1).narrow(0, held.begin, held.size());
-          }
-          if (!shard.defined()) shard = at::zeros({f.shard_numel}, source.options());
-          if (held.size() > 0) shard.narrow(0, held.in_shard, held.size()).copy_(source);
-        }
-        shard_state.insert(key, shard);
-      }
-      out_state.insert(i, shard_state);
+      const auto flat = flat_state(m.flats[static_cast<size_t>(slot.flat)], state, parts_by_entry, m.sharded(), m.rank);
+      if (flat) out_state.insert(i, *flat);
     }
     fields.insert_or_assign("params", ids);
     out_groups.push_back(fields);

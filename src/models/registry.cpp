@@ -134,12 +134,7 @@ struct LoraFields {
   }
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
-    auto& options = self.options;
-    visit("lora.r", options.r(), "LoRA rank; 0: no LoRA, every parameter trains");
-    visit("lora.lora_alpha", options.lora_alpha(), "LoRA scaling numerator (scaling = lora_alpha / r)");
-    visit("lora.lora_dropout", options.lora_dropout(), "dropout on the adapters' input");
-    visit("lora.target_modules", options.target_modules(), "linear layers that get adapters (names or name suffixes)");
-    visit("lora.use_rslora", options.use_rslora(), "scale by lora_alpha / sqrt(r)");
+    LoraOptions::for_each_field(self.options, prefixed(visit, "lora."));
   }
 };
 

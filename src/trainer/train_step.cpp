@@ -5,7 +5,6 @@
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
 #include "composer/dist/env.h"
-#include "composer/dist/fully_sharded.h"
 #include "composer/dist/strategy.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
@@ -163,9 +162,7 @@ std::vector<std::string> TrainStep::cuda_graph_obstacles(const State& s) {
     found.push_back("the world size is " + std::to_string(world) +
                     ", and the gradient collectives are not recorded (one process only)");
   }
-  if (dynamic_cast<const dist::FullyShardedDataParallel*>(s.strategy.get())) {
-    found.push_back("parallelism_config.fsdp gathers weights between the recorded kernels (not supported)");
-  }
+  if (const auto obstacle = s.strategy ? s.strategy->cuda_graph_obstacle() : std::nullopt) found.push_back(*obstacle);
   if (s.precision == Precision::AMP_FP16) {
     found.push_back("precision amp_fp16's grad scaler decides on the host whether to step; use amp_bf16 or fp32");
   }

@@ -6,13 +6,12 @@
 #include "composer/core/autocast.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
-#include "composer/dist/fully_sharded.h"
+#include "composer/dist/parallelism_config.h"
 #include "composer/dist/strategy.h"
 #include "composer/loggers/console_logger.h"
 #include "composer/loggers/progress_bar_logger.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
-#include "composer/nn/checkpoint.h"
 #include "composer/optim/decoupled_sgdw.h"
 #include "composer/optim/grad_scaler.h"
 #include "composer/optim/optimizer.h"
@@ -111,23 +110,6 @@ void setup_optimization(TrainerImpl& t) {
   if (s.precision == Precision::AMP_FP16) s.scaler = std::make_shared<GradScaler>();
 }
 
-// The modules FSDP's activation checkpointing wraps: the given policy, else the sharding units.
-dist::WrapPolicy activation_checkpointing_policy(const dist::FSDPOptions& fsdp) {
-  if (fsdp.activation_checkpointing_policy()) return fsdp.activation_checkpointing_policy();
-  return fsdp.wrap_policy() ? fsdp.wrap_policy() : dist::WrapPolicy(dist::default_wrap_policy);
-}
-
-// FSDP's options as the strategy sees the model: with activation checkpointing its units are found inside their
-// checkpoint wrappers (the wrap policy judges the wrapped module), so the units stay those of the unwrapped model.
-dist::FSDPOptions fsdp_options(dist::FSDPOptions fsdp) {
-  if (!fsdp.activation_checkpointing()) return fsdp;
-  const dist::WrapPolicy units = fsdp.wrap_policy() ? fsdp.wrap_policy() : dist::WrapPolicy(dist::default_wrap_policy);
-  return fsdp.wrap_policy([units](const std::string& name, const torch::nn::Module& module) {
-    const auto* wrapper = dynamic_cast<const nn::CheckpointedLayer*>(&module);
-    return units(name, wrapper ? wrapper->inner() : module);
-  });
-}
-
 // The strategy's start (DDP: rank 0's weights everywhere and a gradient reducer); its data must be sharded.
 void setup_strategy(TrainerImpl& t) {
   State& s = t.state;
@@ -137,14 +119,6 @@ void setup_strategy(TrainerImpl& t) {
         "The world_size(" + std::to_string(strategy.num_replicas()) +
         ") > 1 but the training dataloader does not shard the data across ranks; build it with "
         "num_replicas = world size and rank = this rank (DatasetLoaderOptions / TensorDataLoaderOptions)");
-  }
-  if (const auto& fsdp = t.options.parallelism_config().fsdp(); fsdp && fsdp->activation_checkpointing()) {
-    if (nn::apply_activation_checkpointing(*s.model, activation_checkpointing_policy(*fsdp),
-                                           fsdp->activation_cpu_offload()) == 0) {
-      throw std::invalid_argument(
-          "parallelism_config.fsdp.activation_checkpointing: no module of the model is picked for checkpointing (the "
-          "default picks the sharding units: GPTBlock, BertLayer, LlamaDecoderLayer, BasicBlock, ResNetBottleneck)");
-    }
   }
   strategy.setup(*s.model, s.optimizer.get());
 }
@@ -223,12 +197,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   s.device = detail::resolve_device(o.device());
   dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
-  if (o.parallelism_config().fsdp()) {
-    s.strategy = std::make_unique<dist::FullyShardedDataParallel>(detail::fsdp_options(*o.parallelism_config().fsdp()),
-                                                                  compute_dtype(s.precision));
-  } else {
-    s.strategy = dist::default_strategy();
-  }
+  s.strategy = dist::make_strategy(o.parallelism_config(), compute_dtype(s.precision));
   (void)PrecisionContext(s.precision, s.device);                    // throws for a precision the device cannot run
   s.auto_microbatching = o.device_train_microbatch_size().is_auto;  // searched from the whole batch down
   s.device_train_microbatch_size = o.device_train_microbatch_size().value;
@@ -257,9 +226,9 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   }
   detail::setup_optimization(t);
   detail::log_run_hparams(t);
-  // FSDP shards the model and its (fresh) optimizer first, so that a checkpoint's whole state loads onto the
-  // shards, from whatever world size saved it; DDP starts after the load, from rank 0's loaded weights.
-  const bool shard_first = dynamic_cast<dist::FullyShardedDataParallel*>(s.strategy.get()) != nullptr;
+  // A sharded strategy (FSDP) splits the model and its (fresh) optimizer first, so that a checkpoint's whole state
+  // loads onto the shards, from whatever world size saved it; DDP starts after the load, from rank 0's loaded weights.
+  const bool shard_first = s.strategy->setup_before_load();
   if (shard_first) detail::setup_strategy(t);
   t.engine.run_event(Event::BEFORE_LOAD);
   const ResumePoint resumed = load_for_run(s, t.engine, detail::resume_options(o));

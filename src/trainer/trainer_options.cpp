@@ -102,26 +102,20 @@ void TrainerOptions::validate() const {
   if (autoresume() && save_folder().empty()) {
     throw std::invalid_argument("TrainerOptions.autoresume needs save_folder (where to look for checkpoints)");
   }
-  if (parallelism_config_.fsdp()) {
-    const dist::FSDPOptions& fsdp = *parallelism_config_.fsdp();
-    dist::check_state_dict_type(fsdp.state_dict_type(), "parallelism_config.fsdp.state_dict_type");
-    if (fsdp.activation_cpu_offload() && !fsdp.activation_checkpointing()) {
-      throw std::invalid_argument(
-          "parallelism_config.fsdp.activation_cpu_offload needs activation_checkpointing: true (Composer C++ offloads "
-          "the inputs the checkpointed modules keep; offloading every saved activation needs PyTorch's saved-tensor "
-          "hooks, which LibTorch takes as Python objects only)");
-    }
+  parallelism_config_.validate();
+  if (const auto sharded = parallelism_config_.sharded_section()) {
     if (device_train_microbatch_size_.is_auto) {
       throw std::invalid_argument(
-          "TrainerOptions.device_train_microbatch_size 'auto' with parallelism_config.fsdp: not supported yet (a rank "
-          "that runs out of memory inside a parameter all-gather would leave the others waiting); give a number");
+          "TrainerOptions.device_train_microbatch_size 'auto' with " + *sharded +
+          ": not supported yet (a rank that runs out of memory inside a parameter all-gather would leave the others "
+          "waiting); give a number");
     }
     for (const auto& a : algorithms_) {
       const std::string n = a->name();
       if (n == "SAM" || n == "EMA" || n == "SWA") {
-        throw std::invalid_argument("TrainerOptions.algorithms " + n +
-                                    " with parallelism_config.fsdp: it reads or moves the whole model's weights "
-                                    "between steps, which FSDP keeps sharded; not supported yet");
+        throw std::invalid_argument("TrainerOptions.algorithms " + n + " with " + *sharded +
+                                    ": it reads or moves the whole model's weights between steps, which the strategy "
+                                    "keeps sharded; not supported yet");
       }
     }
   }

@@ -431,5 +431,43 @@ print("python-ok", sum(p.numel() for p in m.parameters()), len(st))
       << py.output;
 }
 
+// composer-cpp inspect's view of a checkpoint: the codec's keys read back, and a clear error for a dict that is not a
+// State's.
+TEST(StateSummaryTest, ReadsTheCodecsKeysAndRefusesAnotherDict) {
+  auto model = ComposerClassifier::wrap(torch::nn::Sequential(torch::nn::Linear(4, 3)));
+  auto loader =
+      std::make_shared<DatasetLoader>(std::make_shared<TensorDataset>(Batch(at::randn({8, 4}), at::randint(3, {8}))),
+                                      DatasetLoaderOptions(4).num_workers(0));
+  Trainer trainer(TrainerOptions(model)
+                      .train_dataloader(loader)
+                      .max_duration("2ba")
+                      .device("cpu")
+                      .progress_bar(false)
+                      .run_name("summary-run")
+                      .algorithms({std::make_shared<algorithms::LabelSmoothing>()}));
+  trainer.fit();
+  const StateSummary s = summarize_state(state_dict(trainer.state()));
+  EXPECT_EQ(s.run_name.value_or(""), "summary-run");
+  ASSERT_TRUE(s.algorithms.has_value());
+  ASSERT_EQ(s.algorithms->size(), 1u);
+  EXPECT_EQ(s.algorithms->front().rfind("LabelSmoothing(", 0), 0u) << s.algorithms->front();
+  EXPECT_EQ(s.optimizers.value_or(std::vector<std::string>{}), std::vector<std::string>{"DecoupledSGDW"});
+  bool batch_two = false;
+  for (const auto& [key, value] : s.timestamp) batch_two = batch_two || (key == "batch" && value.toInt() == 2);
+  EXPECT_TRUE(batch_two);
+  ASSERT_EQ(s.model.size(), 2u);
+  EXPECT_EQ(s.model_elements(), 4 * 3 + 3);
+  EXPECT_EQ(s.model.front().dtype, at::kFloat);
+
+  c10::impl::GenericDict other(c10::StringType::get(), c10::AnyType::get());
+  other.insert("weights", at::ones({2}));
+  try {
+    summarize_state(other);
+    FAIL() << "a dict without a model dict was summarised";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "the checkpoint's state is not a dict with a 'model' dict");
+  }
+}
+
 }  // namespace
 }  // namespace composer

@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 #include "composer/composer.h"
+#include "composer/core/parallelism_fields.h"
 #include "composer/formats/safetensors.h"
 #include "support/data_paths.h"
 #include "support/mlflow_server.h"
@@ -86,6 +87,25 @@ TEST_F(CliTest, DocsListTheTrainerSettings) {
   const auto end = page.find("\n\n", start + marker.size());
   ASSERT_NE(end, std::string::npos);
   const std::string table = fields_table(describe_fields(TrainerOptions(nullptr)));
+  if (std::getenv("COMPOSER_WRITE_DOCS")) {
+    page.replace(start + marker.size(), end + 1 - start - marker.size(), table);
+    std::ofstream(path) << page;
+    page = testing::read_text(path);
+  }
+  EXPECT_EQ(page.substr(start + marker.size(), table.size()), table) << path << " should list:\n" << table;
+}
+
+// docs/fsdp.md's table of the parallelism_config.fsdp keys is FSDPOptions' field list (the CLI reads the section
+// through it). Rewrite it with COMPOSER_WRITE_DOCS=1 ./build/tests/cli_test --gtest_filter=CliTest.FsdpDocsListItsKeys
+TEST_F(CliTest, FsdpDocsListItsKeys) {
+  const std::string path = testing::source_dir() + "/docs/fsdp.md";
+  std::string page = testing::read_text(path);
+  const std::string marker = "The keys of `parallelism_config.fsdp` (`FSDPOptions`' field list):\n\n";
+  const auto start = page.find(marker);
+  ASSERT_NE(start, std::string::npos) << path << " has no '" << marker << "'";
+  const auto end = page.find("\n\n", start + marker.size());
+  ASSERT_NE(end, std::string::npos);
+  const std::string table = fields_table(describe_fields<dist::FSDPOptions>());
   if (std::getenv("COMPOSER_WRITE_DOCS")) {
     page.replace(start + marker.size(), end + 1 - start - marker.size(), table);
     std::ofstream(path) << page;

@@ -1,9 +1,9 @@
-// The reader for files Python wrote with objects LibTorch's unpickler refuses (checkpoint/detail/python_pickle.h),
+// The reader for files Python wrote with objects LibTorch's unpickler refuses (formats/detail/python_pickle.h),
 // on a file torch.save writes in the project environment.
 #include "support/python.h"
 
-#include "checkpoint/detail/pickle_io.h"
-#include "checkpoint/detail/python_pickle.h"
+#include "formats/detail/pickle_io.h"
+#include "formats/detail/python_pickle.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that the component folders include each other only downwards.
+"""Checks that the component folders include each other only downwards, and that no library code outside dist/
+includes or casts to a concrete strategy.
 
 Each folder of include/composer/ (and its mirror in src/) may include only the folders listed below it in LAYERS'
 allowed sets; a folder's own files and <torch/...>, <std> headers are always fine. Prints every violation as
@@ -53,6 +54,28 @@ def check_acyclic():
         visit(d, [])
 
 
+# Outside dist/ the library asks dist::Strategy (and dist::ShardedState) its questions; it never includes a concrete
+# strategy's header (but for the umbrella composer.h) nor casts to one, so that a new strategy needs no edit elsewhere.
+CONCRETE_INCLUDE = re.compile(r'^\s*#\s*include\s+"composer/dist/(fully_sharded)\.h"')
+CONCRETE_CAST = re.compile(r"dynamic(_pointer)?_cast<[^>]*\b(FullyShardedDataParallel|DataParallel|SingleProcess)\b")
+
+
+def concrete_strategy_uses(root):
+    found = []
+    for base in (root / "include/composer", root / "src"):
+        for f in sorted(base.rglob("*")):
+            rel = f.relative_to(root)
+            if f.suffix not in (".h", ".cpp") or rel.parts[1] == "dist" or str(rel) == "include/composer/composer.h":
+                continue
+            if rel.parts[0] == "include" and rel.parts[2] == "dist":
+                continue
+            for n, line in enumerate(f.read_text().splitlines(), 1):
+                if CONCRETE_INCLUDE.match(line) or CONCRETE_CAST.search(line):
+                    found.append(f"{rel}:{n}: names a concrete strategy outside dist/; ask dist::Strategy instead "
+                                 "(docs/architecture.md, the distributed strategy)")
+    return found
+
+
 def main(root):
     check_acyclic()
     folders = sorted(p.name for p in (root / "include/composer").iterdir() if p.is_dir())
@@ -72,10 +95,12 @@ def main(root):
                     if m.group(1) not in LAYERS[folder]:
                         problems.append(f"{f.relative_to(root)}:{n}: {folder} includes {m.group(1)} "
                                         f"(allowed: {', '.join(sorted(LAYERS[folder])) or 'nothing'})")
+    problems += concrete_strategy_uses(root)
     for p in problems:
         print(p)
     if problems:
-        print(f"{len(problems)} include(s) point up the layers (tools/ci/check_layering.py lists the layers)")
+        print(f"{len(problems)} include(s) point up the layers or name a concrete strategy "
+              "(tools/ci/check_layering.py lists the layers)")
         return 1
     print(f"layering: {len(folders)} folders, every include points down")
     return 0

@@ -1,11 +1,16 @@
 #include "cli/build_parallelism.h"
 
+#include "cli/build_from.h"
+#include "composer/core/fields.h"
+#include "composer/core/hparams.h"
+#include "composer/core/parallelism_fields.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace composer::cli {
 namespace {
@@ -21,33 +26,12 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Composer's mixed_precision: DEFAULT, PURE, FULL, or {param_dtype, reduce_dtype, buffer_dtype}.
-dist::FSDPMixedPrecision mixed_precision(const ConfigNode& f) {
-  const std::string key = f.key_path("mixed_precision");
-  if (f.yaml()["mixed_precision"].IsMap()) {
-    const ConfigNode m = f.child("mixed_precision");
-    m.expect_keys({"param_dtype", "reduce_dtype", "buffer_dtype"});
-    dist::MixedPrecisionDtypes dtypes;
-    const auto read = [&m](const std::string& name, std::optional<at::ScalarType>& out) {
-      if (!m.has(name) || m.yaml()[name].IsNull()) return;
-      try {
-        out = dist::mixed_precision_dtype_from_string(m.require_string(name), m.key_path(name));
-      } catch (const std::invalid_argument& e) {
-        throw ConfigError(e.what());
-      }
-    };
-    read("param_dtype", dtypes.param_dtype);
-    read("reduce_dtype", dtypes.reduce_dtype);
-    read("buffer_dtype", dtypes.buffer_dtype);
-    return dist::FSDPMixedPrecision::custom(dtypes);
-  }
-  const dist::FSDPMixedPrecision preset = dist::FSDPMixedPrecision::of(f.require_string("mixed_precision"));
-  try {
-    (void)dist::resolve_mixed_precision(preset, at::kFloat, key);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(e.what());
-  }
-  return preset;
+// The keys of the fsdp section: FSDPOptions' field list, and Composer's keys held at their defaults.
+std::vector<std::string> fsdp_keys() {
+  std::vector<std::string> keys;
+  for (const auto& field : describe_fields<dist::FSDPOptions>()) keys.push_back(field.name);
+  for (const auto& [key, fixed] : kComposerDefaults) keys.push_back(key);
+  return keys;
 }
 
 }  // namespace
@@ -58,76 +42,27 @@ dist::ParallelismConfig build_parallelism(const ConfigNode& n) {
   dist::ParallelismConfig config;
   if (!n.has("fsdp")) return config;
   const ConfigNode f = n.child("fsdp");
-  std::vector<std::string> allowed{"sharding_strategy",
-                                   "sync_module_states",
-                                   "auto_wrap",
-                                   "state_dict_type",
-                                   "sharded_ckpt_prefix_dir",
-                                   "activation_checkpointing",
-                                   "activation_checkpointing_reentrant",
-                                   "load_monolith_rank0_only",
-                                   "backward_prefetch",
-                                   "forward_prefetch",
-                                   "limit_all_gathers",
-                                   "mixed_precision",
-                                   "data_parallel_shard_degree",
-                                   "data_parallel_replicate_degree",
-                                   "activation_cpu_offload"};
-  for (const auto& [key, value] : kComposerDefaults) allowed.push_back(key);
-  f.expect_keys(allowed);
-  dist::FSDPOptions o;
-  if (f.has("sharding_strategy")) {
-    try {
-      o.sharding_strategy(
-          dist::sharding_strategy_from_string(f.require_string("sharding_strategy"), f.key_path("sharding_strategy")));
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(e.what());  // names the key already
-    }
-  }
-  o.data_parallel_shard_degree(f.get_int("data_parallel_shard_degree", o.data_parallel_shard_degree()));
-  if (f.has("data_parallel_replicate_degree") && !f.yaml()["data_parallel_replicate_degree"].IsNull())
-    o.data_parallel_replicate_degree(f.get_int("data_parallel_replicate_degree", -1));
-  try {  // early, with the keys' paths: the mesh itself is sized when training starts
-    dist::DataParallelMesh::check_degree(o.data_parallel_shard_degree(), f.key_path("data_parallel_shard_degree"));
-    if (const auto replicate = o.data_parallel_replicate_degree())
-      dist::DataParallelMesh::check_degree(*replicate, f.key_path("data_parallel_replicate_degree"));
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(e.what());
-  }
-  o.sync_module_states(f.get_bool("sync_module_states", o.sync_module_states()));
-  o.auto_wrap(f.get_bool("auto_wrap", o.auto_wrap()));
-  o.activation_checkpointing(f.get_bool("activation_checkpointing", o.activation_checkpointing()));
-  o.activation_cpu_offload(f.get_bool("activation_cpu_offload", o.activation_cpu_offload()));
-  o.load_monolith_rank0_only(f.get_bool("load_monolith_rank0_only", o.load_monolith_rank0_only()));
-  o.forward_prefetch(f.get_bool("forward_prefetch", o.forward_prefetch()));
-  o.limit_all_gathers(f.get_bool("limit_all_gathers", o.limit_all_gathers()));
-  if (f.has("backward_prefetch")) {
-    try {
-      o.backward_prefetch(
-          dist::backward_prefetch_from_string(f.require_string("backward_prefetch"), f.key_path("backward_prefetch")));
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(e.what());
-    }
-  }
-  if (f.has("mixed_precision")) o.mixed_precision(mixed_precision(f));
-  o.activation_checkpointing_reentrant(
-      f.get_bool("activation_checkpointing_reentrant", o.activation_checkpointing_reentrant()));
-  if (f.has("state_dict_type")) {
-    const std::string type = lower(f.require_string("state_dict_type"));
-    try {
-      dist::check_state_dict_type(type, f.key_path("state_dict_type"));
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(e.what());
-    }
-    o.state_dict_type(type);
-  }
-  if (f.has("sharded_ckpt_prefix_dir")) o.sharded_ckpt_prefix_dir(f.require_string("sharded_ckpt_prefix_dir"));
+  f.expect_keys(fsdp_keys());
+  if (f.has("mixed_precision") && f.yaml()["mixed_precision"].IsMap())
+    f.child("mixed_precision").expect_keys({"param_dtype", "reduce_dtype", "buffer_dtype"});
+  std::map<std::string, std::string> values = hparams_of(f, "");
   for (const auto& [key, fixed] : kComposerDefaults) {
-    if (!f.has(key) || lower(f.require_string(key)) == fixed) continue;
-    throw ConfigError(f.key_path(key) + ": only Composer's default (" + fixed +
-                      ") is supported by Composer C++ so far, got '" + f.require_string(key) + "'");
+    const auto it = values.find(key);
+    if (it == values.end()) continue;
+    if (lower(it->second) != fixed && it->second != Hparams::null_value()) {
+      throw ConfigError(f.key_path(key) + ": only Composer's default (" + fixed +
+                        ") is supported by Composer C++ so far, got '" + it->second + "'");
+    }
+    values.erase(it);
   }
-  config.fsdp(o);
+  if (const auto it = values.find("state_dict_type"); it != values.end()) it->second = lower(it->second);
+  try {
+    Hparams hparams(values, f.path());
+    config.fsdp(read_options<dist::FSDPOptions>(hparams));
+    config.validate();
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());  // names the key already
+  }
   return config;
 }
 

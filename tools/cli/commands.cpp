@@ -128,53 +128,36 @@ int eval_command(const std::string& config, const std::vector<std::string>& over
 
 int inspect_command(const std::string& checkpoint, std::ostream& out, std::ostream& err) {
   return run_guarded(err, [&] {
-    const Dict state = read_checkpoint(checkpoint).toGenericDict().at("state").toGenericDict();
+    const StateSummary s = summarize_state(read_checkpoint(checkpoint).toGenericDict().at("state"));
     out << "checkpoint: " << checkpoint << "\n";
-    if (state.contains("run_name")) out << "run_name: " << state.at("run_name").toStringRef() << "\n";
-    if (state.contains("timestamp")) {
+    if (s.run_name) out << "run_name: " << *s.run_name << "\n";
+    if (!s.timestamp.empty()) {
       out << "timestamp:";
-      for (const auto& e : state.at("timestamp").toGenericDict().at("Timestamp").toGenericDict()) {
-        out << " " << e.key().toStringRef() << "="
-            << (e.value().isInt() ? std::to_string(e.value().toInt()) : std::to_string(e.value().toDouble()));
-      }
+      for (const auto& [key, value] : s.timestamp)
+        out << " " << key << "=" << (value.isInt() ? std::to_string(value.toInt()) : std::to_string(value.toDouble()));
       out << "\n";
     }
-    if (state.contains("metadata")) {
+    if (!s.metadata.empty()) {
       out << "metadata:\n";
-      for (const auto& e : state.at("metadata").toGenericDict()) {
-        out << "  " << e.key().toStringRef() << ": " << value_text(e.value()) << "\n";
-      }
+      for (const auto& [key, value] : s.metadata) out << "  " << key << ": " << value_text(value) << "\n";
     }
-    if (state.contains("algorithms")) {
-      out << "algorithms:";
-      const auto algos = state.at("algorithms").toList();
-      if (algos.size() == 0) out << " (none)";
-      out << "\n";
-      for (const auto& a : algos) {  // the repr Composer stores tells how to re-create each one
-        const auto& entry = a.get().toTupleRef().elements();
-        std::string shown = entry.at(0).toStringRef();
-        if (entry.at(1).isGenericDict() && entry.at(1).toGenericDict().contains("repr")) {
-          shown = entry.at(1).toGenericDict().at("repr").toStringRef();
-        }
-        out << "  " << shown << "\n";
-      }
+    if (s.algorithms) {
+      out << "algorithms:" << (s.algorithms->empty() ? " (none)" : "") << "\n";
+      for (const auto& repr : *s.algorithms) out << "  " << repr << "\n";
     }
-    if (state.contains("optimizers")) {
+    if (s.optimizers) {
       out << "optimizers:";
-      for (const auto& e : state.at("optimizers").toGenericDict()) out << " " << e.key().toStringRef();
+      for (const auto& name : *s.optimizers) out << " " << name;
       out << "\n";
     }
-    int64_t total = 0;
     out << "model tensors:\n";
-    for (const auto& e : state.at("model").toGenericDict()) {
-      const at::Tensor t = e.value().toTensor();
-      total += t.numel();
+    for (const auto& t : s.model) {
       std::ostringstream shape;
-      shape << t.sizes();
-      out << "  " << std::left << std::setw(40) << e.key().toStringRef() << " " << std::setw(18) << shape.str() << " "
-          << c10::toString(t.scalar_type()) << "\n";
+      shape << c10::IntArrayRef(t.shape);
+      out << "  " << std::left << std::setw(40) << t.name << " " << std::setw(18) << shape.str() << " "
+          << c10::toString(t.dtype) << "\n";
     }
-    out << "total model elements: " << total << "\n";
+    out << "total model elements: " << s.model_elements() << "\n";
     return 0;
   });
 }

@@ -25,6 +25,7 @@
 #include "composer/core/time.h"
 #include "composer/data/batch.h"
 
+#include <c10/core/ScalarType.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -52,6 +53,8 @@ std::string field_text(const BatchKey& value);
 std::string field_text(Event value);
 /// Python's tuple repr, (0.9, 0.999) (Adam's betas).
 std::string field_text(const std::tuple<double, double>& value);
+/// torch's attribute name in quotes: 'float32', 'bfloat16', 'int64'.
+std::string field_text(at::ScalarType value);
 
 /// A value of T to read into (Time has no default).
 template <class T>
@@ -78,6 +81,9 @@ void read_field(Hparams& h, const std::string& key, BatchKey& value);
 void read_field(Hparams& h, const std::string& key, Event& value);
 /// Two numbers, "[0.9, 0.999]" or "(0.9, 0.999)".
 void read_field(Hparams& h, const std::string& key, std::tuple<double, double>& value);
+/// A dtype by torch's name, with or without "torch." (float32, bfloat16, int64, ...), or the aliases fp32, fp16,
+/// half, bf16, fp64, double.
+void read_field(Hparams& h, const std::string& key, at::ScalarType& value);
 
 /// A required argument: std::optional, but read_options reports it when a config leaves it unset.
 template <class T>
@@ -219,6 +225,17 @@ auto renamed(Visit& visit, const std::array<std::pair<const char*, const char*>,
     for (const auto& [own, here] : keys)
       if (std::strcmp(own, key) == 0) key = here;
     visit(key, std::forward<decltype(value)>(value), doc);
+  };
+}
+
+/// A visitor that hands `visit` another struct's fields under `prefix` + their keys ("lora." + "r"): nests one field
+/// list inside another as dotted keys, as the CLI flattens a nested YAML mapping. LoraFields::for_each_field(self,
+/// visit) is LoraOptions::for_each_field(self.options, prefixed(visit, "lora.")).
+template <class Visit>
+auto prefixed(Visit& visit, const char* prefix) {
+  return [&visit, prefix](const char* key, auto&& value, const char* doc) {
+    const std::string full = std::string(prefix) + key;
+    visit(full.c_str(), std::forward<decltype(value)>(value), doc);
   };
 }
 

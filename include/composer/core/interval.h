@@ -24,6 +24,15 @@ struct IntervalSchedulerOptions {
   TORCH_ARG(bool, checkpoint_events) = true;
   /// The events include_end_of_training fires at.
   TORCH_ARG(std::set<Event>, final_events) = std::set<Event>{Event::BATCH_CHECKPOINT, Event::EPOCH_CHECKPOINT};
+
+ public:
+  /// The keys a config sets; final_events is set in code.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("include_end_of_training", self.include_end_of_training_, "also fire once training is complete");
+    visit("checkpoint_events", self.checkpoint_events_,
+          "fire at the *_CHECKPOINT events; false: at BATCH_END / EPOCH_END / ITERATION_END");
+  }
 };
 
 /// `interval` in ep fires at EPOCH_CHECKPOINT (EPOCH_END without checkpoint_events); iter at ITERATION_*;

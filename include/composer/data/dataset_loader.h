@@ -41,6 +41,21 @@ struct DatasetLoaderOptions {
 
  public:
   void validate() const;
+
+ public:
+  /// The keys a config sets; transform and sample_order are functions, set in code.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("batch_size", self.batch_size_, "samples per batch (per rank)");
+    visit("shuffle", self.shuffle_, "reshuffle every epoch");
+    visit("seed", self.seed_, "the shuffling seed");
+    visit("drop_last", self.drop_last_, "drop the last incomplete batch");
+    visit("num_workers", self.num_workers_, "background threads preparing batches; 0: none");
+    visit("prefetch_factor", self.prefetch_factor_, "batches each worker prepares ahead");
+    visit("num_replicas", self.num_replicas_, "ranks sharing the data");
+    visit("rank", self.rank_, "this rank");
+    visit("pin_memory", self.pin_memory_, "page-locked batches for faster host-to-device copies");
+  }
 };
 
 /// Contract: set_epoch(e); reset(); then next() yields the batches of epoch e in order; skip(n) right after

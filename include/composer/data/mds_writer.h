@@ -19,6 +19,15 @@ struct MdsWriterOptions {
   TORCH_ARG(int64_t, size_limit) = int64_t{1} << 26;
   /// Digests recorded for every shard file (sha1, sha256, md5, ...).
   TORCH_ARG(std::vector<std::string>, hashes) = std::vector<std::string>{"sha1"};
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("compression", self.compression_, "none, zstd or zstd:<level>");
+    visit("size_limit", self.size_limit_, "bytes of samples per shard");
+    visit("hashes", self.hashes_, "digests recorded for every shard file");
+  }
 };
 
 /// Writes every sample of `dataset` to the folder `out` (created; it must not hold an index.json yet), one column per

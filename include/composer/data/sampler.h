@@ -18,6 +18,17 @@ struct SamplerOptions {
 
  public:
   void validate() const;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("shuffle", self.shuffle_, "shuffle with a permutation seeded by seed + epoch");
+    visit("seed", self.seed_, "the shuffling seed");
+    visit("num_replicas", self.num_replicas_, "ranks sharing the data");
+    visit("rank", self.rank_, "this rank");
+    visit("drop_last", self.drop_last_, "drop the tail so every rank gets the same count");
+  }
 };
 
 /// Indices (int64) this rank reads in `epoch`, for a data set of `dataset_size` samples. Disjoint across ranks;

@@ -25,6 +25,18 @@ struct TensorDataLoaderOptions {
 
  public:
   void validate() const;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("batch_size", self.batch_size_, "samples per batch (per rank)");
+    visit("shuffle", self.shuffle_, "reshuffle every epoch");
+    visit("seed", self.seed_, "the shuffling seed");
+    visit("drop_last", self.drop_last_, "drop the last incomplete batch");
+    visit("num_replicas", self.num_replicas_, "ranks sharing the data");
+    visit("rank", self.rank_, "this rank");
+  }
 };
 
 /// Iterates a Batch holding the whole data set (every field shares dim 0). With num_replicas > 1 it behaves like

@@ -37,6 +37,16 @@ struct ImageTransformOptions {
   /// Random crop with zero padding (0 = off).
   TORCH_ARG(int64_t, crop_padding) = 0;
   TORCH_ARG(bool, horizontal_flip) = false;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("mean", self.mean_, "per-channel mean after scaling to [0, 1]");
+    visit("std", self.std_, "per-channel std");
+    visit("crop_padding", self.crop_padding_, "random crop with this zero padding; 0: off");
+    visit("horizontal_flip", self.horizontal_flip_, "random horizontal flips");
+  }
 };
 
 /// A BatchTransform applying crop, flip (training) and normalize to the batch's "input".

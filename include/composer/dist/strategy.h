@@ -1,7 +1,9 @@
 // Strategy: how a run spreads over processes, behind one interface, so the loop units never branch on world size.
 // SingleProcess does nothing; DataParallel (DDP) broadcasts rank 0's weights, keeps BatchNorm buffers in step, and
 // averages gradients with the bucketed GradientReducer. The hooks around forward and backward (enter) and the
-// state-dict questions are where a sharded strategy gathers and releases parameters.
+// state-dict questions are where a sharded strategy gathers and releases parameters. The checkpoint code and the
+// Trainer ask the strategy what they need to know (sharded_state, setup_before_load, sharded_checkpoint_prefix, ...)
+// and never cast it to a concrete strategy: a new strategy answers them in dist/ alone.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -24,6 +26,7 @@ class Optimizer;
 namespace composer::dist {
 
 class GradientReducer;
+class ShardedState;
 
 /// The per-batch values every rank reports: named losses (averaged over ranks), samples and tokens (summed).
 struct BatchTotals {
@@ -98,6 +101,27 @@ class Strategy {
   /// The dtype the floating fields of the batch the model's forward sees are cast to (FSDP's param_dtype, as torch
   /// FSDP casts the root's forward inputs); unset: as they are. The loss sees the batch uncast.
   virtual std::optional<at::ScalarType> forward_input_dtype() const { return std::nullopt; }
+
+  // What checkpoints and the Trainer need to know of how the state is laid out; replicated strategies answer with
+  // the defaults (every rank holds everything; one file, written by rank 0).
+  /// Whether setup() runs before a checkpoint loads (a sharded strategy: the checkpoint's whole state then loads onto
+  /// this rank's parts, whatever world size wrote it), rather than after it (DDP: rank 0's loaded weights
+  /// broadcast). A model-changing algorithm recreated from a checkpoint cannot join a run set up first.
+  virtual bool setup_before_load() const { return false; }
+  /// The model's and optimizer's state as this rank holds part of it, once setup() has split it; nullptr when every
+  /// rank holds it whole (the codec then reads and writes the module and optimizer directly).
+  virtual ShardedState* sharded_state() { return nullptr; }
+  /// Gathers the whole weights, in the parameters' own dtype, into the module until the scope ends (for reading or
+  /// writing them: checkpoints, exports); a collective every rank calls between steps. nullptr when the module holds
+  /// them already.
+  virtual std::unique_ptr<PhaseScope> gather_full_weights() { return nullptr; }
+  /// Set: checkpoints are directories with one file per rank (PyTorch's Distributed Checkpoint layout), named by this
+  /// pattern ({epoch}, {batch}, ... as in filenames); none: one file, written by rank 0.
+  virtual std::optional<std::string> sharded_checkpoint_prefix() const { return std::nullopt; }
+  /// Whether rank 0 alone reads a one-file checkpoint and hands its contents to the other ranks.
+  virtual bool loads_checkpoints_on_rank0_only() const { return false; }
+  /// Why a step cannot be recorded as a CUDA graph under this strategy (none: it can, as far as it knows).
+  virtual std::optional<std::string> cuda_graph_obstacle() const { return std::nullopt; }
 };
 
 /// The null strategy of a one-process run.

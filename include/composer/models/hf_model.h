@@ -28,6 +28,15 @@ struct SavePretrainedOptions {
   /// Largest shard in bytes (save_pretrained's max_shard_size, "5GB"); a model above it is written as
   /// model-00001-of-0000N.safetensors files with model.safetensors.index.json.
   TORCH_ARG(int64_t, max_shard_bytes) = 5'000'000'000;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("dtype", self.dtype_, "dtype of the written weights (config.json's torch_dtype)");
+    visit("max_shard_bytes", self.max_shard_bytes_,
+          "largest safetensors shard in bytes (save_pretrained's max_shard_size)");
+  }
 };
 
 /// Writes config.json (model_type llama, or qwen2 for a model with qkv_bias) and the weights into `dir` (created;

@@ -28,6 +28,17 @@ struct LoraOptions {
   /// Throws std::invalid_argument naming the field (r < 1, dropout outside [0, 1), no target).
   void validate() const;
   double scaling() const;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("r", self.r_, "LoRA rank (in a model config: 0, no adapters, every parameter trains)");
+    visit("lora_alpha", self.lora_alpha_, "scaling numerator (scaling = lora_alpha / r)");
+    visit("lora_dropout", self.lora_dropout_, "dropout on the adapters' input");
+    visit("target_modules", self.target_modules_, "linear layers that get adapters (names or name suffixes)");
+    visit("use_rslora", self.use_rslora_, "scale by lora_alpha / sqrt(r)");
+  }
 };
 
 /// A linear layer with a LoRA adapter: base(x) + lora_B(lora_A(dropout(x))) * scaling. Holds the base layer's weight

@@ -15,6 +15,15 @@ struct LinearOptions {
   TORCH_ARG(int64_t, out_features);
   /// A learned bias.
   TORCH_ARG(bool, bias) = true;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("in_features", self.in_features_, "input width");
+    visit("out_features", self.out_features_, "output width");
+    visit("bias", self.bias_, "a learned bias");
+  }
 };
 
 class Linear : public Layer {
@@ -39,6 +48,19 @@ struct Conv2dOptions {
   /// A learned bias.
   TORCH_ARG(bool, bias) = true;
   TORCH_ARG(int64_t, groups) = 1;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("in_channels", self.in_channels_, "input channels");
+    visit("out_channels", self.out_channels_, "output channels");
+    visit("kernel_size", self.kernel_size_, "square kernel side");
+    visit("stride", self.stride_, "step");
+    visit("padding", self.padding_, "zeros on each side");
+    visit("bias", self.bias_, "a learned bias");
+    visit("groups", self.groups_, "channel groups");
+  }
 };
 
 class Conv2d : public Layer {

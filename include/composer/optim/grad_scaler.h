@@ -21,6 +21,17 @@ struct GradScalerOptions {
 
  public:
   void validate() const;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("init_scale", self.init_scale_, "the first loss scale");
+    visit("growth_factor", self.growth_factor_, "scale multiplier after growth_interval finite steps");
+    visit("backoff_factor", self.backoff_factor_, "scale multiplier after a step with inf or NaN gradients");
+    visit("growth_interval", self.growth_interval_, "consecutive finite steps before the scale grows");
+    visit("enabled", self.enabled_, "false: scale by 1, never skip");
+  }
 };
 
 /// Contract per step: scale(loss).backward(); optionally unscale_(opt); step(opt) skips the optimizer step when any

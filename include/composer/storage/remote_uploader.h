@@ -31,6 +31,16 @@ struct RemoteUploaderOptions {
 
  public:
   void validate() const;
+
+ public:
+  /// The keys a config sets; `store` has ObjectStoreOptions' own list.
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("num_concurrent_uploads", self.num_concurrent_uploads_, "uploads running at once");
+    visit("num_attempts", self.num_attempts_, "attempts per file for transient failures");
+    visit("upload_staging_folder", self.upload_staging_folder_,
+          "where files wait for their upload; empty: a fresh temporary folder");
+  }
 };
 
 /// Tasks run in the order they were queued, up to num_concurrent_uploads at a time; an *_after_pending task waits

@@ -18,6 +18,13 @@ struct State;
 struct PredictLoopOptions {
   /// Batches to predict; -1 = the whole loader.
   TORCH_ARG(int64_t, subset_num_batches) = -1;
+
+ public:
+  /// The keys a config sets (repr, hyperparameter logging, read_options).
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("subset_num_batches", self.subset_num_batches_, "batches to predict; -1: the whole loader");
+  }
 };
 
 class PredictLoop {

@@ -9,7 +9,7 @@
 #include "composer/core/precision.h"
 #include "composer/core/time.h"
 #include "composer/data/data_loader.h"
-#include "composer/dist/fully_sharded.h"
+#include "composer/dist/parallelism_config.h"
 #include "composer/trainer/eval_loop.h"
 #include "composer/trainer/fit_loop.h"
 #include "composer/trainer/train_epoch_loop.h"
@@ -142,7 +142,7 @@ struct TrainerOptions {
   /// Log the options as hyperparameters (Composer's auto_log_hparams): every field below plus the reprs of the
   /// algorithms and schedulers and the class names of the other objects.
   TORCH_ARG(bool, auto_log_hparams) = false;
-  /// Composer's parallelism_config: {fsdp: FSDPOptions} trains sharded (dist/fully_sharded.h); unset: DDP when
+  /// Composer's parallelism_config: {fsdp: FSDPOptions} trains sharded (dist/parallelism_config.h); unset: DDP when
   /// the world size is above 1.
   TORCH_ARG(dist::ParallelismConfig, parallelism_config);
 

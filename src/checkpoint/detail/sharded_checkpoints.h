@@ -1,25 +1,23 @@
-// Whether a run saves FSDP's sharded checkpoints, and under which name: the saver and autoresume ask the same.
+// Whether a run saves sharded checkpoints, and under which name: the saver and autoresume ask the strategy the same.
 #pragma once
 
 #include "composer/core/state.h"
-#include "composer/dist/fully_sharded.h"
+#include "composer/dist/strategy.h"
 
 #include <optional>
 #include <string>
 
 namespace composer::detail {
 
-/// FSDP's sharded_ckpt_prefix_dir when the run's checkpoints are sharded (a directory each), else none.
+/// The strategy's sharded checkpoint name pattern (FSDP's sharded_ckpt_prefix_dir) when the run's checkpoints are
+/// sharded (a directory each), else none.
 inline std::optional<std::string> sharded_checkpoint_prefix(const State& state) {
-  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(state.strategy.get());
-  if (fsdp && fsdp->options().state_dict_type() == "sharded") return fsdp->options().sharded_ckpt_prefix_dir();
-  return std::nullopt;
+  return state.strategy ? state.strategy->sharded_checkpoint_prefix() : std::nullopt;
 }
 
-/// FSDP's load_monolith_rank0_only, where it applies (state_dict_type full): rank 0 alone reads checkpoints.
+/// Whether rank 0 alone reads one-file checkpoints (FSDP's load_monolith_rank0_only, with state_dict_type full).
 inline bool loads_on_rank0_only(const State& state) {
-  const auto* fsdp = dynamic_cast<const dist::FullyShardedDataParallel*>(state.strategy.get());
-  return fsdp && fsdp->options().load_monolith_rank0_only() && fsdp->options().state_dict_type() == "full";
+  return state.strategy && state.strategy->loads_checkpoints_on_rank0_only();
 }
 
 }  // namespace composer::detail

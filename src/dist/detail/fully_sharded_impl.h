@@ -1,6 +1,6 @@
-// The FSDP engine's private state, shared by fully_sharded.cpp (sharding, gathering, reducing),
-// fully_sharded_units.cpp (the units gathered around their own forward and backward) and fully_sharded_state.cpp
-// (the optimizer and model state in checkpoint form).
+// The FSDP engine's private state, shared by fully_sharded_setup.cpp (the sharding), fully_sharded.cpp (gathering,
+// reducing), fully_sharded_units.cpp (the units gathered around their own forward and backward) and
+// fully_sharded_state.cpp (the optimizer and model state in checkpoint form).
 #pragma once
 
 #include "composer/dist/dist.h"
@@ -10,9 +10,12 @@
 #include <ATen/core/ivalue.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -146,6 +149,8 @@ struct FullyShardedDataParallel::Impl {
   std::vector<std::vector<Slot>> slots;               // per group
   std::vector<std::vector<std::string>> group_names;  // per group: its parameters' names in the order given
   bool set_up = false;
+  // activation_checkpointing's modules (unset: none), wrapped at setup()
+  WrapPolicy checkpointing_policy;
 
   // A state dict of the optimizer over the shards (torch's indexed form) keyed by parameter name as one process
   // keys it: entries that are not shaped like the shard go to every parameter of the flat; `split` places the
@@ -342,6 +347,15 @@ struct FullyShardedDataParallel::Impl {
   // Wraps every unit that is a composer::nn::Layer called through a composer::nn::Composite in a ShardedUnitLayer
   // and hooks its parameters' gradients; returns how many.
   int64_t wrap_units(torch::nn::Module& model, const std::vector<torch::nn::Module*>& modules);
+
+  // The phases of setup() (fully_sharded_setup.cpp).
+  void configure_mesh(const FSDPOptions& options);
+  void shard_flat(detail::FlatParam& f);
+  void rewire_optimizer(std::vector<torch::optim::OptimizerParamGroup>& groups,
+                        const std::vector<std::vector<int64_t>>& group_flats,
+                        const std::set<const c10::TensorImpl*>& claimed,
+                        const std::map<const c10::TensorImpl*, std::string>& name_of);
+  void finish_setup(torch::nn::Module& model, const std::vector<torch::nn::Module*>& unit_modules);
 };
 
 }  // namespace composer::dist

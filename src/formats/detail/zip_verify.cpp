@@ -1,4 +1,4 @@
-#include "checkpoint/detail/zip_verify.h"
+#include "formats/detail/zip_verify.h"
 
 #include <zlib.h>
 

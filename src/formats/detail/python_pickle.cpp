@@ -1,6 +1,4 @@
-#include "checkpoint/detail/python_pickle.h"
-
-#include "composer/core/serialization.h"
+#include "formats/detail/python_pickle.h"
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
@@ -11,6 +9,15 @@
 #include <vector>
 
 namespace composer::detail {
+
+namespace {
+
+using Dict = c10::impl::GenericDict;
+
+// A str-keyed dict of any values (a Python object marker, a dataclass state).
+Dict new_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
+
+}  // namespace
 namespace {
 
 constexpr const char* kGlobalKey = "__python_global__";
@@ -271,6 +278,9 @@ class Machine {
     return it->second;
   }
 
+  // One opcode of the program. The one function over the 80-line limit (tools/ci/check_sizes.py allows it): one case
+  // per opcode of Python's pickle protocol, each a line or two; split up, the dispatch would be harder to check
+  // against pickle.py's table, not easier.
   void step(uint8_t op) {
     switch (op) {
       case 0x80:

@@ -1,8 +1,10 @@
-// Writing a sharded checkpoint's .metadata: torch.distributed.checkpoint.metadata.Metadata pickled as Python
-// rebuilds it (its dataclasses made with NEWOBJ and BUILD, torch.Size and dtypes as torch's globals).
+// A sharded checkpoint's layout: the file names, dtype names, and writing its .metadata
+// (torch.distributed.checkpoint.metadata.Metadata pickled as Python rebuilds it: its dataclasses made with NEWOBJ and
+// BUILD, torch.Size and dtypes as torch's globals).
 #pragma once
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/ScalarType.h>
 
 #include <cstdint>
 #include <map>
@@ -13,6 +15,14 @@
 namespace composer::detail {
 
 inline constexpr const char* kDcpMetadataModule = "torch.distributed.checkpoint.metadata";
+inline constexpr const char* kMetadataFile = ".metadata";  // beside the ranks' __<rank>_0.distcp files
+
+/// torch's attribute name of a dtype ("float32"); std::invalid_argument for a dtype a sharded checkpoint cannot hold.
+std::string dtype_name(at::ScalarType t);
+/// The dtype of a "torch.float32" name; none for a dtype a sharded checkpoint cannot hold.
+std::optional<at::ScalarType> dtype_from_name(const std::string& name);
+/// The integers of a list or tuple value (a size, offsets).
+std::vector<int64_t> int_vector(const c10::IValue& v);
 
 using Path = std::vector<c10::IValue>;  // DCP's object path: str keys and int list indices
 

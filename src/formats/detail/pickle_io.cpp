@@ -1,6 +1,6 @@
-#include "checkpoint/detail/pickle_io.h"
+#include "formats/detail/pickle_io.h"
 
-#include "checkpoint/detail/python_pickle.h"
+#include "formats/detail/python_pickle.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/export.h>
