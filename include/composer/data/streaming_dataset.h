@@ -10,17 +10,14 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 namespace composer {
 
-class ObjectStore;
-
 namespace detail {
 struct MdsShard;
-class MappedFile;
+class ShardCache;
 }  // namespace detail
 
 struct StreamingDatasetOptions {
@@ -104,35 +101,14 @@ class StreamingDataset : public Dataset {
   const StreamingDatasetOptions& options() const { return options_; }
 
  private:
-  /// The shard, mapped; downloading and decompressing it first if needed.
-  std::shared_ptr<const detail::MappedFile> shard_file(int64_t shard) const;
-  void fetch(int64_t shard) const;
-  /// With a cache_limit: deletes the node's least recently read shards (never `keep`, nor one a rank is fetching)
-  /// until the cache holds at most cache_limit - incoming bytes.
-  void evict_if_needed(int64_t keep, int64_t incoming = 0) const;
-  /// Marks a shard read now (its file time; the eviction order), at most every 0.1 s. Holds mutex_.
-  void touch(int64_t shard) const;
-  /// Shards in this rank's order of first use, for the prefetcher.
-  void prefetch(std::vector<int64_t> shards) const;
-  /// Where a shard file is in the remote store.
-  std::string remote_name(const std::string& basename) const;
-  std::string local_path(const std::string& basename) const;
-  /// The lock file of a shard (its basename) or of the cache ("cache"), shared by the ranks of a node.
-  std::string lock_path(const std::string& name) const;
   std::pair<int64_t, int64_t> locate(int64_t index) const;
 
   StreamingDatasetOptions options_;
-  std::unique_ptr<ObjectStore> store_;  // the remote's, when there is one
   std::vector<std::shared_ptr<detail::MdsShard>> shards_;
   std::vector<int64_t> shard_starts_;  // first global index of each shard
   int64_t num_samples_ = 0;
   std::vector<int64_t> batch_columns_;
-  mutable std::mutex mutex_;
-  mutable std::vector<std::shared_ptr<const detail::MappedFile>> mapped_;
-  mutable std::vector<std::unique_ptr<std::mutex>> shard_locks_;  // one fetch of a shard at a time
-  mutable std::vector<int64_t> touched_ms_;                       // when touch() last set a shard's file time
-  struct Prefetcher;
-  mutable std::unique_ptr<Prefetcher> prefetcher_;
+  std::unique_ptr<detail::ShardCache> cache_;  // the shards' local copies (data/detail/shard_cache.h)
 };
 
 /// A DatasetLoader over a StreamingDataset in its own order for this rank (dist's rank and world size unless
