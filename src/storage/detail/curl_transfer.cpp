@@ -91,7 +91,7 @@ bool CurlResponse::transient() const {
 CurlResponse perform(const CurlRequest& request) {
   global_init();
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) throw std::runtime_error("object store: curl_easy_init failed");
+  if (!curl) throw std::runtime_error("HTTP: curl_easy_init failed");
   CurlResponse r;
   Sink sink;
   sink.memory = &r.body;
@@ -141,6 +141,9 @@ CurlResponse perform(const CurlRequest& request) {
   if (!request.aws_sigv4.empty()) {
     curl_easy_setopt(c, CURLOPT_AWS_SIGV4, request.aws_sigv4.c_str());
     curl_easy_setopt(c, CURLOPT_USERPWD, request.user_pwd.c_str());
+  } else if (request.basic_auth) {
+    curl_easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    curl_easy_setopt(c, CURLOPT_USERPWD, request.user_pwd.c_str());
   }
   curl_slist* headers = nullptr;
   for (const auto& h : request.headers) headers = curl_slist_append(headers, h.c_str());
@@ -161,7 +164,8 @@ CurlResponse perform(const CurlRequest& request) {
   return r;
 }
 
-CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double connect_timeout_s, int64_t attempts) {
+CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double connect_timeout_s, int64_t attempts,
+                                  const std::string& what) {
   request.timeout_s = timeout_s;
   request.connect_timeout_s = connect_timeout_s;
   CurlResponse r;
@@ -170,7 +174,7 @@ CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double 
     r = perform(request);
     if (!r.transient()) return r;
     if (attempt + 1 < attempts) {  // a stalled or failing store says so at every retry, not only at the end
-      std::cerr << "composer: object store: " << request.method << " " << request.url << " "
+      std::cerr << "composer: " << what << ": " << request.method << " " << request.url << " "
                 << (r.status == 0 ? "got no answer (" + r.error + ")" : "answered HTTP " + std::to_string(r.status))
                 << " on attempt " << attempt + 1 << " of " << attempts << "; retrying (timeout " << timeout_s
                 << " s per attempt)\n";

@@ -1,5 +1,6 @@
-// One HTTP request over libcurl for the object stores: a body from memory or a byte range of a file, the answer into
-// memory or a file, response headers kept, optional AWS Signature V4 (signed by libcurl).
+// One HTTP request over libcurl, the library's one HTTP client (the object stores, and the loggers' REST calls through
+// loggers/detail/http_client.h): a body from memory or a byte range of a file, the answer into memory or a file,
+// response headers kept, optional AWS Signature V4 (signed by libcurl) or HTTP basic authentication.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,8 @@ struct CurlRequest {
   /// "aws:amz:<region>:s3" and "key:secret" sign the request; empty: unsigned.
   std::string aws_sigv4;
   std::string user_pwd;
+  /// Without aws_sigv4: user_pwd ("user:password") sent as HTTP basic authentication.
+  bool basic_auth = false;
   double timeout_s = 120.0;
   double connect_timeout_s = 10.0;
 };
@@ -40,8 +43,10 @@ struct CurlResponse {
 /// written.
 CurlResponse perform(const CurlRequest& request);
 /// perform() with `timeout_s` / `connect_timeout_s` set, retried while the answer is transient, at most `attempts`
-/// times with backoff() in between; returns the last answer.
-CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double connect_timeout_s, int64_t attempts);
+/// times with backoff() in between; returns the last answer. Each retry says so on stderr, naming `what` (the caller:
+/// "object store", "MLflow").
+CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double connect_timeout_s, int64_t attempts,
+                                  const std::string& what = "object store");
 /// Percent-encodes text (RFC 3986 unreserved characters stay); keep_slash leaves '/' as is (object keys in paths).
 std::string uri_escape(const std::string& text, bool keep_slash);
 /// Waits before attempt `attempt` (1-based after the first): 0.5 s, 1 s, 2 s, ... capped at 8 s.
