@@ -11,6 +11,7 @@
 #include "formats/detail/dcp_metadata.h"
 #include "formats/detail/pickle_io.h"
 #include "formats/detail/python_pickle.h"
+#include "utils/detail/text_file.h"
 
 #include <ATen/ATen.h>
 #include <torch/serialize.h>
@@ -279,7 +280,7 @@ void write_metadata(const std::string& dir, const std::vector<std::string>& all)
     }
   }
   const std::string pickle = detail::dcp_metadata_pickle(order, tensors, paths, storage);
-  write_file_atomically((fs::path(dir) / kMetadataFile).string(), std::vector<char>(pickle.begin(), pickle.end()));
+  composer::detail::write_text_atomically((fs::path(dir) / kMetadataFile).string(), pickle);
 }
 
 }  // namespace

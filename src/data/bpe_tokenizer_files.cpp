@@ -3,8 +3,9 @@
 #include "composer/data/bpe_tokenizer.h"
 
 #include "composer/formats/gguf.h"
-#include "composer/utils/atomic_file.h"
 #include "data/detail/pre_tokenizer.h"
+#include "data/detail/pretrained_tokenizer.h"
+#include "utils/detail/text_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -204,11 +205,6 @@ nlohmann::json pre_tokenizer_json(PreTokenizer kind) {
   }
 }
 
-void write_json_file(const std::filesystem::path& path, const json& j) {
-  const std::string text = j.dump(2) + "\n";
-  write_file_atomically(path.string(), std::vector<char>(text.begin(), text.end()));
-}
-
 }  // namespace
 
 void BpeTokenizer::save_pretrained(const std::string& dir) const {
@@ -270,8 +266,23 @@ void BpeTokenizer::save_pretrained(const std::string& dir) const {
                        {"add_bos_token", o.add_bos},
                        {"clean_up_tokenization_spaces", false}};
   std::filesystem::create_directories(dir);
-  write_json_file(std::filesystem::path(dir) / "tokenizer.json", tokenizer);
-  write_json_file(std::filesystem::path(dir) / "tokenizer_config.json", config);
+  composer::detail::write_json_atomically((std::filesystem::path(dir) / "tokenizer.json").string(), tokenizer);
+  composer::detail::write_json_atomically((std::filesystem::path(dir) / "tokenizer_config.json").string(), config);
 }
+
+namespace detail {
+
+std::shared_ptr<BpeTokenizer> pretrained_tokenizer(const std::string& path) {
+  const auto ends_with = [&](const std::string& suffix) {
+    return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".gguf")) return BpeTokenizer::from_gguf(path);
+  if (ends_with(".json")) return BpeTokenizer::from_tokenizer_json(path);
+  const std::string json = (std::filesystem::path(path) / "tokenizer.json").string();
+  if (!std::filesystem::exists(json)) return nullptr;
+  return BpeTokenizer::from_tokenizer_json(json);
+}
+
+}  // namespace detail
 
 }  // namespace composer

@@ -1,7 +1,7 @@
 #include "composer/data/mds_writer.h"
 
-#include "composer/utils/atomic_file.h"
 #include "data/detail/mds.h"
+#include "utils/detail/text_file.h"
 
 #include <ATen/ATen.h>
 #include <zstd.h>
@@ -161,7 +161,7 @@ class ShardWriter {
   int64_t finish() {
     flush();
     const std::string index = nlohmann::json{{"shards", shards_}, {"version", 2}}.dump(2);
-    write_file_atomically((fs::path(out_) / "index.json").string(), std::vector<char>(index.begin(), index.end()));
+    composer::detail::write_text_atomically((fs::path(out_) / "index.json").string(), index);
     return static_cast<int64_t>(shards_.size());
   }
 
@@ -194,7 +194,7 @@ class ShardWriter {
   // The file `name` written with `content`, and its entry (basename, bytes, hashes).
   nlohmann::json record(const std::string& name, const std::string& content) const {
     const std::string path = (fs::path(out_) / name).string();
-    write_file_atomically(path, std::vector<char>(content.begin(), content.end()));
+    composer::detail::write_text_atomically(path, content);
     nlohmann::json hashes = nlohmann::json::object();
     for (const auto& h : options_.hashes()) {
       const std::string d = detail::file_digest(path, h);
@@ -208,7 +208,7 @@ class ShardWriter {
   // compressed file stays).
   nlohmann::json raw_entry(const std::string& base, const std::string& data) const {
     const std::string tmp = (fs::path(out_) / ("." + base + ".raw")).string();
-    write_file_atomically(tmp, std::vector<char>(data.begin(), data.end()));
+    composer::detail::write_text_atomically(tmp, data);
     nlohmann::json raw = {{"basename", base}, {"bytes", data.size()}, {"hashes", nlohmann::json::object()}};
     for (const auto& h : options_.hashes()) raw["hashes"][h] = detail::file_digest(tmp, h);
     fs::remove(tmp);

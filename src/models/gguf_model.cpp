@@ -1,6 +1,7 @@
 #include "composer/models/gguf_model.h"
 
 #include "composer/formats/gguf.h"
+#include "models/detail/named_weights.h"
 
 #include <ATen/ATen.h>
 
@@ -95,29 +96,19 @@ std::shared_ptr<Llama> load_llama_gguf(const std::string& path, at::ScalarType d
   const LlamaConfig config = llama_config_from_gguf(f);
   const bool permuted = f.get_string("general.architecture") == "llama";
   auto model = std::make_shared<Llama>(config);
-  auto params = model->named_parameters();
-  std::map<std::string, bool> filled;
-  at::NoGradGuard no_grad;
+  detail::NamedWeights weights(*model, "GGUF file '" + path + "'");
   for (const auto& t : f.tensors()) {
     const std::string name = hf_name(t.name);
-    at::Tensor* target = name.empty() ? nullptr : params.find(name);
-    if (!target)
+    if (name.empty())
       fail(f, "tensor '" + t.name + "' is not a tensor of this " + std::to_string(config.num_hidden_layers()) +
                   "-layer llama model");
     at::Tensor w = f.tensor(t.name, at::kFloat);
     if (permuted && t.name.find(".attn_q.") != std::string::npos)
       w = unpermute_rotary_rows(w, config.num_attention_heads());
     if (permuted && t.name.find(".attn_k.") != std::string::npos) w = unpermute_rotary_rows(w, config.kv_heads());
-    if (w.sizes() != target->sizes()) {
-      fail(f, "tensor '" + t.name + "' has shape " + c10::str(w.sizes()) + ", the model expects " +
-                  c10::str(target->sizes()) + " for " + name);
-    }
-    target->copy_(w);
-    filled[name] = true;
+    weights.fill(name, w, t.name);
   }
-  for (const auto& p : params) {
-    if (!filled.count(p.key())) fail(f, "lacks the tensor for " + p.key());
-  }
+  weights.require_all();
   if (dtype != at::kFloat) model->to(dtype);
   return model;
 }

@@ -1,7 +1,8 @@
 #include "composer/models/hf_model.h"
 
 #include "composer/formats/safetensors.h"
-#include "composer/utils/atomic_file.h"
+#include "models/detail/named_weights.h"
+#include "utils/detail/text_file.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -86,11 +87,6 @@ json config_json(const LlamaConfig& c, at::ScalarType dtype) {
   return j;
 }
 
-void write_json(const std::string& path, const json& j) {
-  const std::string text = j.dump(2) + "\n";
-  write_file_atomically(path, std::vector<char>(text.begin(), text.end()));
-}
-
 // The shard files of `dir`: model.safetensors, or those model.safetensors.index.json names.
 std::vector<std::string> shard_files(const std::string& dir) {
   const fs::path single = fs::path(dir) / "model.safetensors";
@@ -141,29 +137,15 @@ LlamaConfig read_llama_config(const std::string& path) {
 std::shared_ptr<Llama> load_llama_hf(const std::string& dir, at::ScalarType dtype) {
   const LlamaConfig config = read_llama_config((fs::path(dir) / "config.json").string());
   auto model = std::make_shared<Llama>(config);
-  auto params = model->named_parameters();
-  std::set<std::string> filled;
-  at::NoGradGuard no_grad;
+  detail::NamedWeights weights(*model, "model directory '" + dir + "'");
   for (const auto& file : shard_files(dir)) {
     for (const auto& [name, tensor] : read_safetensors(file)) {
       if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;     // older checkpoints keep the buffer
       if (name == "lm_head.weight" && config.tie_word_embeddings()) continue;  // tied: the embedding is the head
-      at::Tensor* target = params.find(name);
-      if (!target)
-        throw std::runtime_error("model directory '" + dir + "': '" + file + "' has tensor '" + name +
-                                 "', which this Llama does not have");
-      if (tensor.sizes() != target->sizes()) {
-        throw std::runtime_error("model directory '" + dir + "': tensor '" + name + "' has shape " +
-                                 c10::str(tensor.sizes()) + ", the config gives " + c10::str(target->sizes()));
-      }
-      target->copy_(tensor);
-      filled.insert(name);
+      weights.fill(name, tensor);
     }
   }
-  for (const auto& p : params) {
-    if (!filled.count(p.key()))
-      throw std::runtime_error("model directory '" + dir + "' lacks tensor '" + p.key() + "'");
-  }
+  weights.require_all();
   if (dtype != at::kFloat) model->to(dtype);
   return model;
 }
@@ -199,9 +181,10 @@ void save_llama_hf(Llama& model, const std::string& dir, const SavePretrainedOpt
       write_safetensors((fs::path(dir) / name).string(), shards[i], metadata);
       for (const auto& [tensor_name, t] : shards[i]) index["weight_map"][tensor_name] = name;
     }
-    write_json((fs::path(dir) / "model.safetensors.index.json").string(), index);
+    composer::detail::write_json_atomically((fs::path(dir) / "model.safetensors.index.json").string(), index);
   }
-  write_json((fs::path(dir) / "config.json").string(), config_json(model.config(), options.dtype()));
+  composer::detail::write_json_atomically((fs::path(dir) / "config.json").string(),
+                                          config_json(model.config(), options.dtype()));
 }
 
 }  // namespace composer::models

@@ -1,7 +1,8 @@
 #include "composer/models/lora.h"
 
 #include "composer/formats/safetensors.h"
-#include "composer/utils/atomic_file.h"
+#include "models/detail/named_weights.h"
+#include "utils/detail/text_file.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -170,8 +171,7 @@ void save_lora_adapters(const nn::Layer& model, const std::string& dir) {
                                  {"init_lora_weights", true},
                                  {"modules_to_save", nullptr},
                                  {"base_model_name_or_path", nullptr}};
-  const std::string text = config.dump(2) + "\n";
-  write_file_atomically((fs::path(dir) / "adapter_config.json").string(), std::vector<char>(text.begin(), text.end()));
+  composer::detail::write_json_atomically((fs::path(dir) / "adapter_config.json").string(), config);
 }
 
 LoraOptions load_lora_adapters(nn::Layer& model, const std::string& dir) {
@@ -195,26 +195,13 @@ LoraOptions load_lora_adapters(nn::Layer& model, const std::string& dir) {
       .target_modules(j["target_modules"].get<std::vector<std::string>>())
       .use_rslora(j.value("use_rslora", false));
   apply_lora(model, o);
-  auto params = model.named_parameters();
-  const std::string weights = (fs::path(dir) / "adapter_model.safetensors").string();
-  std::map<std::string, bool> filled;
-  at::NoGradGuard no_grad;
-  for (const auto& [key, t] : read_safetensors(weights)) {
-    std::string name = key.rfind(kPeftPrefix, 0) == 0 ? key.substr(std::strlen(kPeftPrefix)) : key;
-    at::Tensor* target = params.find(name);
-    if (!target || target->sizes() != t.sizes()) {
-      throw std::runtime_error(
-          "adapters '" + weights + "': tensor '" + key + "' " +
-          (target ? "has shape " + c10::str(t.sizes()) + ", the model's is " + c10::str(target->sizes())
-                  : std::string("matches no LoRA layer of the model")));
-    }
-    target->copy_(t);
-    filled[name] = true;
-  }
-  for (const auto& p : params) {
-    const bool adapter = p.key().find(".lora_A.") != std::string::npos || p.key().find(".lora_B.") != std::string::npos;
-    if (adapter && !filled.count(p.key())) throw std::runtime_error("adapters '" + weights + "' lack " + p.key());
-  }
+  const std::string file = (fs::path(dir) / "adapter_model.safetensors").string();
+  detail::NamedWeights weights(model, "adapters '" + file + "'");
+  for (const auto& [key, t] : read_safetensors(file))
+    weights.fill(key.rfind(kPeftPrefix, 0) == 0 ? key.substr(std::strlen(kPeftPrefix)) : key, t, key);
+  weights.require_all([](const std::string& name) {
+    return name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos;
+  });
   return o;
 }
 

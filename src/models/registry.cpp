@@ -8,6 +8,7 @@
 #include "composer/models/lora.h"
 #include "composer/models/transformer.h"
 #include "composer/models/vision.h"
+#include "data/detail/pretrained_tokenizer.h"
 
 #include <torch/arg.h>
 
@@ -174,9 +175,7 @@ struct PretrainedFields {
     std::shared_ptr<const Tokenizer> tokenizer;
     try {
       llama = gguf ? load_llama_gguf(pretrained) : load_llama_hf(pretrained);
-      if (gguf) tokenizer = BpeTokenizer::from_gguf(pretrained);
-      const std::string json = pretrained + "/tokenizer.json";
-      if (!gguf && std::ifstream(json)) tokenizer = BpeTokenizer::from_tokenizer_json(json);
+      tokenizer = composer::detail::pretrained_tokenizer(pretrained);  // none for a directory without tokenizer.json
     } catch (const std::runtime_error& e) {
       throw std::invalid_argument("model.pretrained: " + std::string(e.what()));
     }

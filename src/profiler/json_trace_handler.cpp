@@ -6,8 +6,8 @@
 #include "composer/dist/dist.h"
 #include "composer/dist/env.h"
 #include "composer/profiler/profiler.h"
-#include "composer/utils/atomic_file.h"
 #include "profiler/detail/trace_files.h"
+#include "utils/detail/text_file.h"
 
 #include <unistd.h>
 #include <zlib.h>
@@ -79,10 +79,6 @@ std::string lines_of(const std::vector<std::string>& entries) {
   for (size_t i = 0; i < entries.size(); ++i) out += (i ? ",\n" : "") + entries[i];
   out += "\n]\n";
   return out;
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  write_file_atomically(path, std::vector<char>(text.begin(), text.end()));
 }
 
 const nlohmann::json* metadata(const nlohmann::json& events, const std::string& name) {
@@ -162,7 +158,7 @@ void JsonTraceHandler::write_window(State& state, Logger& logger) {
     entries.swap(queue_);
   }
   fs::create_directories(fs::path(path).parent_path());
-  write_text(path, lines_of(entries));
+  composer::detail::write_text_atomically(path, lines_of(entries));
   if (!options_.remote_file_name().empty()) {
     logger.upload_file(format_name(options_.remote_file_name(), state), path, options_.overwrite());
   }
@@ -283,7 +279,7 @@ void merge_traces(const std::string& output_file, const std::vector<std::string>
       out.push_back(e.dump());
     }
   }
-  write_text(output_file, lines_of(out));
+  composer::detail::write_text_atomically(output_file, lines_of(out));
 }
 
 }  // namespace composer

@@ -17,22 +17,17 @@ std::shared_ptr<ComposerLanguageModel> language_model(const ConfigNode& root) {
   if (!model)
     throw ConfigError("model.name: '" + root.child("model").get_string("name", "") + "' is not a language model");
   const std::string load_path = root.get_string("load_path", "");
-  if (!load_path.empty()) {
-    const auto saved =
-        read_checkpoint(load_path).toGenericDict().at("state").toGenericDict().at("model").toGenericDict();
-    auto params = model->model().named_parameters();
-    at::NoGradGuard no_grad;
-    for (auto& p : params) {
-      const std::string key = "model." + p.key();
-      if (!saved.contains(key)) throw ConfigError("load_path: '" + load_path + "' has no tensor '" + key + "'");
-      p.value().copy_(saved.at(key).toTensor());
-    }
-    for (const auto& e : saved) {  // e.g. LoRA adapters of a run whose config had `lora:`, and this one has not
-      const std::string key = e.key().toStringRef();
-      if (key.rfind("model.", 0) != 0 || !params.find(key.substr(6))) {
-        throw ConfigError("load_path: '" + load_path + "' has tensor '" + key +
-                          "', which the config's model lacks (give the config the run was trained with)");
-      }
+  if (!load_path.empty()) {  // the weights only, through the State codec (strict: the config the run was trained with)
+    const auto saved = read_checkpoint(load_path).toGenericDict().at("state").toGenericDict();
+    if (!saved.contains("model")) throw ConfigError("load_path: '" + load_path + "' holds no model weights");
+    c10::impl::GenericDict weights(c10::StringType::get(), c10::AnyType::get());
+    weights.insert("model", saved.at("model"));
+    State state;
+    state.model = model;
+    try {
+      load_state_dict(state, weights);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError("load_path: '" + load_path + "': " + e.what() + " (give the config the run was trained with)");
     }
   }
   return model;

@@ -2,6 +2,7 @@
 
 #include "composer/data/bpe_tokenizer.h"
 #include "composer/data/text.h"
+#include "data/detail/pretrained_tokenizer.h"
 
 #include <ATen/ATen.h>
 
@@ -10,9 +11,8 @@ namespace composer::datasets::detail {
 std::shared_ptr<const Tokenizer> model_tokenizer(Hparams& h, const std::string& path) {
   if (path.empty()) h.fail("tokenizer", "a tokenizer.json, its directory, or a .gguf file");
   try {
-    if (path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) return BpeTokenizer::from_gguf(path);
-    const bool is_json = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-    return BpeTokenizer::from_tokenizer_json(is_json ? path : path + "/tokenizer.json");
+    if (auto tokenizer = composer::detail::pretrained_tokenizer(path)) return tokenizer;
+    h.error("tokenizer", "'" + path + "' holds no tokenizer.json");
   } catch (const std::runtime_error& e) {
     h.error("tokenizer", e.what());
   }
