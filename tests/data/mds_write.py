@@ -15,11 +15,25 @@
 import gzip
 import io
 import json
+import random
 import sys
+import time
 
 import numpy as np
 from PIL import Image
 from streaming import MDSWriter, StreamingDataset
+
+
+def open_dataset(**kwargs):
+    """streaming.StreamingDataset(**kwargs). It picks a free shared-memory prefix and then creates it, so two processes
+    starting at once (ctest -j2 runs two of these) can pick the same one, and the later one gets FileExistsError; it
+    tries again, as a later start would (seen once in a clean-clone CI run)."""
+    for _ in range(20):
+        try:
+            return StreamingDataset(**kwargs)
+        except FileExistsError:
+            time.sleep(0.1 + 0.4 * random.random())
+    return StreamingDataset(**kwargs)
 
 
 def main():
@@ -66,7 +80,7 @@ def main():
         with MDSWriter(out=out, columns={"obj": "pkl", "label": "int"}) as w:
             w.write({"obj": {"a": 1}, "label": 1})
     elif kind == "read":
-        ds = StreamingDataset(local=out, shuffle=False, batch_size=1)
+        ds = open_dataset(local=out, shuffle=False, batch_size=1)
         rows = {}
         for i in map(int, sys.argv[3:]):
             s = ds[i]
