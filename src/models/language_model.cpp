@@ -18,7 +18,9 @@ at::Tensor ComposerLanguageModel::forward(const Batch& batch) {
 
 at::Tensor ComposerLanguageModel::loss(const at::Tensor& logits, const Batch& batch) {
   const at::Tensor& labels = batch.at(std::string("labels"));
-  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat), labels.reshape({-1}), {},
+  // In float32 at least (bf16/fp16 logits are upcast, as Composer's models do); a float64 model keeps float64.
+  const at::ScalarType dtype = at::promote_types(logits.scalar_type(), at::kFloat);
+  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(dtype), labels.reshape({-1}), {},
                                 at::Reduction::Mean, ignore_index_);
 }
 
