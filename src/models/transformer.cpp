@@ -54,6 +54,11 @@ void TransformerConfig::validate() const {
                                 ") must be divisible by n_head (" + std::to_string(n_head_) + ")");
   }
   if (dropout_ < 0 || dropout_ >= 1) throw std::invalid_argument("TransformerConfig.dropout must be in [0, 1)");
+  if (activation_ != "gelu" && activation_ != "gelu_new" && activation_ != "gelu_pytorch_tanh") {
+    throw std::invalid_argument("TransformerConfig.activation is '" + activation_ +
+                                "'; expected gelu, gelu_new or gelu_pytorch_tanh");
+  }
+  if (!(layer_norm_eps_ > 0)) throw std::invalid_argument("TransformerConfig.layer_norm_eps must be > 0");
 }
 
 SelfAttention::SelfAttention(int64_t d, int64_t n_head, bool causal, double dropout)
@@ -72,12 +77,12 @@ at::Tensor SelfAttention::forward(const at::Tensor& x) {
 }
 
 GPTBlock::GPTBlock(const TransformerConfig& c) {
-  add("ln_1", std::make_shared<nn::LayerNorm>(c.d_model()));
+  add("ln_1", std::make_shared<nn::LayerNorm>(c.d_model(), c.layer_norm_eps()));
   add("attn", std::make_shared<SelfAttention>(c.d_model(), c.n_head(), /*causal=*/true, c.dropout()));
-  add("ln_2", std::make_shared<nn::LayerNorm>(c.d_model()));
+  add("ln_2", std::make_shared<nn::LayerNorm>(c.d_model(), c.layer_norm_eps()));
   auto mlp = std::make_shared<nn::Sequential>();
   mlp->add("c_fc", std::make_shared<nn::Linear>(c.d_model(), c.ff()));
-  mlp->add("gelu", std::make_shared<nn::GELU>());
+  mlp->add("gelu", std::make_shared<nn::GELU>(c.activation() == "gelu" ? "none" : "tanh"));
   mlp->add("c_proj", std::make_shared<nn::Linear>(c.ff(), c.d_model()));
   mlp->add("dropout", std::make_shared<nn::Dropout>(c.dropout()));
   add("mlp", mlp);
@@ -95,7 +100,7 @@ GPT::GPT(TransformerConfig config) : config_(config) {
   auto h = std::make_shared<nn::Sequential>();
   for (int64_t i = 0; i < config_.n_layer(); ++i) h->push_back(std::make_shared<GPTBlock>(config_));
   add("h", h);
-  add("ln_f", std::make_shared<nn::LayerNorm>(config_.d_model()));
+  add("ln_f", std::make_shared<nn::LayerNorm>(config_.d_model(), config_.layer_norm_eps()));
   init_transformer(*this, config_.n_layer());
 }
 

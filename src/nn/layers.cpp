@@ -103,7 +103,11 @@ Embedding::Embedding(int64_t n, int64_t d, double init_std) {
 at::Tensor Embedding::forward(const at::Tensor& ids) { return at::embedding(weight, ids); }
 
 at::Tensor ReLU::forward(const at::Tensor& x) { return at::relu(x); }
-at::Tensor GELU::forward(const at::Tensor& x) { return at::gelu(x); }
+GELU::GELU(std::string approximate) : approximate_(std::move(approximate)) {
+  if (approximate_ != "none" && approximate_ != "tanh")
+    throw std::invalid_argument("GELU.approximate is '" + approximate_ + "'; expected none or tanh");
+}
+at::Tensor GELU::forward(const at::Tensor& x) { return at::gelu(x, approximate_); }
 at::Tensor Sigmoid::forward(const at::Tensor& x) { return at::sigmoid(x); }
 
 MaxPool2d::MaxPool2d(int64_t k, int64_t s, int64_t p) : kernel_size(k), stride(s), padding(p) {}

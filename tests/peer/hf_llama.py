@@ -1,10 +1,11 @@
-"""Hugging Face transformers as the peer for models::Llama (tests/peer/llama_peer_test.cpp).
+"""Hugging Face transformers as the peer for models::Llama and models::GPT (tests/peer/llama_peer_test.cpp).
 
 usage:
   hf_llama.py random DIR       small random Llama-family models, one directory each under DIR (save_pretrained),
                                with expected.safetensors: input_ids [2, 12], their logits and 8 greedy new tokens
-  hf_llama.py logits DIR IDS   loads DIR with AutoModelForCausalLM.from_pretrained and writes DIR/hf_logits.safetensors
-                               with the logits of input_ids from IDS (a safetensors file)
+  hf_llama.py logits DIR IDS [DIR IDS ...]
+                               loads each DIR with AutoModelForCausalLM.from_pretrained and writes
+                               DIR/hf_logits.safetensors with the logits of input_ids from IDS (a safetensors file)
   hf_llama.py gguf FILE OUT    loads the GGUF file as transformers does (dequantized to float32) and writes OUT: for each
                                prompt k, ids_k (its tokens, no special tokens added), logits_k and generated_k (16 greedy
                                new tokens)
@@ -16,7 +17,7 @@ import sys
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Qwen2Config
+from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, Qwen2Config
 
 PROMPTS = ["The capital of France is", "Call me Ishmael. Some years ago", "def fibonacci(n):"]
 VARIANTS = {
@@ -32,6 +33,9 @@ VARIANTS = {
                                    rope_scaling={"type": "linear", "factor": 2.0}),
     "qwen2": Qwen2Config(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False),
+    "gpt2": GPT2Config(vocab_size=97, n_embd=64, n_layer=2, n_head=4, n_positions=32),
+    "gpt2_gelu_inner": GPT2Config(vocab_size=97, n_embd=64, n_layer=2, n_head=4, n_positions=32, n_inner=96,
+                                  activation_function="gelu", layer_norm_epsilon=1e-6),
 }
 
 
@@ -46,7 +50,7 @@ def random_models(root):
         model = AutoModelForCausalLM.from_config(config).eval()
         with torch.no_grad():  # non-trivial norm weights, so a mix-up of the norms shows
             for n, p in model.named_parameters():
-                if "norm" in n:
+                if "norm" in n or ".ln_" in n:
                     p.uniform_(0.5, 1.5)
         model.save_pretrained(f"{root}/{name}")
         ids = torch.randint(0, config.vocab_size, (2, 12))
@@ -82,7 +86,8 @@ if __name__ == "__main__":
     if mode == "random":
         random_models(sys.argv[2])
     elif mode == "logits":
-        logits_of(sys.argv[2], sys.argv[3])
+        for directory, ids_file in zip(sys.argv[2::2], sys.argv[3::2]):
+            logits_of(directory, ids_file)
     elif mode == "gguf":
         from_gguf(sys.argv[2], sys.argv[3])
     else:

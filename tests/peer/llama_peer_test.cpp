@@ -12,6 +12,7 @@
 #include "composer/formats/safetensors.h"
 #include "composer/models/generation.h"
 #include "composer/models/gguf_model.h"
+#include "composer/models/hf_gpt2.h"
 #include "composer/models/hf_model.h"
 #include "composer/models/lora.h"
 
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -55,29 +57,68 @@ struct LlamaPeerTest : ::testing::Test {
   }
 };
 
+// Llama, Qwen2 and GPT-2 directories from transformers load with its logits and greedy tokens,
+// and the directories we write load in transformers with ours; one Python run each way for all of them.
 TEST_F(LlamaPeerTest, HuggingFaceDirectoriesLoadWithTheirLogitsAndOursLoadInTransformers) {
   COMPOSER_REQUIRE_PYTHON("torch transformers safetensors");
   python({"random", dir.string()});
-  for (const char* variant : {"gqa_tied", "llama3_bias", "linear_head_dim", "qwen2"}) {
+  std::vector<std::string> logits_args{"logits"};
+  std::map<std::string, at::Tensor> ours_logits;
+  for (const std::string variant : {"gqa_tied", "llama3_bias", "linear_head_dim", "qwen2", "gpt2", "gpt2_gelu_inner"}) {
     SCOPED_TRACE(variant);
     const fs::path hf = dir / variant;
     auto expected = read_map((hf / "expected.safetensors").string());
-    auto model = models::load_llama_hf(hf.string());
+    const bool gpt2 = variant.rfind("gpt2", 0) == 0;
+    ASSERT_EQ(models::hf_model_type(hf.string()), gpt2 ? "gpt2" : variant == "qwen2" ? "qwen2" : "llama");
+    std::shared_ptr<nn::Layer> model;
+    if (gpt2) {
+      model = models::load_gpt2_hf(hf.string());
+    } else {
+      model = models::load_llama_hf(hf.string());
+    }
     model->eval();
     at::NoGradGuard no_grad;
     const at::Tensor logits = model->forward(expected["input_ids"]);
     EXPECT_LT((logits - expected["logits"]).abs().max().item<double>(), 1e-5);
     EXPECT_TRUE(at::equal(greedy(*model, expected["input_ids"], 8), expected["generated"]));
 
-    const fs::path ours = dir / (std::string(variant) + "_ours");
-    models::save_llama_hf(
-        *model, ours.string(),
-        models::SavePretrainedOptions().max_shard_bytes(std::string(variant) == "gqa_tied" ? 40000 : 1 << 30));
-    python({"logits", ours.string(), (hf / "expected.safetensors").string()});
-    const at::Tensor back = read_map((ours / "hf_logits.safetensors").string())["logits"];
-    EXPECT_LT((back - logits).abs().max().item<double>(), 1e-5);
+    const fs::path ours = dir / (variant + "_ours");
+    const auto options = models::SavePretrainedOptions().max_shard_bytes(variant == "gqa_tied" ? 40000 : 1 << 30);
+    if (gpt2) {
+      models::save_gpt2_hf(dynamic_cast<models::GPT&>(*model), ours.string(), options);
+    } else {
+      models::save_llama_hf(dynamic_cast<models::Llama&>(*model), ours.string(), options);
+    }
+    logits_args.insert(logits_args.end(), {ours.string(), (hf / "expected.safetensors").string()});
+    ours_logits[ours.string()] = logits;
+  }
+  python(logits_args);
+  for (const auto& [ours, logits] : ours_logits) {
+    const at::Tensor back = read_map((fs::path(ours) / "hf_logits.safetensors").string())["logits"];
+    EXPECT_LT((back - logits).abs().max().item<double>(), 1e-5) << ours;
   }
   EXPECT_TRUE(fs::exists(dir / "gqa_tied_ours" / "model.safetensors.index.json"));  // written in shards
+}
+
+// GPT-2 configs that models::GPT does not compute are refused naming the key.
+TEST_F(LlamaPeerTest, Gpt2ConfigsItCannotComputeAreErrorsNamingTheKey) {
+  const auto refused = [&](const std::string& extra) {
+    const fs::path d = dir / "bad_gpt2";
+    fs::create_directories(d);
+    std::ofstream(d / "config.json") << "{\"model_type\": \"gpt2\", \"n_embd\": 8, \"n_head\": 2" << extra << "}";
+    try {
+      models::load_gpt2_hf(d.string());
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(refused(", \"activation_function\": \"relu\"").find("activation_function is 'relu'"), std::string::npos);
+  EXPECT_NE(refused(", \"tie_word_embeddings\": false").find("tie_word_embeddings is false"), std::string::npos);
+  EXPECT_NE(refused(", \"scale_attn_by_inverse_layer_idx\": true").find("scale_attn_by_inverse_layer_idx"),
+            std::string::npos);
+  EXPECT_NE(refused(", \"n_head\": 3").find("must be divisible by n_head"), std::string::npos);
+  EXPECT_NE(refused("").find("has neither model.safetensors"), std::string::npos);
 }
 
 // LoRA both ways with PEFT: our adapters (r 4 on q, v and down projections) load with peft.PeftModel.from_pretrained

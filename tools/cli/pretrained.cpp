@@ -75,14 +75,20 @@ int export_hf(const std::string& checkpoint, const std::string& config, const st
   YAML::Node root = load_with_overrides(config, {"load_path=" + checkpoint});
   auto model = language_model(ConfigNode(root, ""));
   auto* llama = dynamic_cast<models::Llama*>(&model->model());
-  if (!llama) throw ConfigError("--format hf: the config's model is not a Llama-family model (llama, hf_causal_lm)");
-  if (models::has_lora(*llama)) {  // the adapters in PEFT's format, then the model with them merged in
+  auto* gpt = dynamic_cast<models::GPT*>(&model->model());
+  if (!llama && !gpt) {
+    throw ConfigError(
+        "--format hf: the config's model is neither a Llama-family model nor a GPT-2 (llama, gpt, hf_causal_lm)");
+  }
+  if (gpt) {
+    models::save_gpt2_hf(*gpt, output);
+  } else if (models::has_lora(*llama)) {  // the adapters in PEFT's format, then the model with them merged in
     const std::string adapters = (std::filesystem::path(output) / "adapter").string();
     models::save_lora_adapters(*llama, adapters);
     models::merge_lora(*llama);
     out << "composer-cpp: wrote the LoRA adapters (PEFT's format) to " << adapters << "\n";
   }
-  models::save_llama_hf(*llama, output);
+  if (llama) models::save_llama_hf(*llama, output);
   if (const auto* tokenizer = dynamic_cast<const BpeTokenizer*>(model->tokenizer().get()))
     tokenizer->save_pretrained(output);  // tokenizer.json and tokenizer_config.json beside the weights
   out << "composer-cpp: wrote a Hugging Face model directory to " << output

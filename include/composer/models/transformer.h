@@ -6,6 +6,7 @@
 #include <torch/arg.h>
 
 #include <memory>
+#include <string>
 
 namespace composer::models {
 
@@ -18,6 +19,11 @@ struct TransformerConfig {
   /// Feed-forward width; 0 = 4 * d_model.
   TORCH_ARG(int64_t, d_ff) = 0;
   TORCH_ARG(double, dropout) = 0.0;
+  /// The feed-forward activation: "gelu" (exact), or GPT-2's "gelu_new" (tanh approximation; also
+  /// "gelu_pytorch_tanh", Hugging Face's name for the same).
+  TORCH_ARG(std::string, activation) = "gelu";
+  /// LayerNorm epsilon of the GPT blocks (Hugging Face's layer_norm_epsilon).
+  TORCH_ARG(double, layer_norm_eps) = 1e-5;
 
  public:
   /// Throws std::invalid_argument naming the bad field (d_model must divide by n_head, ...).

@@ -118,9 +118,16 @@ class ReLU : public Layer {
   at::Tensor forward(const at::Tensor& x) override;
 };
 
+/// torch.nn.GELU: exact ("none") or the tanh approximation ("tanh", GPT-2's gelu_new); another value is
+/// std::invalid_argument.
 class GELU : public Layer {
  public:
+  explicit GELU(std::string approximate = "none");
   at::Tensor forward(const at::Tensor& x) override;
+  const std::string& approximate() const { return approximate_; }
+
+ private:
+  std::string approximate_;
 };
 
 class Sigmoid : public Layer {
