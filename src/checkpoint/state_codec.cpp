@@ -276,7 +276,10 @@ c10::IValue make_state_dict(const State& state, std::vector<ShardedEntry>* shard
   ts.insert("Timestamp", timestamp_to_dict(state.timestamp));
   d.insert("timestamp", ts);
   Dict metrics = new_dict();
-  for (const auto& [name, m] : state.train_metrics) metrics.insert(name, m->state().to(at::kCPU));
+  for (const auto& [name, m] : state.train_metrics) {
+    metrics.insert(name, m->state().to(at::kCPU));
+    if (m->row_width() > 0) metrics.insert(name + ":rows", m->rows().to(at::kCPU));  // a list state
+  }
   d.insert("train_metrics", metrics);
   d.insert("rank_zero_seed", static_cast<int64_t>(state.rank_zero_seed));
   d.insert("run_name", state.run_name);
@@ -434,8 +437,10 @@ void load_state_dict(State& state, const c10::IValue& saved, bool strict_model,
   }
   if (d.contains("train_metrics")) {
     const Dict metrics = d.at("train_metrics").toGenericDict();
-    for (auto& [name, m] : state.train_metrics)
+    for (auto& [name, m] : state.train_metrics) {
       if (metrics.contains(name)) m->set_state(metrics.at(name).toTensor());
+      if (m->row_width() > 0 && metrics.contains(name + ":rows")) m->set_rows(metrics.at(name + ":rows").toTensor());
+    }
   }
   if (d.contains("rank_zero_seed")) state.rank_zero_seed = static_cast<uint64_t>(d.at("rank_zero_seed").toInt());
   if (d.contains("run_name")) state.run_name = d.at("run_name").toStringRef();

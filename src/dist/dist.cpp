@@ -325,6 +325,18 @@ std::vector<at::Tensor> all_gather(const at::Tensor& tensor, const Group& group)
   return out[0];
 }
 
+at::Tensor all_gather_rows(const at::Tensor& rows, const Group& group) {
+  if (group.size() == 1) return rows.clone();
+  const auto counts = all_gather(at::full({1}, rows.size(0), at::kLong), group);
+  int64_t most = 0;
+  for (const auto& c : counts) most = std::max(most, c.item<int64_t>());
+  at::Tensor padded = at::zeros({most, rows.size(1)}, rows.options());
+  if (rows.size(0) > 0) padded.narrow(0, 0, rows.size(0)).copy_(rows);
+  std::vector<at::Tensor> parts = all_gather(padded, group);
+  for (size_t r = 0; r < parts.size(); ++r) parts[r] = parts[r].narrow(0, 0, counts[r].item<int64_t>());
+  return at::cat(parts);
+}
+
 std::vector<std::string> all_gather_object(const std::string& bytes) {
   if (get_world_size() == 1) return {bytes};
   at::Tensor len = at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong);

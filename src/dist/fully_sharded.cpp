@@ -25,8 +25,14 @@ namespace {
 class GatherScope final : public PhaseScope {
  public:
   explicit GatherScope(std::function<void()> on_exit) : on_exit_(std::move(on_exit)) {}
+  // Leaving a phase waits for the gathers still in flight; after a peer died they fail, possibly while that very
+  // error unwinds. A destructor must not throw (std::terminate), so the failure is dropped: the error unwinding, or
+  // the next collective's, names it.
   ~GatherScope() override {
-    if (on_exit_) on_exit_();
+    try {
+      if (on_exit_) on_exit_();
+    } catch (const std::exception&) {
+    }
   }
 
  private:
@@ -98,6 +104,8 @@ void FullyShardedDataParallel::sync_gradients() { impl_->reduce_gradients(); }
 BatchTotals FullyShardedDataParallel::reduce_batch(BatchTotals local) { return reduce_over_ranks(std::move(local)); }
 
 void FullyShardedDataParallel::sum_metric_state(at::Tensor& state) { all_reduce(state); }
+
+at::Tensor FullyShardedDataParallel::gather_metric_rows(const at::Tensor& rows) { return all_gather_rows(rows); }
 
 std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
   Impl& m = *impl_;

@@ -74,6 +74,8 @@ BatchTotals reduce_over_ranks(BatchTotals local) {
 
 void DataParallel::sum_metric_state(at::Tensor& state) { all_reduce(state); }
 
+at::Tensor DataParallel::gather_metric_rows(const at::Tensor& rows) { return all_gather_rows(rows); }
+
 int64_t Strategy::count_ranks_with(bool local) {
   if (num_replicas() == 1) return local ? 1 : 0;
   at::Tensor count = at::full({1}, local ? 1 : 0, at::kLong);

@@ -1,5 +1,7 @@
 #include "composer/metrics/classification.h"
 
+#include "metrics/detail/binary_inputs.h"
+
 #include <ATen/ATen.h>
 
 #include <limits>
@@ -39,21 +41,8 @@ BinaryAccuracy::BinaryAccuracy(double threshold) : Metric(2), threshold_(thresho
 }
 
 void BinaryAccuracy::update(const at::Tensor& preds, const at::Tensor& target) {
-  if (preds.numel() != target.numel()) {
-    throw std::invalid_argument("BinaryAccuracy: predictions and targets differ in size (" +
-                                std::to_string(preds.numel()) + " vs " + std::to_string(target.numel()) + ")");
-  }
-  const at::Tensor t = target.reshape({-1});
-  if (t.numel() > 0 && !(t.eq(0) | t.eq(1)).all().item<bool>()) {
-    throw std::invalid_argument("BinaryAccuracy: targets must be 0 or 1 (a binary task), got values in [" +
-                                std::to_string(t.min().item<double>()) + ", " + std::to_string(t.max().item<double>()) +
-                                "]");
-  }
-  at::Tensor p = preds.reshape({-1});
-  if (p.is_floating_point()) {
-    if (p.numel() > 0 && ((p < 0) | (p > 1)).any().item<bool>()) p = p.sigmoid();
-    p = (p > threshold_).to(at::kLong);
-  }
+  auto [p, t] = detail::binary_inputs(preds, target, "BinaryAccuracy");
+  p = detail::binary_labels(p, threshold_);
   accumulate(p.eq(t.to(p.scalar_type())).sum(), static_cast<double>(t.numel()));
 }
 

@@ -7,9 +7,25 @@
 
 namespace composer {
 
-Metric::Metric(int64_t num_states) : num_states_(num_states) { reset(); }
+Metric::Metric(int64_t num_states, int64_t row_width) : num_states_(num_states), row_width_(row_width) { reset(); }
 
-void Metric::reset() { state_ = at::zeros({num_states_}, at::TensorOptions().dtype(at::kDouble)); }
+void Metric::reset() {
+  state_ = at::zeros({num_states_}, at::TensorOptions().dtype(at::kDouble));
+  rows_ = at::zeros({0, row_width_}, at::TensorOptions().dtype(at::kDouble));
+}
+
+void Metric::set_rows(const at::Tensor& rows) {
+  if (rows.dim() != 2 || rows.size(1) != row_width_) {
+    throw std::invalid_argument("Metric " + name() + ": rows must be [n, " + std::to_string(row_width_) +
+                                "], got a tensor of " + std::to_string(rows.dim()) + " dimensions");
+  }
+  rows_ = rows.to(at::kDouble).clone();
+}
+
+void Metric::append_rows(const at::Tensor& rows) {
+  const at::Tensor r = rows.to(at::kDouble).reshape({-1, row_width_});
+  rows_ = at::cat({rows_.to(r.device()), r});
+}
 
 void Metric::set_state(const at::Tensor& state) {
   if (state.dim() != 1 || state.size(0) != num_states_) {

@@ -32,20 +32,6 @@ MetricMap ComposerModel::get_metrics(bool) { return {}; }
 
 std::optional<double> ComposerModel::flops_per_batch(const Batch&) { return std::nullopt; }
 
-at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& target, int64_t ignore_index) {
-  if (target.is_floating_point() && target.sizes() == logits.sizes()) {
-    const auto n = static_cast<double>(logits.size(0));
-    return -(target * at::log_softmax(logits, -1)).sum(-1).mean() * (n / target.sum());
-  }
-  return at::cross_entropy_loss(logits, target, {}, at::Reduction::Mean, ignore_index);
-}
-
-at::Tensor soft_cross_entropy_per_sample(const at::Tensor& logits, const at::Tensor& target, int64_t ignore_index) {
-  if (target.is_floating_point() && target.sizes() == logits.sizes())
-    return -(target * at::log_softmax(logits, 1)).sum(1);
-  return at::cross_entropy_loss(logits, target, {}, at::Reduction::None, ignore_index);
-}
-
 ComposerClassifier::ComposerClassifier(std::shared_ptr<torch::nn::Module> module,
                                        std::function<at::Tensor(const at::Tensor&)> forward_fn, LossFunction loss_fn)
     : module_(std::move(module)), forward_fn_(std::move(forward_fn)), loss_fn_(std::move(loss_fn)) {

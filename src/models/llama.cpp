@@ -159,21 +159,30 @@ Llama::Llama(LlamaConfig config) : config_(std::move(config)) {
   init_llama(*this, config_.initializer_range());
 }
 
+namespace {
+
+// Hugging Face's LlamaModel inside LlamaForCausalLM: "model" holds embed_tokens, layers and norm.
+const nn::Composite& decoder_of(const nn::Composite& llama) {
+  return dynamic_cast<const nn::Composite&>(llama.child("model"));
+}
+
+}  // namespace
+
 at::Tensor Llama::head(const at::Tensor& hidden) {
-  const auto& model = dynamic_cast<const nn::Composite&>(child("model"));
+  const nn::Composite& model = decoder_of(*this);
   const at::Tensor x = model.child("norm").forward(hidden);
   if (has("lm_head")) return child("lm_head").forward(x);
   return at::linear(x, detail::embedding_weight(model.child("embed_tokens")));  // tied head
 }
 
 at::Tensor Llama::forward(const at::Tensor& ids) {
-  const auto& model = dynamic_cast<const nn::Composite&>(child("model"));
+  const nn::Composite& model = decoder_of(*this);
   const at::Tensor x = model.child("embed_tokens").forward(ids);
   return head(model.child("layers").forward(x));
 }
 
 bool Llama::supports_cache() const {
-  const auto& model = dynamic_cast<const nn::Composite&>(child("model"));
+  const nn::Composite& model = decoder_of(*this);
   const auto& layers = dynamic_cast<const nn::Composite&>(model.child("layers"));
   for (const auto& name : layers.child_names()) {
     auto* layer = dynamic_cast<const LlamaDecoderLayer*>(&layers.child(name));
@@ -184,7 +193,7 @@ bool Llama::supports_cache() const {
 
 at::Tensor Llama::forward_cached(const at::Tensor& ids, KVCache& cache) {
   if (!supports_cache()) throw std::logic_error("Llama::forward_cached: a layer was replaced by surgery");
-  const auto& model = dynamic_cast<const nn::Composite&>(child("model"));
+  const nn::Composite& model = decoder_of(*this);
   const auto& layers = dynamic_cast<const nn::Composite&>(model.child("layers"));
   cache.layers.resize(layers.child_names().size());
   at::Tensor x = model.child("embed_tokens").forward(ids);

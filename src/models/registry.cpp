@@ -1,8 +1,11 @@
 #include "composer/models/registry.h"
 
 #include "composer/data/bpe_tokenizer.h"
+#include "composer/loss/registry.h"
 #include "composer/models/gguf_model.h"
+#include "composer/models/hf_gpt2.h"
 #include "composer/models/hf_model.h"
+#include "composer/models/initializers.h"
 #include "composer/models/language_model.h"
 #include "composer/models/llama.h"
 #include "composer/models/lora.h"
@@ -26,12 +29,42 @@ void require_positive(int64_t value, const std::string& field) {
   }
 }
 
+// What every vision classifier adds to its shape: Composer's `initializers` (names, applied in order) and
+// `loss_name` (the loss registry's).
+struct ClassifierFields {
+  std::vector<std::string> initializers;
+  std::string loss_name = "soft_cross_entropy";
+
+  template <class Module>
+  std::shared_ptr<ComposerModel> wrap(Module module) const {
+    for (size_t i = 0; i < initializers.size(); ++i) {
+      try {
+        apply_initializer(*module, initializer_from_string(initializers[i]));
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("model.initializers[" + std::to_string(i) + "]: " + e.what());
+      }
+    }
+    if (loss_name == "soft_cross_entropy") return ComposerClassifier::wrap(module);  // keeps the per-sample loss
+    const LossRegistry& losses = loss_registry();
+    if (!losses.find(loss_name))
+      throw std::invalid_argument("model.loss_name '" + loss_name + "': expected one of " + losses.names());
+    return ComposerClassifier::wrap(module, *losses.make(loss_name, {}, "model.loss_name"));
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("initializers", self.initializers, "Composer's Initializer names applied in order (kaiming_normal, ...)");
+    visit("loss_name", self.loss_name, "the loss: soft_cross_entropy, binary_cross_entropy_with_logits, dice_loss");
+  }
+};
+
 struct MLPFields {
   TORCH_ARG(int64_t, in_features) = 784;
   TORCH_ARG(std::vector<int64_t>, hidden) = std::vector<int64_t>{256, 256};
   TORCH_ARG(int64_t, num_classes) = 10;
 
  public:
+  ClassifierFields classifier;
+
   void follow(const ModelInputs& in) {
     if (in.image_size > 0) in_features_ = in.channels * in.image_size * in.image_size;
     if (in.num_classes > 0) num_classes_ = in.num_classes;
@@ -40,13 +73,14 @@ struct MLPFields {
     require_positive(in_features_, "in_features");
     for (size_t i = 0; i < hidden_.size(); ++i) require_positive(hidden_[i], "hidden[" + std::to_string(i) + "]");
     require_positive(num_classes_, "num_classes");
-    return ComposerClassifier::wrap(mlp(in_features_, hidden_, num_classes_));
+    return classifier.wrap(mlp(in_features_, hidden_, num_classes_));
   }
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
     visit("in_features", self.in_features_, "input features (default: the data's channels x size x size)");
     visit("hidden", self.hidden_, "hidden layer widths");
     visit("num_classes", self.num_classes_, "output classes (default: the data's)");
+    ClassifierFields::for_each_field(self.classifier, visit);
   }
 };
 
@@ -56,6 +90,8 @@ struct MnistCNNFields {
   TORCH_ARG(int64_t, width) = 32;
 
  public:
+  ClassifierFields classifier;
+
   void follow(const ModelInputs& in) {
     if (in.channels > 0) in_channels_ = in.channels;
     if (in.num_classes > 0) num_classes_ = in.num_classes;
@@ -64,13 +100,14 @@ struct MnistCNNFields {
     require_positive(in_channels_, "in_channels");
     require_positive(num_classes_, "num_classes");
     require_positive(width_, "width");
-    return ComposerClassifier::wrap(mnist_cnn(in_channels_, num_classes_, width_));
+    return classifier.wrap(mnist_cnn(in_channels_, num_classes_, width_));
   }
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
     visit("in_channels", self.in_channels_, "image channels (default: the data's)");
     visit("num_classes", self.num_classes_, "output classes (default: the data's)");
     visit("width", self.width_, "channels of the first convolution (the second has twice as many)");
+    ClassifierFields::for_each_field(self.classifier, visit);
   }
 };
 
@@ -82,6 +119,8 @@ struct ResNetFields {
   TORCH_ARG(int64_t, in_channels) = 3;
 
  public:
+  ClassifierFields classifier;
+
   void follow(const ModelInputs& in) {
     if (in.channels > 0) in_channels_ = in.channels;
     if (in.num_classes > 0) num_classes_ = in.num_classes;
@@ -89,14 +128,15 @@ struct ResNetFields {
   std::shared_ptr<ComposerModel> build() const {
     require_positive(num_classes_, "num_classes");
     require_positive(in_channels_, "in_channels");
-    return ComposerClassifier::wrap(kCifar ? cifar_resnet(depth_, num_classes_, in_channels_)
-                                           : resnet(depth_, num_classes_, in_channels_));
+    return classifier.wrap(kCifar ? cifar_resnet(depth_, num_classes_, in_channels_)
+                                  : resnet(depth_, num_classes_, in_channels_));
   }
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
     visit("depth", self.depth_, kCifar ? "layers: 20, 32, 44, 56 or 110" : "layers: 18, 34, 50, 101 or 152");
     visit("num_classes", self.num_classes_, "output classes (default: the data's)");
     visit("in_channels", self.in_channels_, "image channels (default: the data's)");
+    ClassifierFields::for_each_field(self.classifier, visit);
   }
 };
 
@@ -121,6 +161,8 @@ struct TransformerFields {
     visit("d_model", self.config.d_model(), "embedding width");
     visit("d_ff", self.config.d_ff(), "feed-forward width; 0 is 4 x d_model");
     visit("dropout", self.config.dropout(), "dropout probability");
+    visit("activation", self.config.activation(), "feed-forward activation: gelu, or gelu_new (tanh approximation)");
+    visit("layer_norm_eps", self.config.layer_norm_eps(), "LayerNorm epsilon of the GPT blocks");
   }
 };
 
@@ -172,26 +214,35 @@ struct PretrainedFields {
       throw std::invalid_argument("model.pretrained: required (a model directory or a .gguf file)");
     const bool gguf = pretrained.size() > 5 && pretrained.compare(pretrained.size() - 5, 5, ".gguf") == 0;
     std::shared_ptr<Llama> llama;
+    std::shared_ptr<GPT> gpt;
     std::shared_ptr<const Tokenizer> tokenizer;
     try {
-      llama = gguf ? load_llama_gguf(pretrained) : load_llama_hf(pretrained);
+      if (!gguf && hf_model_type(pretrained) == "gpt2") {
+        gpt = load_gpt2_hf(pretrained);
+      } else {
+        llama = gguf ? load_llama_gguf(pretrained) : load_llama_hf(pretrained);
+      }
       tokenizer = composer::detail::pretrained_tokenizer(pretrained);  // none for a directory without tokenizer.json
     } catch (const std::runtime_error& e) {
       throw std::invalid_argument("model.pretrained: " + std::string(e.what()));
     }
-    if (data_vocab > llama->config().vocab_size()) {
+    const int64_t vocab = gpt ? gpt->config().vocab_size() : llama->config().vocab_size();
+    if (data_vocab > vocab) {
       throw std::invalid_argument("model.pretrained: the data's token ids reach " + std::to_string(data_vocab) +
-                                  ", beyond the model's vocabulary of " + std::to_string(llama->config().vocab_size()) +
+                                  ", beyond the model's vocabulary of " + std::to_string(vocab) +
                                   " (tokenize the data with the model's tokenizer)");
     }
-    lora.apply(*llama);
-    auto model = std::make_shared<ComposerLanguageModel>(llama);
+    if (gpt && lora.options.r() > 0)
+      throw std::invalid_argument("model.lora: LoRA adapts the Llama family; '" + pretrained + "' is a GPT-2");
+    if (llama) lora.apply(*llama);
+    auto model = gpt ? std::make_shared<ComposerLanguageModel>(gpt) : std::make_shared<ComposerLanguageModel>(llama);
     model->set_tokenizer(tokenizer);
     return model;
   }
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
-    visit("pretrained", self.pretrained, "a Hugging Face model directory (config.json, safetensors) or a .gguf file");
+    visit("pretrained", self.pretrained,
+          "a Hugging Face model directory (Llama family or GPT-2; config.json, safetensors) or a .gguf file");
     LoraFields::for_each_field(self.lora, visit);
   }
 };
@@ -207,17 +258,17 @@ ModelRegistry::Entry model(std::string name, std::string class_name, std::string
 
 const ModelRegistry& model_registry() {
   static const ModelRegistry registry(
-      "model",
-      {
-          model<MLPFields>("mlp", "mlp", "multilayer perceptron on flattened images"),
-          model<MnistCNNFields>("mnist_cnn", "mnist_cnn", "2-conv CNN for 28x28 images"),
-          model<ResNetFields<true>>("cifar_resnet", "cifar_resnet", "CIFAR-style ResNet-20/32/44/56/110"),
-          model<ResNetFields<false>>("resnet", "resnet", "ImageNet-style ResNet-18/34/50/101/152"),
-          model<TransformerFields<false>>("gpt", "GPT", "GPT-2-style causal decoder"),
-          model<TransformerFields<true>>("bert", "BertMLM", "BERT-style encoder with a masked-LM head"),
-          model<LlamaFields>("llama", "Llama", "Llama-family decoder (random weights)"),
-          model<PretrainedFields>("hf_causal_lm", "Llama", "pretrained Llama-family model from a directory or GGUF"),
-      });
+      "model", {
+                   model<MLPFields>("mlp", "mlp", "multilayer perceptron on flattened images"),
+                   model<MnistCNNFields>("mnist_cnn", "mnist_cnn", "2-conv CNN for 28x28 images"),
+                   model<ResNetFields<true>>("cifar_resnet", "cifar_resnet", "CIFAR-style ResNet-20/32/44/56/110"),
+                   model<ResNetFields<false>>("resnet", "resnet", "ImageNet-style ResNet-18/34/50/101/152"),
+                   model<TransformerFields<false>>("gpt", "GPT", "GPT-2-style causal decoder"),
+                   model<TransformerFields<true>>("bert", "BertMLM", "BERT-style encoder with a masked-LM head"),
+                   model<LlamaFields>("llama", "Llama", "Llama-family decoder (random weights)"),
+                   model<PretrainedFields>("hf_causal_lm", "Llama",
+                                           "pretrained Llama-family or GPT-2 model from a directory or GGUF"),
+               });
   return registry;
 }
 

@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <iostream>
 
 namespace composer {
@@ -83,13 +84,14 @@ void EvalLoop::run(Evaluator& evaluator) {
   for (int64_t i = 0; !s.dataloader_len || i < *s.dataloader_len; ++i) {
     auto batch = loader.next();
     if (!detail::every_rank_has_batch(*s.strategy, batch.has_value(), "eval '" + evaluator.label + "'", i)) break;
-    s.batch = batch->to(s.device);
+    s.batch = loader.transform_batch(std::move(*batch)).to(s.device);
     engine_.run_event(Event::EVAL_BATCH_START);
     const Batch full = s.batch;
     auto run_microbatches = [&] {
       const int64_t mb_size = evaluator.device_eval_microbatch_size.value_or(0);
-      for (const Batch& mb : mb_size > 0 ? full.split(mb_size) : std::vector<Batch>{full}) {
-        s.batch = mb;
+      for (const Batch& mb :
+           mb_size > 0 ? loader.split_batch(full, static_cast<double>(mb_size)) : std::vector<Batch>{full}) {
+        s.batch = loader.transform_microbatch(mb);
         engine_.run_event(Event::EVAL_BEFORE_FORWARD);
         {
           auto scope = s.strategy->enter(dist::Phase::EVAL_FORWARD);
@@ -107,7 +109,8 @@ void EvalLoop::run(Evaluator& evaluator) {
     }
     s.batch = full;
     const auto now = std::chrono::steady_clock::now();
-    s.eval_timestamp = s.eval_timestamp.to_next_batch(full.num_samples(), full.num_tokens(),
+    s.eval_timestamp = s.eval_timestamp.to_next_batch(std::llround(loader.num_samples_in_batch(full)),
+                                                      loader.num_tokens_in_batch(full, TokenType::kTotal),
                                                       std::chrono::duration_cast<Seconds>(now - batch_start));
     batch_start = now;
     engine_.run_event(Event::EVAL_BATCH_END);

@@ -76,11 +76,14 @@ int64_t MicrobatchSearch::halve(int64_t size, const std::string& loop) {
 }
 
 MetricStates::MetricStates(const MetricMap& metrics) {
-  for (const auto& [name, m] : metrics) states_.emplace_back(m.get(), m->state().clone());
+  for (const auto& [name, m] : metrics) states_.push_back({m.get(), m->state().clone(), m->rows().clone()});
 }
 
 void MetricStates::restore() const {
-  for (const auto& [metric, state] : states_) metric->set_state(state);
+  for (const auto& saved : states_) {
+    saved.metric->set_state(saved.state);
+    saved.metric->set_rows(saved.rows);
+  }
 }
 
 void release_cached_memory(const c10::Device& device) {

@@ -9,6 +9,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace composer {
 
 PredictLoop::PredictLoop(State& state, Engine& engine, Logger& logger)
@@ -31,7 +33,7 @@ std::vector<at::Tensor> PredictLoop::run(DataLoader& loader, PredictLoopOptions 
     if (s.strategy->shards_state() ? !detail::every_rank_has_batch(*s.strategy, batch.has_value(), "predict", i)
                                    : !batch)
       break;
-    s.batch = batch->to(s.device);
+    s.batch = loader.transform_microbatch(loader.transform_batch(std::move(*batch)).to(s.device));
     engine_.run_event(Event::PREDICT_BATCH_START);
     engine_.run_event(Event::PREDICT_BEFORE_FORWARD);
     {
@@ -41,7 +43,8 @@ std::vector<at::Tensor> PredictLoop::run(DataLoader& loader, PredictLoopOptions 
     }
     engine_.run_event(Event::PREDICT_AFTER_FORWARD);
     outputs.push_back(s.outputs.to(at::kCPU));
-    s.predict_timestamp = s.predict_timestamp.to_next_batch(s.batch.num_samples(), s.batch.num_tokens());
+    s.predict_timestamp = s.predict_timestamp.to_next_batch(std::llround(loader.num_samples_in_batch(s.batch)),
+                                                            loader.num_tokens_in_batch(s.batch, TokenType::kTotal));
     engine_.run_event(Event::PREDICT_BATCH_END);
   }
   engine_.run_event(Event::PREDICT_END);

@@ -77,13 +77,14 @@ void TrainEpochLoop::log_batch_time() {
 // One batch: events, the optimisation step, loss and metric logging, schedulers, timestamp.
 void TrainEpochLoop::run_batch(Batch batch, Clock::time_point& last_batch_end) {
   State& s = state_;
-  s.batch = batch.to(s.device);
+  const DataLoader& loader = *s.train_dataloader;
+  s.batch = loader.transform_batch(std::move(batch)).to(s.device);
+  dist::BatchTotals local;  // counted before AFTER_DATALOADER, as Composer counts them
+  local.samples = std::llround(loader.num_samples_in_batch(s.batch));
+  local.tokens = loader.num_tokens_in_batch(s.batch, TokenType::kTotal);
   engine_.run_event(Event::AFTER_DATALOADER);
   engine_.run_event(Event::BATCH_START);
   log_batch_time();
-  dist::BatchTotals local;
-  local.samples = s.batch.num_samples();
-  local.tokens = s.batch.num_tokens();
   for (const auto& [name, loss] : step_.run()) local.losses[name] = loss.item<double>();
   const dist::BatchTotals totals = s.strategy->reduce_batch(local);  // one collective: losses, samples, tokens
   s.total_loss_dict.clear();

@@ -15,6 +15,7 @@
 #include "composer/utils/reproducibility.h"
 #include "composer/utils/type_name.h"
 #include "trainer/detail/captured_step.h"
+#include "trainer/detail/data_hooks.h"
 #include "trainer/detail/forward_inputs.h"
 
 #include <torch/torch.h>
@@ -201,12 +202,13 @@ void TrainStep::train_microbatch(double weight, std::map<std::string, at::Tensor
 
 namespace {
 
-// Composer's get_num_tokens_in_batch(token_type='loss_generating') as llm-foundry counts it: the labels that are not
-// the ignore index -100; a batch without integer labels counts every input token.
-double loss_generating_tokens(const Batch& b) {
-  if (b.has("labels") && !at::isFloatingType(b.at(std::string("labels")).scalar_type()))
-    return b.at(std::string("labels")).ne(-100).sum().item<double>();
-  return static_cast<double>(b.num_tokens());
+// The microbatches of this step, as the train loader splits them (Composer's split_batch): a fractional size, a
+// number of samples, or the whole batch.
+std::vector<Batch> split_for_step(const State& s, const DataLoader& loader, const Batch& batch) {
+  if (s.device_train_microbatch_fraction > 0) return loader.split_batch(batch, s.device_train_microbatch_fraction);
+  if (s.device_train_microbatch_size > 0)
+    return loader.split_batch(batch, static_cast<double>(s.device_train_microbatch_size));
+  return {batch};
 }
 
 }  // namespace
@@ -226,12 +228,13 @@ std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
     s.optimizer->zero_grad(/*set_to_none=*/true);
     s.strategy->zero_grad();
     batch = s.batch;  // algorithms at BEFORE_TRAIN_BATCH may have changed it
-    const int64_t size = s.device_train_microbatch_size;
-    const std::vector<Batch> microbatches = size > 0 ? batch.split(size) : std::vector<Batch>{batch};
+    const DataLoader& loader = detail::data_hooks(s.train_dataloader.get());
+    const std::vector<Batch> microbatches = split_for_step(s, loader, batch);
     if (searching) search_.check_in_attempt();
     const bool on_tokens = options_.accumulate_train_batch_on_tokens();
     const auto size_of = [&](const Batch& b) {
-      return on_tokens ? loss_generating_tokens(b) : static_cast<double>(b.num_samples());
+      return on_tokens ? static_cast<double>(loader.num_tokens_in_batch(b, TokenType::kLossGenerating))
+                       : loader.num_samples_in_batch(b);
     };
     const double mean_size = s.strategy->mean_batch_samples(size_of(batch));  // the same on every rank
     if (on_tokens && mean_size <= 0)
@@ -239,7 +242,7 @@ std::map<std::string, at::Tensor> TrainStep::train_microbatches() {
           "accumulate_train_batch_on_tokens: the batch has no loss-generating token on any "
           "rank (every label is -100, or no labels and no input_ids)");
     for (size_t i = 0; i < microbatches.size(); ++i) {
-      s.batch = microbatches[i];
+      s.batch = loader.transform_microbatch(microbatches[i]);
       train_microbatch(size_of(microbatches[i]) / mean_size, totals,
                        sync && !searching && i + 1 == microbatches.size());
       if (searching) search_.check_in_attempt();
@@ -339,10 +342,11 @@ std::map<std::string, at::Tensor> TrainStep::run_eager() {
 std::map<std::string, at::Tensor> TrainStep::record_step() {
   State& s = state_;
   const int64_t samples = s.batch.num_samples();
-  if (s.device_train_microbatch_size > 0 && s.device_train_microbatch_size < samples) {
+  if (s.device_train_microbatch_fraction > 0 ||
+      (s.device_train_microbatch_size > 0 && s.device_train_microbatch_size < samples)) {
     throw std::invalid_argument("cuda_graph: device_train_microbatch_size " +
-                                std::to_string(s.device_train_microbatch_size) + " splits the batch of " +
-                                std::to_string(samples) +
+                                std::to_string(s.device_train_microbatch_size) +
+                                " (or a fraction) splits the batch of " + std::to_string(samples) +
                                 " samples, and a recorded step takes one microbatch; leave it unset");
   }
   const Batch batch = s.batch;
@@ -384,6 +388,7 @@ std::map<std::string, at::Tensor> TrainStep::run_graphed() {
   detail::CapturedStep& graph = *graph_;
   if (graph.recorded() && !graph.fits(s.batch)) return run_eager();  // another shape: the last, smaller batch
   engine_.run_event(Event::BEFORE_TRAIN_BATCH);
+  s.batch = detail::data_hooks(s.train_dataloader.get()).transform_microbatch(s.batch);  // it must keep the shapes
   if (!graph.recorded()) record_step();
   graph.replay(s.batch);
   s.outputs = graph.outputs;
@@ -408,7 +413,9 @@ std::map<std::string, at::Tensor> TrainStep::run() {
   const std::map<std::string, at::Tensor> totals = graph_ ? run_graphed() : run_eager();
   const int64_t size = s.device_train_microbatch_size;
   logger_.log_metrics({{"trainer/device_train_microbatch_size",
-                        static_cast<double>(MicrobatchSearch::used_size(size, batch_samples))}});
+                        s.device_train_microbatch_fraction > 0
+                            ? s.device_train_microbatch_fraction
+                            : static_cast<double>(MicrobatchSearch::used_size(size, batch_samples))}});
   return totals;
 }
 

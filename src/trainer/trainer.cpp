@@ -25,6 +25,7 @@
 #include "composer/utils/threads.h"
 #include "composer/utils/type_name.h"
 #include "composer/version.h"
+#include "trainer/detail/bf16_probe.h"
 #include "trainer/detail/trainer_impl.h"
 
 #include <torch/cuda.h>
@@ -198,9 +199,14 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   dist::initialize_dist(s.device, std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout() * 1000)));
   s.precision = o.precision().value_or(s.device.is_cuda() ? Precision::AMP_FP16 : Precision::FP32);
   s.strategy = dist::make_strategy(o.parallelism_config(), compute_dtype(s.precision));
-  (void)PrecisionContext(s.precision, s.device);                    // throws for a precision the device cannot run
+  (void)PrecisionContext(s.precision, s.device);  // throws for a precision the device cannot run
+  if (s.precision == Precision::AMP_BF16 && s.device.is_cpu() && dist::get_global_rank() == 0) {
+    if (const auto warning = detail::bf16_warning(detail::measure_cpu_bf16_speed()))
+      std::cerr << "composer: warning: " << *warning << "\n";
+  }
   s.auto_microbatching = o.device_train_microbatch_size().is_auto;  // searched from the whole batch down
   s.device_train_microbatch_size = o.device_train_microbatch_size().value;
+  s.device_train_microbatch_fraction = o.device_train_microbatch_size().fractional;
   detail::agree_on_seed_and_run_name(t);
   seed_all(s.seed);
   if (o.deterministic_mode()) at::globalContext().setDeterministicAlgorithms(true, false);

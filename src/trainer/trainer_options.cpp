@@ -1,24 +1,47 @@
 #include "composer/trainer/trainer_options.h"
 
+#include "composer/core/algorithm.h"
 #include "composer/core/hparams.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 
 namespace composer {
 
+MicrobatchSize MicrobatchSize::fraction(double samples) {
+  if (!(samples > 0) || !std::isfinite(samples)) {
+    throw std::invalid_argument("device_train_microbatch_size " + std::to_string(samples) +
+                                " must be a positive number of samples");
+  }
+  MicrobatchSize m;
+  m.fractional = samples;
+  return m;
+}
+
 MicrobatchSize MicrobatchSize::parse(const std::string& text) {
   if (text == "auto") return automatic();
+  const std::string expected = "device_train_microbatch_size '" + text + "' must be a positive number or 'auto'";
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v <= 0) {
-    throw std::invalid_argument("device_train_microbatch_size '" + text + "' must be a positive integer or 'auto'");
+  if (!text.empty() && *end == '\0') {
+    if (v <= 0) throw std::invalid_argument(expected);
+    return MicrobatchSize(static_cast<int64_t>(v));
   }
-  return MicrobatchSize(static_cast<int64_t>(v));
+  const double d = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(d > 0) || !std::isfinite(d)) throw std::invalid_argument(expected);
+  if (d == std::floor(d) && d < 9.0e18) return MicrobatchSize(static_cast<int64_t>(d));
+  return fraction(d);
 }
 
 std::string field_text(const MicrobatchSize& m) {
   if (m.is_auto) return "'auto'";
+  if (m.fractional > 0) {
+    std::ostringstream out;
+    out << m.fractional;
+    return out.str();
+  }
   return m.value > 0 ? std::to_string(m.value) : "None";
 }
 

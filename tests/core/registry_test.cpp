@@ -8,6 +8,7 @@
 #include "composer/core/state.h"
 #include "composer/datasets/registry.h"
 #include "composer/loggers/registry.h"
+#include "composer/loss/registry.h"
 #include "composer/models/registry.h"
 #include "composer/optim/decoupled_adamw.h"
 #include "composer/optim/registry.h"
@@ -264,7 +265,8 @@ TEST(RegistryTest, DataSetsGiveALoaderAndTheShapesModelsFollow) {
 std::string registry_page() {
   std::string page =
       "# The registries\n\n"
-      "Every data set, model, scheduler, optimizer, callback and logger a YAML config (or `make(name, hparams)`) can "
+      "Every data set, model, loss, scheduler, optimizer, callback and logger a YAML config (or `make(name, hparams)`) "
+      "can "
       "name, with "
       "its\n"
       "hyperparameters, defaults and meaning. This page is written from the options' field lists and checked by\n"
@@ -279,6 +281,7 @@ std::string registry_page() {
   };
   section("Data sets", datasets::dataset_registry().listing());
   section("Models", models::model_registry().listing());
+  section("Losses", loss_registry().listing());
   section("Schedulers", optim::scheduler_registry().listing());
   section("Optimizers", optim::optimizer_registry().listing());
   section("Callbacks", callbacks::callback_registry().listing());

@@ -8,6 +8,12 @@
 //   ddp_worker reducer                             bucketed all-reduce vs a plain all-reduce of every gradient
 //   ddp_worker die TIMEOUT_S                       rank 1 exits with code 3; rank 0 keeps running for 60 s
 //   ddp_worker rendezvous TIMEOUT_S                only joins the process group
+//   ddp_worker lm_tokens OUT MICROBATCH GLOBAL_BATCH  a float64 GPT on padded sequences with
+//                                                  accumulate_train_batch_on_tokens; rank 0 writes the weights
+//   ddp_worker killed_peer                         rank 1 SIGKILLs itself inside a training step; rank 0 must fail
+//                                                  with a message, never std::terminate
+//   ddp_worker metric_rows                         a list-state metric (BinaryAUROC) gathered over ranks holding
+//                                                  different numbers of samples, against one process's
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -15,6 +21,7 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include <csignal>
 #include <iostream>
 #include <thread>
 
@@ -180,6 +187,98 @@ int reducer() {
   return 0;
 }
 
+// 64 sequences whose labels end in 2 * (i % 8) ignored positions, so ranks and microbatches hold different numbers of
+// loss-generating tokens: weighted by tokens, every split must give the per-token mean of the global batch.
+int lm_tokens(const std::string& out, int64_t microbatch, int64_t global_batch) {
+  const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
+  auto gen = at::detail::createCPUGenerator(2);
+  const at::Tensor tokens = at::randint(0, 13, {64, 17}, gen, at::TensorOptions().dtype(at::kLong));
+  at::Tensor labels = tokens.narrow(1, 1, 16).clone();
+  for (int64_t i = 0; i < 64; ++i) labels[i].narrow(0, 16 - 2 * (i % 8), 2 * (i % 8)).fill_(-100);
+  const Batch data({{"input_ids", tokens.narrow(1, 0, 16).contiguous()}, {"labels", labels}});
+  torch::manual_seed(11);
+  auto gpt = std::make_shared<models::GPT>(
+      models::TransformerConfig().vocab_size(13).max_seq_len(16).n_layer(1).n_head(2).d_model(8).dropout(0.0));
+  gpt->to(at::kDouble);
+  auto model = std::make_shared<ComposerLanguageModel>(gpt);
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.5));
+  auto loader = std::make_shared<DatasetLoader>(
+      std::make_shared<TensorDataset>(data),
+      DatasetLoaderOptions(global_batch / world).shuffle(true).seed(3).num_workers(0).num_replicas(world).rank(rank));
+  Trainer trainer(TrainerOptions(model)
+                      .train_dataloader(loader)
+                      .optimizer(opt)
+                      .max_duration("4ba")
+                      .device("cpu")
+                      .seed(7)
+                      .progress_bar(false)
+                      .dist_timeout(60)
+                      .accumulate_train_batch_on_tokens(true)
+                      .device_train_microbatch_size(microbatch));
+  trainer.fit();
+  if (rank == 0) write_weights(out, *model);
+  trainer.close();
+  return 0;
+}
+
+// Kills its own process (SIGKILL: no handler, no unwinding) after the forward of batch `batch` on rank 1, so that
+// rank 0 meets the death inside the step's gradient collectives.
+class KillRankOneAt : public Callback {
+ public:
+  explicit KillRankOneAt(int64_t batch) : batch_(batch) {}
+  void after_forward(State& state, Logger&) override {
+    if (dist::get_global_rank() == 1 && state.timestamp.batch == batch_) ::raise(SIGKILL);
+  }
+
+ private:
+  int64_t batch_;
+};
+
+int killed_peer() {
+  const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
+  auto model = model_for_rank(100);
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1));
+  auto loader = std::make_shared<DatasetLoader>(
+      std::make_shared<TensorDataset>(data()),
+      DatasetLoaderOptions(16).shuffle(true).seed(3).num_workers(1).num_replicas(world).rank(rank));
+  Trainer trainer(TrainerOptions(model)
+                      .train_dataloader(loader)
+                      .optimizer(opt)
+                      .callbacks({std::make_shared<KillRankOneAt>(2)})
+                      .max_duration("40ba")
+                      .device("cpu")
+                      .seed(7)
+                      .progress_bar(false)
+                      .dist_timeout(20)
+                      .device_train_microbatch_size(4));
+  trainer.fit();
+  return 0;
+}
+
+// Rank r holds 3 + 2r of 20 fixed (probability, target) pairs, after the ranks before it; ties included.
+int metric_rows() {
+  dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(60));
+  const int64_t rank = dist::get_global_rank(), world = dist::get_world_size();
+  auto gen = at::detail::createCPUGenerator(5);
+  const at::Tensor preds = at::rand({20}, gen, at::TensorOptions().dtype(at::kDouble)).mul(10).round().div(10);
+  const at::Tensor target = at::randint(0, 2, {20}, gen, at::TensorOptions().dtype(at::kLong));
+  int64_t start = 0, total = 0;
+  for (int64_t r = 0; r < world; ++r) {
+    if (r < rank) start += 3 + 2 * r;
+    total += 3 + 2 * r;
+  }
+  BinaryAUROC local;
+  local.update(preds.narrow(0, start, 3 + 2 * rank), target.narrow(0, start, 3 + 2 * rank));
+  dist::DataParallel strategy;
+  BinaryAUROC gathered, one;
+  gathered.set_rows(strategy.gather_metric_rows(local.rows()));
+  one.update(preds.narrow(0, 0, total), target.narrow(0, 0, total));
+  std::cout << "[rank " << rank << "] rows " << gathered.rows().size(0) << " same "
+            << at::equal(gathered.rows(), one.rows()) << " auroc " << gathered.compute() << " vs " << one.compute()
+            << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -189,6 +288,9 @@ int main(int argc, char** argv) {
       return train(argv[2], std::atoll(argv[3]), std::atoll(argv[4]), argc == 6 ? argv[5] : "");
     if (mode == "reducer") return reducer();
     if (mode == "groups") return groups();
+    if (mode == "metric_rows") return metric_rows();
+    if (mode == "killed_peer") return killed_peer();
+    if (mode == "lm_tokens" && argc == 5) return lm_tokens(argv[2], std::atoll(argv[3]), std::atoll(argv[4]));
     if (mode == "sam_reference" && argc == 5) return sam_reference(argv[2], std::atoll(argv[3]), std::atof(argv[4]));
     if (mode == "unsharded") {  // a multi-rank run whose loader does not shard: the Trainer must refuse it
       auto model = model_for_rank(1);

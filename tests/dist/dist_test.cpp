@@ -54,6 +54,20 @@ TEST_F(DistTest, TwoRanksEqualOneRankWithTheGlobalBatch) {
   }
 }
 
+// accumulate_train_batch_on_tokens over ranks: 2 ranks holding different numbers of loss-generating tokens, in
+// microbatches of 3, reach the weights of 1 process taking the global batch whole (Composer weighs by the global
+// token count the same way).
+TEST_F(DistTest, TokenWeightedRanksEqualOneProcessWithTheGlobalBatch) {
+  const std::string single = (dir / "lm-single.pt").string(), two = (dir / "lm-two.pt").string();
+  const ProcessResult one = run_worker({DDP_WORKER, "lm_tokens", single, "0", "16"});
+  ASSERT_EQ(one.status, 0) << one.output;
+  const ProcessResult r = run_worker(launch(2, {DDP_WORKER, "lm_tokens", two, "3", "16"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto a = testing::read_pickled_tensors(single), b = testing::read_pickled_tensors(two);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, t] : a) EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name;
+}
+
 // GradientClipping at AFTER_TRAIN_BATCH sees the gradients averaged over the ranks, so a clipped 2-rank run (with
 // microbatches) equals a clipped 1-rank run with the global batch; the thresholds are small enough to clip.
 TEST_F(DistTest, TwoRanksClipTheAveragedGradients) {
@@ -111,6 +125,23 @@ TEST_F(DistTest, BucketedAllReduceEqualsPlainAllReduce) {
   }
 }
 
+// A list-state metric gathers every rank's rows in rank order, whatever each rank holds (3 and 5 pairs here), and
+// computes what one process computes from all of them.
+TEST_F(DistTest, ListStateMetricsGatherRowsOfEveryRank) {
+  const ProcessResult r = run_worker(launch(2, {DDP_WORKER, "metric_rows"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* rank : {"[rank 0] rows 8 same 1 auroc ", "[rank 1] rows 8 same 1 auroc "}) {
+    const auto pos = r.output.find(rank);
+    ASSERT_NE(pos, std::string::npos) << r.output;
+    std::istringstream line(r.output.substr(pos + std::strlen(rank)));
+    double gathered = 0, one = 0;
+    std::string vs;
+    line >> gathered >> vs >> one;
+    EXPECT_EQ(gathered, one) << r.output;
+    EXPECT_GT(gathered, 0.0) << r.output;
+  }
+}
+
 // Subgroups (dist::new_group) run their collectives among their members only: 4 ranks in pairs {0,1}, {2,3} and
 // across them {0,2}, {1,3}.
 TEST_F(DistTest, GroupsRunCollectivesAmongTheirMembers) {
@@ -127,29 +158,33 @@ TEST_F(DistTest, GroupsRunCollectivesAmongTheirMembers) {
   for (const char* line : expected) EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
 }
 
+// One "node" of two on this machine: a launcher of one rank whose rank listens on 127.0.0.<rank + 1>, as ranks on
+// two machines listen on their own addresses.
+std::vector<std::string> node_command(int rank, const std::string& port, const std::vector<std::string>& worker) {
+  std::vector<std::string> argv{COMPOSER_CPP,
+                                "launch",
+                                "-n",
+                                "1",
+                                "--nnodes",
+                                "2",
+                                "--node-rank",
+                                std::to_string(rank),
+                                "--master-addr",
+                                "127.0.0.1",
+                                "--master-port",
+                                port,
+                                "--node-addr",
+                                "127.0.0." + std::to_string(rank + 1),
+                                "--"};
+  argv.insert(argv.end(), worker.begin(), worker.end());
+  return argv;
+}
+
 // Two "nodes" on one machine: two launchers, one rank each, whose ranks listen on different loopback addresses
 // (127.0.0.1 and 127.0.0.2), as ranks on two machines listen on their own addresses; they connect and all-reduce.
 TEST_F(DistTest, TwoNodesOnSeparateAddressesConnect) {
   const std::string port = std::to_string(testing::unused_port());
-  auto node = [&](int rank) {
-    return std::vector<std::string>{COMPOSER_CPP,
-                                    "launch",
-                                    "-n",
-                                    "1",
-                                    "--nnodes",
-                                    "2",
-                                    "--node-rank",
-                                    std::to_string(rank),
-                                    "--master-addr",
-                                    "127.0.0.1",
-                                    "--master-port",
-                                    port,
-                                    "--node-addr",
-                                    "127.0.0." + std::to_string(rank + 1),
-                                    "--",
-                                    DDP_WORKER,
-                                    "reducer"};
-  };
+  auto node = [&](int rank) { return node_command(rank, port, {DDP_WORKER, "reducer"}); };
   testing::ChildProcess node0(node(0)), node1(node(1));
   std::string out0, out1, line;
   while (node1.read_line(line, 120)) out1 += line + "\n";
@@ -264,6 +299,25 @@ TEST_F(DistTest, CollectiveWithADeadPeerFailsWithAMessage) {
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("barrier failed on rank 0"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
+// A peer SIGKILLed inside a training step (its microbatches' gradient all-reduces in flight on the survivor), as
+// on another node whose launcher cannot stop ours: the survivor fails with the collective's message, and never with
+// std::terminate from a destructor that waited on a failed collective (GradientReducer's, FSDP's gather scope). The
+// timing varies, so a few runs.
+TEST_F(DistTest, SurvivorOfAKilledPeerFailsWithAMessage) {
+  for (int run = 0; run < 4; ++run) {
+    const std::string port = std::to_string(testing::unused_port());
+    auto node = [&](int rank) { return node_command(rank, port, {DDP_WORKER, "killed_peer"}); };
+    testing::ChildProcess node0(node(0)), node1(node(1));
+    std::string out0, out1, line;
+    while (node1.read_line(line, 120)) out1 += line + "\n";
+    while (node0.read_line(line, 120)) out0 += line + "\n";
+    EXPECT_NE(node1.wait(), 0) << out1;
+    EXPECT_NE(node0.wait(), 0) << out0;
+    EXPECT_NE(out0.find("failed on rank 0 (a peer died or timed out?)"), std::string::npos) << out0;
+    EXPECT_EQ(out0.find("terminate called"), std::string::npos) << "run " << run << ":\n" << out0;
+  }
 }
 
 TEST_F(DistTest, TrainerRefusesAnUnshardedLoaderInAMultiRankRun) {

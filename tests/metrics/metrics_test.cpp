@@ -1,3 +1,4 @@
+#include "support/errors.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -100,6 +101,61 @@ TEST(MetricTest, CloneEmptyKeepsSettings) {
   EXPECT_TRUE(std::isnan(fresh->compute()));
   fresh->update(torch::tensor({{4.0, 3.0, 2.0, 1.0}}), torch::tensor({2}, at::kLong));
   EXPECT_DOUBLE_EQ(fresh->compute(), 1.0);
+}
+
+// A list state keeps every pair; two ranks' rows concatenated compute what one rank with all of them computes, and
+// reset empties it. (The values against torchmetrics: tests/peer/losses_metrics_peer_test.cpp.)
+TEST(ListStateTest, RowsConcatenateAcrossRanksAndReset) {
+  BinaryAUROC a, b, all;
+  const at::Tensor p = torch::tensor({0.9, 0.2, 0.7, 0.7, 0.1, 0.4}, at::kDouble);
+  const at::Tensor t = torch::tensor({1, 0, 1, 0, 0, 1}, at::kLong);
+  a.update(p.narrow(0, 0, 2), t.narrow(0, 0, 2));
+  b.update(p.narrow(0, 2, 4), t.narrow(0, 2, 4));
+  all.update(p, t);
+  EXPECT_EQ(all.rows().sizes(), at::IntArrayRef({6, 2}));
+  auto combined = a.clone_empty();
+  combined->set_rows(at::cat({a.rows(), b.rows()}));
+  EXPECT_DOUBLE_EQ(combined->compute(), all.compute());
+  // 9 positive-negative pairs: 7 ordered right, 1 tie (0.7, 0.7) counting a half, 1 wrong (0.4 < 0.7).
+  EXPECT_NEAR(all.compute(), 7.5 / 9.0, 1e-12);
+  all.reset();
+  EXPECT_EQ(all.rows().size(0), 0);
+  EXPECT_TRUE(std::isnan(all.compute()));
+  EXPECT_NE(testing::any_error_of([&] { all.set_rows(at::zeros({3})); }).find("rows must be [n, 2]"),
+            std::string::npos);
+}
+
+TEST(SegmentationMetricsTest, MIoUAndDiceCountClassesAndRefuseWrongShapes) {
+  MIoU miou(3);
+  // Predictions 0, 1, 1, 2 for targets 0, 1, 2, ignored: class 0 1/1, class 1 1/2, class 2 0/1.
+  const at::Tensor logits = torch::tensor({{{5.0, 0.0, 0.0, 0.0}}, {{0.0, 5.0, 5.0, 0.0}}, {{0.0, 0.0, 0.0, 5.0}}})
+                                .permute({1, 0, 2})
+                                .contiguous();  // [1, 3, 4]
+  miou.update(logits, torch::tensor({{0, 1, 2, -1}}, at::kLong));
+  EXPECT_NEAR(miou.compute(), 100.0 * (1.0 + 0.5 + 0.0) / 3.0, 1e-9);
+  EXPECT_NE(testing::any_error_of([&] {
+              miou.update(logits, torch::tensor({0, 1}, at::kLong));
+            }).find("MIoU: logits [N, C, ...] need targets [N, ...]"),
+            std::string::npos);
+  Dice dice(2);
+  EXPECT_NE(testing::any_error_of([&] {
+              dice.update(at::zeros({1, 2, 4}), at::zeros({1, 4}, at::kLong));
+            }).find("Dice: logits need 3 channels in dim 1 (background and 2 classes)"),
+            std::string::npos);
+  EXPECT_NE(testing::any_error_of([] { MIoU(0); }).find("MIoU.num_classes must be >= 1"), std::string::npos);
+}
+
+TEST(BinaryF1ScoreTest, CountsLikeF1AndIsZeroWithoutPositives) {
+  BinaryF1Score f1;
+  f1.update(torch::tensor({0.9, 0.8, 0.2, 0.6}, at::kDouble), torch::tensor({1, 0, 1, 1}, at::kLong));
+  EXPECT_NEAR(f1.compute(), 2.0 * 2 / (2.0 * 2 + 1 + 1), 1e-12);  // tp 2, fp 1, fn 1
+  BinaryF1Score none;
+  none.update(torch::tensor({0.1}, at::kDouble), torch::tensor({0}, at::kLong));
+  EXPECT_EQ(none.compute(), 0.0);
+  EXPECT_NE(testing::any_error_of([&] {
+              none.update(torch::tensor({0.1}), torch::tensor({2}, at::kLong));
+            }).find("BinaryF1Score: targets must be 0 or 1"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -40,17 +40,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json ask_composer(const json& requests) {
-  const fs::path dir = fs::temp_directory_path() / ("composer_peer_semantics_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string in = (dir / "requests.json").string(), out = (dir / "answers.json").string();
-  std::ofstream(in) << requests.dump();
-  const auto py = testing::run_python({testing::peer_script("composer_semantics.py"), in, out});
-  EXPECT_EQ(py.status, 0) << py.output;
-  json answers = json::parse(testing::read_text(out));
-  fs::remove_all(dir);
-  return answers;
-}
+json ask_composer(const json& requests) { return testing::ask_peer("composer_semantics.py", requests); }
 
 // Strings where we and Composer agree, refusals included. Deliberate differences (a bare number, values beyond
 // int64, 'nandur', non-ASCII digits) are tested in tests/core/time_test.cpp and listed in docs/differences.md.

@@ -5,13 +5,18 @@
 #include "support/data_paths.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace composer::testing {
 
@@ -29,9 +34,19 @@ inline std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-/// Empty when python() imports every module in `modules` (space-separated), else why not.
+/// Empty when python() imports every module in `modules` (space-separated), else why not. A success is remembered
+/// in a marker file (per interpreter, its modification time and the modules), so the suite's many peer tests do not
+/// each pay for importing Composer once more just to check that they can.
 inline std::string python_missing(const std::string& modules) {
-  if (!std::filesystem::exists(python())) return python() + " does not exist (run tools/install_deps.sh)";
+  namespace fs = std::filesystem;
+  if (!fs::exists(python())) return python() + " does not exist (run tools/install_deps.sh)";
+  std::error_code ec;
+  const auto stamp = fs::last_write_time(fs::canonical(python(), ec), ec).time_since_epoch().count();
+  const fs::path marker =
+      fs::temp_directory_path() /
+      ("composer_python_ok_" +
+       std::to_string(std::hash<std::string>{}(python() + "|" + modules + "|" + std::to_string(stamp))));
+  if (fs::exists(marker)) return "";
   std::string imports;
   for (std::istringstream in(modules); in;) {
     std::string m;
@@ -40,6 +55,7 @@ inline std::string python_missing(const std::string& modules) {
   }
   const std::string cmd = shell_quote(python()) + " -c " + shell_quote(imports) + " >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) return python() + " cannot import " + modules + " (run tools/install_deps.sh)";
+  std::ofstream(marker) << modules << "\n";
   return "";
 }
 
@@ -72,6 +88,21 @@ inline std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/// Runs the peer script `script` (tests/peer/) on `requests` (a JSON file it reads as argv[1]) and returns the JSON
+/// it wrote to argv[2]; a failed run is a test failure showing its output.
+inline nlohmann::json ask_peer(const std::string& script, const nlohmann::json& requests) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("composer_peer_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string in = (dir / "requests.json").string(), out = (dir / "answers.json").string();
+  std::ofstream(in) << requests.dump();
+  const auto py = run_python({peer_script(script), in, out});
+  EXPECT_EQ(py.status, 0) << py.output;
+  nlohmann::json answers = nlohmann::json::parse(read_text(out));  // throws (a test error) when nothing was written
+  fs::remove_all(dir);
+  return answers;
 }
 
 }  // namespace composer::testing

@@ -21,9 +21,10 @@ LAYERS = {
     "storage": {"utils"},
     "formats": {"utils"},
     "core": {"utils", "data", "metrics", "dist"},
-    "models": {"utils", "data", "metrics", "nn", "core", "formats"},
+    "loss": {"utils", "core"},
+    "models": {"utils", "data", "metrics", "nn", "core", "formats", "loss"},
     "optim": {"utils", "core"},
-    "algorithms": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim"},
+    "algorithms": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "loss"},
     "loggers": {"utils", "dist", "core", "storage"},
     "datasets": {"utils", "data", "dist", "core"},
     "checkpoint": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "storage",
@@ -31,7 +32,7 @@ LAYERS = {
     "callbacks": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "checkpoint", "storage",
                   "formats"},
     "profiler": {"utils", "dist", "core", "callbacks", "storage"},
-    "trainer": {"utils", "data", "metrics", "nn", "dist", "core", "models", "optim", "algorithms", "loggers",
+    "trainer": {"utils", "data", "metrics", "nn", "dist", "core", "loss", "models", "optim", "algorithms", "loggers",
                 "checkpoint", "callbacks", "profiler", "storage", "formats"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:composer/)?([a-z_]+)/')

@@ -4,6 +4,7 @@
 #include "composer/callbacks/registry.h"
 #include "composer/datasets/registry.h"
 #include "composer/loggers/registry.h"
+#include "composer/loss/registry.h"
 #include "composer/models/registry.h"
 #include "composer/optim/registry.h"
 #include "composer/profiler/registry.h"
@@ -28,6 +29,7 @@ const std::map<std::string, std::vector<RegistryEntry>>& tables() {
     add("callbacks", callbacks::callback_registry().listing());
     add("datasets", datasets::dataset_registry().listing());
     add("loggers", loggers::logger_registry().listing());
+    add("losses", loss_registry().listing());
     add("models", models::model_registry().listing());
     add("optimizers", optim::optimizer_registry().listing());
     add("schedulers", optim::scheduler_registry().listing());

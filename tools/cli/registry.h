@@ -11,7 +11,7 @@ struct RegistryEntry {
   std::string summary;
 };
 
-/// Kinds: algorithms, callbacks, datasets, loggers, models, optimizers, schedulers.
+/// Kinds: algorithms, callbacks, datasets, loggers, losses, models, optimizers, schedulers, trace_handlers.
 std::vector<std::string> registry_kinds();
 /// Throws std::invalid_argument naming the kind and the valid kinds.
 const std::vector<RegistryEntry>& registry(const std::string& kind);

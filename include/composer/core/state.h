@@ -77,6 +77,9 @@ struct State {
   c10::Device device = c10::Device(c10::kCPU);
   /// Samples per microbatch; 0 = the whole batch.
   int64_t device_train_microbatch_size = 0;
+  /// > 0: a size that is not a whole number of samples (Composer's float device_train_microbatch_size), given to the
+  /// train loader's split_batch in place of device_train_microbatch_size.
+  double device_train_microbatch_fraction = 0;
   /// Set when device_train_microbatch_size is "auto": TrainStep halves it when memory runs out (trainer/train_step.h).
   bool auto_microbatching = false;
 

@@ -60,6 +60,9 @@ void all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::SUM, const Group& gr
 void broadcast(at::Tensor& tensor, int64_t src = 0);
 /// Every rank's tensor (same shape on all ranks of `group`), in rank order.
 std::vector<at::Tensor> all_gather(const at::Tensor& tensor, const Group& group = Group());
+/// Every rank's rows ([n_r, width], n_r may differ between ranks; the same width and dtype), concatenated in rank
+/// order on every rank.
+at::Tensor all_gather_rows(const at::Tensor& rows, const Group& group = Group());
 /// Every rank's bytes (any length), in rank order: for small objects serialised by the caller.
 std::vector<std::string> all_gather_object(const std::string& bytes);
 

@@ -68,6 +68,7 @@ class FullyShardedDataParallel final : public Strategy, public ShardedState {
   void sync_gradients() override;
   BatchTotals reduce_batch(BatchTotals local) override;
   void sum_metric_state(at::Tensor& state) override;
+  at::Tensor gather_metric_rows(const at::Tensor& rows) override;
   std::unique_ptr<PhaseScope> enter(Phase phase) override;
   bool shards_state() const override { return options_.sharding_strategy() != ShardingStrategy::NO_SHARD; }
   /// The strategy in effect after setup(): sharding_strategy as the mesh switches it, NO_SHARD for shard groups of

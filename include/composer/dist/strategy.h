@@ -75,6 +75,8 @@ class Strategy {
   virtual BatchTotals reduce_batch(BatchTotals local) = 0;
   /// Sums a metric's state tensor over ranks in place (metrics computed over every rank's data).
   virtual void sum_metric_state(at::Tensor& /*state*/) {}
+  /// Every rank's rows of a metric's list state, [n, width], concatenated in rank order (the same on every rank).
+  virtual at::Tensor gather_metric_rows(const at::Tensor& rows) { return rows; }
   /// A scope for `phase` (nullptr when there is nothing to do, as for single-process and DDP).
   virtual std::unique_ptr<PhaseScope> enter(Phase /*phase*/) { return nullptr; }
   /// Whether each rank holds a different part of the model and optimizer state (then each rank writes its own
@@ -150,6 +152,7 @@ class DataParallel final : public Strategy {
   void sync_gradients() override;
   BatchTotals reduce_batch(BatchTotals local) override;
   void sum_metric_state(at::Tensor& state) override;
+  at::Tensor gather_metric_rows(const at::Tensor& rows) override;
 
  private:
   int64_t bucket_bytes_;

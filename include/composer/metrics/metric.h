@@ -1,4 +1,6 @@
-// Metric: a running statistic whose state is a vector of sums, so ranks combine it with one all-reduce (SUM).
+// Metric: a running statistic whose state is a vector of sums, so ranks combine it with one all-reduce (SUM), and,
+// for a metric that keeps every prediction (torchmetrics' list states, reduced by 'cat'), rows that ranks combine
+// by gathering them.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -26,8 +28,19 @@ class Metric {
   /// Replaces the state (after an all-reduce, or on checkpoint load). Requires the same number of entries.
   void set_state(const at::Tensor& state);
 
+  /// Values per row of a list state; 0 for a metric that has none.
+  int64_t row_width() const { return row_width_; }
+  /// The list state: every row added so far, [rows, row_width] float64 (torchmetrics' 'cat' states). Adding two
+  /// ranks' rows (concatenating them) combines them.
+  const at::Tensor& rows() const { return rows_; }
+  /// Replaces the rows (after a gather, or on checkpoint load). Requires [n, row_width].
+  void set_rows(const at::Tensor& rows);
+
  protected:
-  explicit Metric(int64_t num_states);
+  /// `num_states` summed entries, and a list state of `row_width` values per row when row_width > 0.
+  explicit Metric(int64_t num_states, int64_t row_width = 0);
+  /// Appends [n, row_width] rows to the list state (on the rows' device).
+  void append_rows(const at::Tensor& rows);
   /// Adds `values` (a 1-D tensor of num_states entries) to the state, on the values' device.
   void accumulate(const at::Tensor& values);
   /// For two-entry states: adds a tensor to entry 0 and a number to entry 1, without building a new tensor.
@@ -39,7 +52,9 @@ class Metric {
 
  private:
   int64_t num_states_;
+  int64_t row_width_;
   at::Tensor state_;
+  at::Tensor rows_;
 };
 
 /// The name this library gives a metric that a Composer config names by its torchmetrics class:

@@ -3,6 +3,7 @@
 
 #include "composer/core/state.h"
 #include "composer/data/batch.h"
+#include "composer/loss/loss.h"
 
 #include <torch/nn/module.h>
 
@@ -33,13 +34,6 @@ class ComposerModel : public torch::nn::Module {
   /// Floating-point operations of one batch (forward + backward), when known (SpeedMonitor's MFU).
   virtual std::optional<double> flops_per_batch(const Batch& batch);
 };
-
-/// Composer's soft_cross_entropy: index targets -> cross entropy; dense targets -> mean of -sum(t * log_softmax),
-/// times N / sum(t).
-at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& target, int64_t ignore_index = -100);
-/// soft_cross_entropy with reduction='none': one value per sample, [N].
-at::Tensor soft_cross_entropy_per_sample(const at::Tensor& logits, const at::Tensor& target,
-                                         int64_t ignore_index = -100);
 
 /// Wraps any module mapping inputs to logits; batch = {input, target}. Train metric Accuracy; eval metrics
 /// Accuracy and CrossEntropy.

@@ -76,7 +76,11 @@ class MetricStates {
   void restore() const;
 
  private:
-  std::vector<std::pair<Metric*, at::Tensor>> states_;
+  struct Saved {
+    Metric* metric;
+    at::Tensor state, rows;
+  };
+  std::vector<Saved> states_;
 };
 
 /// Returns what the device's caching allocator holds but does not use to the device (CUDA's empty_cache); nothing

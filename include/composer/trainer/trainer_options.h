@@ -36,8 +36,9 @@ class ComposerScheduler;
 class LoggerDestination;
 class Profiler;
 
-/// Samples per microbatch: a number, the whole batch (unset), or "auto" (start at the whole batch, halve when memory
-/// runs out on CUDA or the CPU; TrainStep::run).
+/// Samples per microbatch: a number, the whole batch (unset), "auto" (start at the whole batch, halve when memory
+/// runs out on CUDA or the CPU; TrainStep::run), or a fraction (Composer's float size, 0.5: half a sample per
+/// microbatch) for a loader whose split_batch splits samples (DataLoader::split_batch, data/data_spec.h).
 struct MicrobatchSize {
   MicrobatchSize() = default;
   MicrobatchSize(int64_t samples) : value(samples) {}  // NOLINT: implicit like Composer's int argument
@@ -46,10 +47,14 @@ struct MicrobatchSize {
     m.is_auto = true;
     return m;
   }
-  /// Parses "auto" or a positive integer; throws std::invalid_argument naming the input.
+  /// A size that is not a whole number of samples; requires 0 < samples and a finite value.
+  static MicrobatchSize fraction(double samples);
+  /// Parses "auto", a positive integer or a positive number ("0.5"; a whole one, "4.0", is the integer); throws
+  /// std::invalid_argument naming the input.
   static MicrobatchSize parse(const std::string& text);
   int64_t value = 0;  // 0 = the whole batch
   bool is_auto = false;
+  double fractional = 0;  // > 0: a size that is not a whole number (value is then 0)
 };
 
 class Hparams;

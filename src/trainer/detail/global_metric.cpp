@@ -8,6 +8,7 @@ double compute_global(const Metric& metric, dist::Strategy& strategy) {
   strategy.sum_metric_state(summed);
   auto copy = metric.clone_empty();
   copy->set_state(summed);
+  if (metric.row_width() > 0) copy->set_rows(strategy.gather_metric_rows(metric.rows()));
   return copy->compute();
 }
 
