@@ -1,7 +1,7 @@
 // The start-up check behind the amp_bf16-on-CPU warning (src/trainer/detail/bf16_probe.h): the text names both
 // measured ratios, no text when bfloat16 is not slower, and the Trainer prints it exactly when this CPU measures so.
-#include "support/test_support.h"
 #include "trainer/detail/bf16_probe.h"
+#include "support/test_support.h"
 
 #include <gtest/gtest.h>
 
