@@ -21,27 +21,22 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A field of config.json, or `fallback` when it is absent or null (Hugging Face's class default).
-template <class T>
-T field(const json& j, const char* key, T fallback, const std::string& path) {
-  return detail::config_field<T>(j, key, fallback, path);
-}
-
 RopeScaling rope_scaling(const json& j, const std::string& path) {
   if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return RopeScaling();
   const json& r = j["rope_scaling"];
-  const std::string type = r.contains("rope_type") ? field<std::string>(r, "rope_type", "default", path)
-                                                   : field<std::string>(r, "type", "default", path);
+  const std::string type = r.contains("rope_type") ? detail::config_field<std::string>(r, "rope_type", "default", path)
+                                                   : detail::config_field<std::string>(r, "type", "default", path);
   if (type != "default" && type != "linear" && type != "llama3") {
     throw std::runtime_error("config '" + path + "': rope_scaling type '" + type +
                              "' is not supported (default, linear and llama3 are)");
   }
   RopeScaling s;
   s.rope_type(type)
-      .factor(field<double>(r, "factor", 1.0, path))
-      .low_freq_factor(field<double>(r, "low_freq_factor", 1.0, path))
-      .high_freq_factor(field<double>(r, "high_freq_factor", 4.0, path))
-      .original_max_position_embeddings(field<int64_t>(r, "original_max_position_embeddings", 8192, path));
+      .factor(detail::config_field<double>(r, "factor", 1.0, path))
+      .low_freq_factor(detail::config_field<double>(r, "low_freq_factor", 1.0, path))
+      .high_freq_factor(detail::config_field<double>(r, "high_freq_factor", 4.0, path))
+      .original_max_position_embeddings(
+          detail::config_field<int64_t>(r, "original_max_position_embeddings", 8192, path));
   return s;
 }
 
@@ -75,19 +70,19 @@ json config_json(const LlamaConfig& c, at::ScalarType dtype) {
 
 LlamaConfig read_llama_config(const std::string& path) {
   const json j = detail::read_json(path, "config");
-  const std::string type = field<std::string>(j, "model_type", "", path);
+  const std::string type = detail::config_field<std::string>(j, "model_type", "", path);
   if (type != "llama" && type != "mistral" && type != "qwen2") {
     throw std::runtime_error("config '" + path + "': model_type is '" + type +
                              "', expected llama, mistral or qwen2 (the Llama family models::Llama computes)");
   }
-  if (field<std::string>(j, "hidden_act", "silu", path) != "silu")
+  if (detail::config_field<std::string>(j, "hidden_act", "silu", path) != "silu")
     throw std::runtime_error("config '" + path + "': hidden_act is " + j["hidden_act"].dump() + ", expected silu");
-  if (field<bool>(j, "use_sliding_window", false, path))
+  if (detail::config_field<bool>(j, "use_sliding_window", false, path))
     throw std::runtime_error("config '" + path +
                              "': use_sliding_window is true; sliding-window attention is not supported");
   LlamaConfig c;
   LlamaConfig::for_each_field(c, [&](const char* name, auto& value, const char*) {
-    value = field<std::decay_t<decltype(value)>>(j, name, value, path);
+    value = detail::config_field<std::decay_t<decltype(value)>>(j, name, value, path);
   });
   c.rope_scaling(rope_scaling(j, path));
   if (type == "qwen2") c.qkv_bias(true);

@@ -158,39 +158,51 @@ TEST_F(DistTest, GroupsRunCollectivesAmongTheirMembers) {
   for (const char* line : expected) EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
 }
 
-// One "node" of two on this machine: a launcher of one rank whose rank listens on 127.0.0.<rank + 1>, as ranks on
-// two machines listen on their own addresses.
-std::vector<std::string> node_command(int rank, const std::string& port, const std::vector<std::string>& worker) {
-  std::vector<std::string> argv{COMPOSER_CPP,
-                                "launch",
-                                "-n",
-                                "1",
-                                "--nnodes",
-                                "2",
-                                "--node-rank",
-                                std::to_string(rank),
-                                "--master-addr",
-                                "127.0.0.1",
-                                "--master-port",
-                                port,
-                                "--node-addr",
-                                "127.0.0." + std::to_string(rank + 1),
-                                "--"};
-  argv.insert(argv.end(), worker.begin(), worker.end());
-  return argv;
+// Two "nodes" on this machine: two launchers of one rank each, running `worker`, whose ranks listen on 127.0.0.1 and
+// 127.0.0.2 as ranks on two machines listen on their own addresses. Their exit statuses and outputs.
+struct TwoNodes {
+  int status[2] = {-1, -1};
+  std::string out[2];
+};
+
+TwoNodes run_two_nodes(const std::vector<std::string>& worker) {
+  const std::string port = std::to_string(testing::unused_port());
+  auto node = [&](int rank) {
+    std::vector<std::string> argv{COMPOSER_CPP,
+                                  "launch",
+                                  "-n",
+                                  "1",
+                                  "--nnodes",
+                                  "2",
+                                  "--node-rank",
+                                  std::to_string(rank),
+                                  "--master-addr",
+                                  "127.0.0.1",
+                                  "--master-port",
+                                  port,
+                                  "--node-addr",
+                                  "127.0.0." + std::to_string(rank + 1),
+                                  "--"};
+    argv.insert(argv.end(), worker.begin(), worker.end());
+    return argv;
+  };
+  testing::ChildProcess node0(node(0)), node1(node(1));
+  TwoNodes r;
+  std::string line;
+  while (node1.read_line(line, 120)) r.out[1] += line + "\n";
+  while (node0.read_line(line, 120)) r.out[0] += line + "\n";
+  r.status[0] = node0.wait();
+  r.status[1] = node1.wait();
+  return r;
 }
 
 // Two "nodes" on one machine: two launchers, one rank each, whose ranks listen on different loopback addresses
 // (127.0.0.1 and 127.0.0.2), as ranks on two machines listen on their own addresses; they connect and all-reduce.
 TEST_F(DistTest, TwoNodesOnSeparateAddressesConnect) {
-  const std::string port = std::to_string(testing::unused_port());
-  auto node = [&](int rank) { return node_command(rank, port, {DDP_WORKER, "reducer"}); };
-  testing::ChildProcess node0(node(0)), node1(node(1));
-  std::string out0, out1, line;
-  while (node1.read_line(line, 120)) out1 += line + "\n";
-  while (node0.read_line(line, 120)) out0 += line + "\n";
-  ASSERT_EQ(node0.wait(), 0) << out0;
-  ASSERT_EQ(node1.wait(), 0) << out1;
+  const TwoNodes r = run_two_nodes({DDP_WORKER, "reducer"});
+  const std::string &out0 = r.out[0], &out1 = r.out[1];
+  ASSERT_EQ(r.status[0], 0) << out0;
+  ASSERT_EQ(r.status[1], 0) << out1;
   EXPECT_NE(out0.find("[rank 0] buckets "), std::string::npos) << out0;
   EXPECT_NE(out0.find("listening on 127.0.0.1"), std::string::npos) << out0;
   EXPECT_NE(out1.find("listening on 127.0.0.2"), std::string::npos) << out1;
@@ -307,14 +319,10 @@ TEST_F(DistTest, CollectiveWithADeadPeerFailsWithAMessage) {
 // timing varies, so a few runs.
 TEST_F(DistTest, SurvivorOfAKilledPeerFailsWithAMessage) {
   for (int run = 0; run < 4; ++run) {
-    const std::string port = std::to_string(testing::unused_port());
-    auto node = [&](int rank) { return node_command(rank, port, {DDP_WORKER, "killed_peer"}); };
-    testing::ChildProcess node0(node(0)), node1(node(1));
-    std::string out0, out1, line;
-    while (node1.read_line(line, 120)) out1 += line + "\n";
-    while (node0.read_line(line, 120)) out0 += line + "\n";
-    EXPECT_NE(node1.wait(), 0) << out1;
-    EXPECT_NE(node0.wait(), 0) << out0;
+    const TwoNodes r = run_two_nodes({DDP_WORKER, "killed_peer"});
+    const std::string &out0 = r.out[0], &out1 = r.out[1];
+    EXPECT_NE(r.status[1], 0) << out1;
+    EXPECT_NE(r.status[0], 0) << out0;
     EXPECT_NE(out0.find("failed on rank 0 (a peer died or timed out?)"), std::string::npos) << out0;
     EXPECT_EQ(out0.find("terminate called"), std::string::npos) << "run " << run << ":\n" << out0;
   }
