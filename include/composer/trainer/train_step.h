@@ -3,7 +3,8 @@
 //   s.set_dataloader(...) and s.max_duration set, which Composer's Engine requires for training events)
 //   TrainStep step(s, engine, logger);
 //   for (auto& batch : batches) { s.batch = batch; step.run(); s.timestamp = s.timestamp.to_next_batch(n); }
-// examples/train_step_loop.cpp is a complete one.
+// examples/train_step_loop.cpp is a complete one. Inside, a plain step (src/trainer/detail/eager_step.h) and two
+// units that wrap it: the automatic microbatch search (searching_step.h) and CUDA-graph replay (graphed_step.h).
 #pragma once
 
 #include "composer/trainer/microbatch_search.h"
@@ -12,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,8 +25,10 @@ class Engine;
 class Logger;
 struct State;
 namespace detail {
-class CapturedStep;
-}
+class EagerStep;
+class GraphedStep;
+class SearchingStep;
+}  // namespace detail
 
 struct TrainStepOptions {
   /// Record the step (forward, loss, backward, optimizer step) as one CUDA graph after the warm-up steps and replay
@@ -95,24 +99,13 @@ class TrainStep {
   std::map<std::string, at::Tensor> run();
 
  private:
-  void train_microbatch(double weight, std::map<std::string, at::Tensor>& totals, bool sync_gradients);
-  std::map<std::string, at::Tensor> run_eager();
-  std::map<std::string, at::Tensor> run_graphed();
-  std::map<std::string, at::Tensor> record_step();
-  std::map<std::string, at::Tensor> train_microbatches();
-  std::map<std::string, at::Tensor> step_optimizer(int& closure_runs);
-  std::map<std::string, at::Tensor> run_searching();
-  void release_attempt();
-
   State& state_;
-  Engine& engine_;
   Logger& logger_;
-  PrecisionContext precision_;
-  MicrobatchSearch search_;
   TrainStepOptions options_;
-  std::unique_ptr<detail::CapturedStep> graph_;  // with options_.cuda_graph
-  int64_t eager_steps_ = 0;                      // warm-up steps run so far
-  std::vector<std::string> shrinks_;  // automatic microbatching: "batch B: S -> T" for each batch that shrank
+  PrecisionContext precision_;
+  std::unique_ptr<detail::EagerStep> eager_;       // the plain step
+  std::unique_ptr<detail::SearchingStep> search_;  // around it, with state.auto_microbatching
+  std::unique_ptr<detail::GraphedStep> graph_;     // around it, with options_.cuda_graph
 };
 
 }  // namespace composer
