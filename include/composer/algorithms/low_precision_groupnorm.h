@@ -2,13 +2,10 @@
 // LowPrecisionGroupNorm and LPGroupNorm).
 #pragma once
 
+#include "composer/algorithms/low_precision_norm.h"
 #include "composer/algorithms/module_surgery.h"
-#include "composer/core/algorithm.h"
-#include "composer/core/fields.h"
 #include "composer/core/precision.h"
 #include "composer/nn/layers.h"
-
-#include <torch/arg.h>
 
 #include <vector>
 
@@ -39,30 +36,12 @@ std::vector<Replacement> apply_low_precision_groupnorm(torch::nn::Module& model,
 
 namespace algorithms {
 
-struct LowPrecisionGroupNormOptions {
-  /// When to replace the norms: INIT, BEFORE_LOAD or AFTER_LOAD.
-  TORCH_ARG(Event, apply_at) = Event::INIT;
-
- public:
-  void validate() const;
-  template <class Self, class Visit>
-  static void for_each_field(Self& self, Visit&& visit) {
-    visit("apply_at", self.apply_at_, "event of the surgery: 'init', 'before_load' or 'after_load'");
-  }
-};
+using LowPrecisionGroupNormOptions = LowPrecisionNormOptions;
 
 /// At apply_at: functional::apply_low_precision_groupnorm with the run's precision. Required on load.
-class LowPrecisionGroupNorm : public Algorithm {
+class LowPrecisionGroupNorm : public LowPrecisionNorm {
  public:
-  explicit LowPrecisionGroupNorm(LowPrecisionGroupNormOptions options = LowPrecisionGroupNormOptions());
-  bool match(Event event, const State& state) override;
-  std::optional<int> apply(Event event, State& state, Logger& logger) override;
-  bool required_on_load() const override { return true; }
-  std::string repr() const override;
-  const LowPrecisionGroupNormOptions& options() const { return options_; }
-
- private:
-  LowPrecisionGroupNormOptions options_;
+  explicit LowPrecisionGroupNorm(LowPrecisionNormOptions options = LowPrecisionNormOptions());
 };
 
 }  // namespace algorithms
