@@ -228,10 +228,6 @@ c10::IValue FullyShardedDataParallel::full_optimizer_state_dict(const c10::IValu
       });
 }
 
-c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IValue& full) const {
-  return shard_optimizer_state_dict(full, {});
-}
-
 namespace {
 
 // The optimizer state entries read in part (a sharded checkpoint), by parameter name and entry key.

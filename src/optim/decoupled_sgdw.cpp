@@ -127,17 +127,7 @@ c10::IValue DecoupledSGDW::state_dict() const {
         d.insert("momentum_buffer", it->second);
         return d;
       },
-      [](const torch::optim::OptimizerOptions& opts) {
-        const auto& o = static_cast<const DecoupledSGDWOptions&>(opts);
-        Dict d = new_dict();
-        d.insert("lr", o.lr());
-        d.insert("momentum", o.momentum());
-        d.insert("dampening", o.dampening());
-        d.insert("weight_decay", o.weight_decay());
-        d.insert("nesterov", o.nesterov());
-        d.insert("initial_lr", o.initial_lr());
-        return d;
-      });
+      detail::group_fields<DecoupledSGDWOptions>);
 }
 
 void DecoupledSGDW::load_state_dict(const c10::IValue& state) {
@@ -149,14 +139,7 @@ void DecoupledSGDW::load_state_dict(const c10::IValue& state) {
             dict_get(d, "momentum_buffer", "DecoupledSGDW state").toTensor().to(p.device(), p.scalar_type()).clone();
       },
       [](torch::optim::OptimizerOptions& opts, const Dict& d) {
-        auto& o = static_cast<DecoupledSGDWOptions&>(opts);
-        const std::string what = "DecoupledSGDW param group";
-        o.lr(dict_get(d, "lr", what).toDouble());
-        o.momentum(dict_get(d, "momentum", what).toDouble());
-        o.dampening(dict_get(d, "dampening", what).toDouble());
-        o.weight_decay(dict_get(d, "weight_decay", what).toDouble());
-        o.nesterov(dict_get(d, "nesterov", what).toBool());
-        o.initial_lr(dict_get(d, "initial_lr", what).toDouble());
+        detail::load_group_fields<DecoupledSGDWOptions>(opts, d, "DecoupledSGDW");
       });
 }
 

@@ -1,6 +1,7 @@
 // DatasetLoader: batches from a Dataset, made by worker threads ahead of use, in a deterministic order.
 #pragma once
 
+#include "composer/data/batching_fields.h"
 #include "composer/data/data_loader.h"
 #include "composer/data/dataset.h"
 #include "composer/data/sampler.h"
@@ -46,14 +47,9 @@ struct DatasetLoaderOptions {
   /// The keys a config sets; transform and sample_order are functions, set in code.
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
-    visit("batch_size", self.batch_size_, "samples per batch (per rank)");
-    visit("shuffle", self.shuffle_, "reshuffle every epoch");
-    visit("seed", self.seed_, "the shuffling seed");
-    visit("drop_last", self.drop_last_, "drop the last incomplete batch");
+    visit_batching_fields(self, visit);
     visit("num_workers", self.num_workers_, "background threads preparing batches; 0: none");
     visit("prefetch_factor", self.prefetch_factor_, "batches each worker prepares ahead");
-    visit("num_replicas", self.num_replicas_, "ranks sharing the data");
-    visit("rank", self.rank_, "this rank");
     visit("pin_memory", self.pin_memory_, "page-locked batches for faster host-to-device copies");
   }
 };

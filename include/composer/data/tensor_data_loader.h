@@ -1,6 +1,7 @@
 // TensorDataLoader: batches over tensors held in memory, with a seeded shuffle and a distributed mode.
 #pragma once
 
+#include "composer/data/batching_fields.h"
 #include "composer/data/data_loader.h"
 
 #include <torch/arg.h>
@@ -30,12 +31,7 @@ struct TensorDataLoaderOptions {
   /// The keys a config sets (repr, hyperparameter logging, read_options).
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
-    visit("batch_size", self.batch_size_, "samples per batch (per rank)");
-    visit("shuffle", self.shuffle_, "reshuffle every epoch");
-    visit("seed", self.seed_, "the shuffling seed");
-    visit("drop_last", self.drop_last_, "drop the last incomplete batch");
-    visit("num_replicas", self.num_replicas_, "ranks sharing the data");
-    visit("rank", self.rank_, "this rank");
+    visit_batching_fields(self, visit);
   }
 };
 

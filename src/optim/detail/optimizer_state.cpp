@@ -59,4 +59,12 @@ void load_state_dict(const std::string& optimizer, std::vector<torch::optim::Opt
   });
 }
 
+void read_group_value(const c10::IValue& v, std::tuple<double, double>& out, const std::string& what) {
+  const auto elements = v.isTuple()  ? v.toTupleRef().elements().vec()
+                        : v.isList() ? v.toListRef().vec()
+                                     : std::vector<c10::IValue>{};
+  if (elements.size() != 2) throw std::invalid_argument(what + " must be a pair of numbers, got " + v.tagKind());
+  out = {elements[0].toDouble(), elements[1].toDouble()};
+}
+
 }  // namespace composer::optim::detail

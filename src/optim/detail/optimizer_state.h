@@ -8,6 +8,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace composer::optim::detail {
@@ -56,5 +57,39 @@ c10::IValue make_state_dict(const std::vector<torch::optim::OptimizerParamGroup>
 void load_state_dict(const std::string& optimizer, std::vector<torch::optim::OptimizerParamGroup>& groups,
                      const c10::IValue& state, const std::function<void(const at::Tensor&, const Dict&)>& load,
                      const std::function<void(torch::optim::OptimizerOptions&, const Dict&)>& load_group);
+
+/// A group hyperparameter as Python keeps it in param_groups (a float, a bool, a tuple of floats for betas), and
+/// back; `what` names the group in errors.
+inline c10::IValue group_value(double v) { return v; }
+inline c10::IValue group_value(bool v) { return v; }
+inline c10::IValue group_value(const std::tuple<double, double>& v) {
+  return c10::ivalue::Tuple::create({std::get<0>(v), std::get<1>(v)});
+}
+inline void read_group_value(const c10::IValue& v, double& out, const std::string&) { out = v.toDouble(); }
+inline void read_group_value(const c10::IValue& v, bool& out, const std::string&) { out = v.toBool(); }
+void read_group_value(const c10::IValue& v, std::tuple<double, double>& out, const std::string& what);
+
+/// A group's entry of Python's param_groups: every field of Options' field list, then initial_lr (the decoupled
+/// optimizers' group keys, as Composer writes them).
+template <class Options>
+Dict group_fields(const torch::optim::OptimizerOptions& options) {
+  const auto& o = static_cast<const Options&>(options);
+  Dict d = new_dict();
+  Options::for_each_field(o,
+                          [&](const char* key, const auto& value, const char*) { d.insert(key, group_value(value)); });
+  d.insert("initial_lr", o.initial_lr());
+  return d;
+}
+
+/// Sets each field of Options' field list and initial_lr from a param_groups entry; errors name `optimizer`.
+template <class Options>
+void load_group_fields(torch::optim::OptimizerOptions& options, const Dict& d, const std::string& optimizer) {
+  auto& o = static_cast<Options&>(options);
+  const std::string what = optimizer + " param group";
+  Options::for_each_field(o, [&](const char* key, auto& value, const char*) {
+    read_group_value(dict_get(d, key, what), value, what + " '" + key + "'");
+  });
+  o.initial_lr(dict_get(d, "initial_lr", what).toDouble());
+}
 
 }  // namespace composer::optim::detail
