@@ -21,19 +21,33 @@ OptimizerMonitor::OptimizerMonitor(OptimizerMonitorOptions options) : options_(o
 
 void OptimizerMonitor::batch_end(State& state, Logger& logger) {
   if (state.timestamp.batch % options_.batch_log_interval() != 0 || !state.model) return;
-  const auto* reporter = dynamic_cast<const optim::Optimizer*>(state.optimizer.get());
-  std::map<std::string, double> metrics;
+  const auto* reporter =
+      options_.log_optimizer_metrics() ? dynamic_cast<const optim::Optimizer*>(state.optimizer.get()) : nullptr;
+  const std::vector<std::string> keys = reporter ? reporter->per_parameter_norm_keys() : std::vector<std::string>{};
+  // Per part of a parameter: the gradient's squares, whether it has a gradient, whether the optimizer reported,
+  // then the optimizer's squares. The strategy adds the parts (FSDP: every rank's, reduced over the ranks).
+  constexpr size_t kGrad = 0, kHasGrad = 1, kReported = 2, kOptimizer = 3;
+  const size_t width = kOptimizer + keys.size();
   at::NoGradGuard no_grad;
-  // The strategy answers for the gradients it holds (FSDP: the shards, reduced over the ranks).
-  const auto norms = state.strategy ? state.strategy->gradient_norms(*state.model)
-                                    : dist::SingleProcess().gradient_norms(*state.model);
-  for (const auto& item : state.model->named_parameters()) {
-    const at::Tensor& p = item.value();
-    if (!p.requires_grad() || !norms.count(item.key())) continue;
-    if (reporter && options_.log_optimizer_metrics() && p.grad().defined())
-      reporter->report_per_parameter_metrics(p, item.key(), metrics);
-    const std::string key = "l2_norm/grad/" + item.key();
-    if (!metrics.count(key)) metrics[key] = norms.at(item.key());
+  dist::SingleProcess single;
+  dist::Strategy& strategy = state.strategy ? *state.strategy : single;
+  const auto sums = strategy.parameter_sums(*state.model, width, [&](const at::Tensor& stepped, int64_t b, int64_t e) {
+    std::vector<double> values(width, 0.0);
+    if (!stepped.grad().defined()) return values;  // as Composer, only parameters with a gradient
+    values[kGrad] = dist::squared_norm(stepped.grad(), b, e);
+    values[kHasGrad] = 1;
+    if (const auto squares = reporter ? reporter->per_parameter_squares(stepped, b, e) : std::nullopt) {
+      values[kReported] = 1;
+      for (size_t i = 0; i < keys.size() && i < squares->size(); ++i) values[kOptimizer + i] = (*squares)[i];
+    }
+    return values;
+  });
+  std::map<std::string, double> metrics;
+  for (const auto& [name, s] : sums) {
+    if (s[kHasGrad] == 0) continue;
+    if (s[kReported] > 0)
+      for (size_t i = 0; i < keys.size(); ++i) metrics[keys[i] + "/" + name] = std::sqrt(s[kOptimizer + i]);
+    metrics.try_emplace("l2_norm/grad/" + name, std::sqrt(s[kGrad]));
   }
   double squares = 0.0;
   for (const auto& [key, value] : metrics)

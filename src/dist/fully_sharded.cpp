@@ -4,7 +4,6 @@
 #include "composer/dist/gradient_reducer.h"
 #include "composer/nn/checkpoint.h"
 #include "dist/detail/fully_sharded_impl.h"
-#include "utils/detail/text.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/StorageImpl.h>
@@ -200,34 +199,32 @@ void FullyShardedDataParallel::clip_gradient_norm(double max_norm, double norm_t
   for (auto& g : grads) g.mul_(coef);
 }
 
-std::map<std::string, double> FullyShardedDataParallel::gradient_norms(const torch::nn::Module&) {
+std::map<std::string, std::vector<double>> FullyShardedDataParallel::parameter_sums(const torch::nn::Module&,
+                                                                                    size_t width,
+                                                                                    const PartSums& part) {
   Impl& m = *impl_;
   at::NoGradGuard no_grad;
-  // Each parameter's squares over the part of it this rank's shard holds, and whether the rank had a gradient for
-  // it; one all-reduce over the shard group (every rank has the same flats, so the same vector).
+  // Each parameter's sums over the part of it this rank's shard holds (zeros where it holds none); one all-reduce
+  // over the shard group (every rank has the same flats, so vectors of the same length and order).
   std::vector<std::string> names;
   std::vector<double> sums;
   for (auto& f : m.flats) {
-    const at::Tensor& g = f.shard.grad();
     const int64_t begin = m.sharded() ? m.rank * f.shard_numel : 0;
     for (size_t i = 0; i < f.params.size(); ++i) {
       names.push_back(f.names[i]);
       const int64_t lo = std::max(f.offsets[i], begin);
       const int64_t hi = std::min(f.offsets[i] + c10::multiply_integers(f.shapes[i]), begin + f.shard_numel);
-      double squares = 0;
-      if (g.defined() && hi > lo)
-        squares = g.narrow(0, lo - begin, hi - lo).to(at::kDouble).square().sum().item<double>();
-      sums.push_back(squares);
-      sums.push_back(g.defined() ? 1.0 : 0.0);
+      const std::vector<double> values = hi > lo ? part(f.shard, lo - begin, hi - begin) : std::vector<double>(width);
+      check_part_width(values, width);
+      sums.insert(sums.end(), values.begin(), values.end());
     }
   }
   at::Tensor t = at::tensor(sums, at::kDouble);
   if (m.sharded() && t.numel() > 0) all_reduce(t, ReduceOp::SUM, m.shard_group);
   const double* reduced = t.data_ptr<double>();
-  std::map<std::string, double> norms;
-  for (size_t k = 0; k < names.size(); ++k)
-    if (reduced[2 * k + 1] > 0) norms[names[k]] = std::sqrt(reduced[2 * k]);
-  return norms;
+  std::map<std::string, std::vector<double>> out;
+  for (size_t k = 0; k < names.size(); ++k) out[names[k]].assign(reduced + k * width, reduced + (k + 1) * width);
+  return out;
 }
 
 ShardedMemory FullyShardedDataParallel::memory() const {

@@ -7,6 +7,7 @@
 #include <torch/nn/module.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <stdexcept>
 
 namespace composer::dist {
@@ -83,14 +84,42 @@ int64_t Strategy::count_ranks_with(bool local) {
   return count.item<int64_t>();
 }
 
-std::map<std::string, double> Strategy::gradient_norms(const torch::nn::Module& model) {
-  at::NoGradGuard no_grad;
-  std::map<std::string, double> norms;  // replicated gradients: every rank has the whole of each
+std::map<std::string, std::vector<double>> Strategy::parameter_sums(const torch::nn::Module& model, size_t width,
+                                                                    const PartSums& part) {
+  std::map<std::string, std::vector<double>> sums;  // replicated: every rank holds the whole of each parameter
   for (const auto& item : model.named_parameters()) {
     const at::Tensor& p = item.value();
-    if (p.requires_grad() && p.grad().defined()) norms[item.key()] = at::linalg_vector_norm(p.grad()).item<double>();
+    if (!p.requires_grad()) continue;
+    std::vector<double> values = part(p, 0, p.numel());
+    check_part_width(values, width);
+    sums[item.key()] = std::move(values);
   }
+  return sums;
+}
+
+std::map<std::string, double> Strategy::gradient_norms(const torch::nn::Module& model) {
+  at::NoGradGuard no_grad;
+  const auto sums = parameter_sums(model, 2, [](const at::Tensor& stepped, int64_t begin, int64_t end) {
+    const at::Tensor& g = stepped.grad();
+    if (!g.defined()) return std::vector<double>{0.0, 0.0};
+    return std::vector<double>{squared_norm(g, begin, end), 1.0};
+  });
+  std::map<std::string, double> norms;
+  for (const auto& [name, s] : sums)
+    if (s[1] > 0) norms[name] = std::sqrt(s[0]);
   return norms;
+}
+
+void check_part_width(const std::vector<double>& values, size_t width) {
+  if (values.size() != width) {
+    throw std::logic_error("Strategy::parameter_sums: a part gave " + std::to_string(values.size()) +
+                           " numbers, expected " + std::to_string(width));
+  }
+}
+
+double squared_norm(const at::Tensor& t, int64_t begin, int64_t end) {
+  const double n = at::linalg_vector_norm(t.reshape(-1).narrow(0, begin, end - begin)).item<double>();
+  return n * n;
 }
 
 std::unique_ptr<Strategy> default_strategy() {

@@ -34,24 +34,32 @@ DecoupledAdamW::DecoupledAdamW(std::vector<torch::optim::OptimizerParamGroup> gr
   init_groups();
 }
 
-void DecoupledAdamW::report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
-                                                  std::map<std::string, double>& metrics) const {
+std::vector<std::string> DecoupledAdamW::per_parameter_norm_keys() const {
+  return {"l2_norm/moment", "l2_norm/param", "l2_norm/update", "l2_norm/grad"};
+}
+
+std::optional<std::vector<double>> DecoupledAdamW::per_parameter_squares(const at::Tensor& param, int64_t begin,
+                                                                         int64_t end) const {
   auto it = state_by_param_.find(param.unsafeGetTensorImpl());
-  if (it == state_by_param_.end() || param_groups_.empty() || !it->second.exp_avg.defined()) return;
+  if (it == state_by_param_.end() || param_groups_.empty() || !it->second.exp_avg.defined() || !param.grad().defined())
+    return std::nullopt;
   const ParamState& st = it->second;
   const auto& o = static_cast<const DecoupledAdamWOptions&>(param_groups_[0].options());
   const auto [beta1, beta2] = o.betas();
   const double t = static_cast<double>(step_count(st));
   const double bias_correction1 = 1 - std::pow(beta1, t), bias_correction2 = 1 - std::pow(beta2, t);
   at::NoGradGuard no_grad;
-  const at::Tensor denom = (st.exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
-  at::Tensor update = (o.lr() / bias_correction1) * st.exp_avg.div(denom);
+  const auto part = [&](const at::Tensor& whole) { return whole.reshape(-1).narrow(0, begin, end - begin); };
+  const at::Tensor p = part(param), m = part(st.exp_avg), v = part(st.exp_avg_sq), g = part(param.grad());
+  const at::Tensor denom = (v.sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
+  at::Tensor update = (o.lr() / bias_correction1) * m.div(denom);
   const double decay_factor = o.initial_lr() != 0 ? o.lr() / o.initial_lr() : 1.0;
-  update.add_(param, -o.weight_decay() * decay_factor);
-  metrics["l2_norm/moment/" + name] = at::linalg_vector_norm(st.exp_avg).item<double>();
-  metrics["l2_norm/param/" + name] = at::linalg_vector_norm(param).item<double>();
-  metrics["l2_norm/update/" + name] = at::linalg_vector_norm(update).item<double>();
-  if (param.grad().defined()) metrics["l2_norm/grad/" + name] = at::linalg_vector_norm(param.grad()).item<double>();
+  update.add_(p, -o.weight_decay() * decay_factor);
+  const auto squares = [](const at::Tensor& x) {
+    const double n = at::linalg_vector_norm(x).item<double>();
+    return n * n;
+  };
+  return std::vector<double>{squares(m), squares(p), squares(update), squares(g)};
 }
 
 std::vector<double> DecoupledAdamW::initial_lrs() const {
@@ -214,17 +222,7 @@ c10::IValue DecoupledAdamW::state_dict() const {
         if (it->second.max_exp_avg_sq.defined()) d.insert("max_exp_avg_sq", it->second.max_exp_avg_sq);
         return d;
       },
-      [](const torch::optim::OptimizerOptions& opts) {
-        const auto& o = static_cast<const DecoupledAdamWOptions&>(opts);
-        Dict d = new_dict();
-        d.insert("lr", o.lr());
-        d.insert("betas", c10::ivalue::Tuple::create({std::get<0>(o.betas()), std::get<1>(o.betas())}));
-        d.insert("eps", o.eps());
-        d.insert("weight_decay", o.weight_decay());
-        d.insert("amsgrad", o.amsgrad());
-        d.insert("initial_lr", o.initial_lr());
-        return d;
-      });
+      detail::group_fields<DecoupledAdamWOptions>);
 }
 
 void DecoupledAdamW::load_state_dict(const c10::IValue& state) {
@@ -241,15 +239,7 @@ void DecoupledAdamW::load_state_dict(const c10::IValue& state) {
         if (d.contains("max_exp_avg_sq")) s.max_exp_avg_sq = d.at("max_exp_avg_sq").toTensor().to(p.device()).clone();
       },
       [](torch::optim::OptimizerOptions& opts, const Dict& d) {
-        auto& o = static_cast<DecoupledAdamWOptions&>(opts);
-        const std::string what = "DecoupledAdamW param group";
-        o.lr(dict_get(d, "lr", what).toDouble());
-        const auto betas = dict_get(d, "betas", what).toTuple();
-        o.betas({betas->elements().at(0).toDouble(), betas->elements().at(1).toDouble()});
-        o.eps(dict_get(d, "eps", what).toDouble());
-        o.weight_decay(dict_get(d, "weight_decay", what).toDouble());
-        o.amsgrad(dict_get(d, "amsgrad", what).toBool());
-        o.initial_lr(dict_get(d, "initial_lr", what).toDouble());
+        detail::load_group_fields<DecoupledAdamWOptions>(opts, d, "DecoupledAdamW");
       });
 }
 

@@ -6,6 +6,7 @@
 
 #include <torch/serialize.h>
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -31,6 +32,15 @@ const Optimizer* ours(const torch::optim::Optimizer& o) { return dynamic_cast<co
 Optimizer* ours(torch::optim::Optimizer& o) { return dynamic_cast<Optimizer*>(&o); }
 
 }  // namespace
+
+void Optimizer::report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
+                                             std::map<std::string, double>& metrics) const {
+  const auto squares = per_parameter_squares(param, 0, param.numel());
+  if (!squares) return;
+  const std::vector<std::string> keys = per_parameter_norm_keys();
+  for (size_t i = 0; i < keys.size() && i < squares->size(); ++i)
+    metrics[keys[i] + "/" + name] = std::sqrt((*squares)[i]);
+}
 
 void Optimizer::save(torch::serialize::OutputArchive& archive) const {
   const std::vector<char> bytes = torch::pickle_save(state_dict());

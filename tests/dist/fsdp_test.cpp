@@ -135,16 +135,20 @@ TEST_F(FsdpTest, MicrobatchesAndNormClippingEqualOneProcess) {
   EXPECT_GT(moved, 1e-4);
 }
 
-// OptimizerMonitor under FSDP: the gradients live in the shards (the model's parameters have none after the step's
-// reduction), so the strategy answers: each parameter's norm over every rank's part of it equals one process's.
-TEST_F(FsdpTest, OptimizerMonitorGradientNormsEqualOneProcess) {
+// OptimizerMonitor under FSDP: the gradients and DecoupledAdamW's moments live in the flat shards (the model's
+// parameters have none after the step's reduction), so the strategy adds each parameter's parts over the ranks: its
+// gradient, moment, param and update norms over every rank's part of it equal one process's.
+TEST_F(FsdpTest, OptimizerMonitorNormsEqualOneProcess) {
   testing::ScopedEnv env;
   env.set("FSDP_WORKER_GRAD_NORMS", "1");
-  const auto norms = [](const std::string& output) { return printed_pairs(output, "grad_norm "); };
+  const auto norms = [](const std::string& output) { return printed_pairs(output, "monitored "); };
   const auto one = run_worker({FSDP_WORKER, (dir / "norms-one.pt").string(), "ddp", "adamw", "0"});
   ASSERT_EQ(one.status, 0) << one.output;
   const auto theirs = norms(one.output);
-  ASSERT_EQ(theirs.size(), 5u) << one.output;  // 4 parameters and the global norm
+  ASSERT_EQ(theirs.size(), 17u) << one.output;  // 4 metrics of 4 parameters, and the global gradient norm
+  size_t updates = 0;
+  for (const auto& [key, value] : theirs) updates += key.rfind("l2_norm/update/", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(updates, 4u) << one.output;
   for (const auto& [strategy, ranks] : std::vector<std::pair<std::string, int>>{{"FULL_SHARD", 3}, {"NO_SHARD", 2}}) {
     const auto r = run_worker(
         launch(ranks, {FSDP_WORKER, (dir / ("norms-" + strategy + ".pt")).string(), strategy, "adamw", "0"}));

@@ -25,7 +25,8 @@
 // FSDP_WORKER_BACKWARD_PREFETCH=PRE|POST|NONE and FSDP_WORKER_FORWARD_PREFETCH=1 set the prefetch options;
 // FSDP_WORKER_MIXED_PRECISION (below) sets mixed_precision; FSDP_WORKER_REPLICATE=R sets data_parallel_replicate_degree
 // (HYBRID_SHARD over R shard groups); FSDP_WORKER_GRAD_NORMS=1 adds an OptimizerMonitor at every batch and rank 0
-// prints "grad_norm KEY VALUE" for each l2_norm/grad key of the last batch. Under FSDP every rank also prints "per_unit
+// prints "monitored KEY VALUE" for each l2_norm key of the last batch (gradients, and the optimizer's moment, param and
+// update norms). Under FSDP every rank also prints "per_unit
 // N" (units gathered on their own), "peak_gathered B" (the most gathered parameter bytes at once in training passes),
 // "strategy NAME" (the one in effect) and "mesh R S" (replicas, shard group size).
 #include "support/clipping_spec.h"
@@ -64,12 +65,12 @@ std::shared_ptr<nn::Sequential> as_nn_layers(torch::nn::Sequential& net) {
   return seq;
 }
 
-// Keeps the last value of each l2_norm/grad metric (OptimizerMonitor's).
+// Keeps the last value of each l2_norm metric (OptimizerMonitor's).
 struct GradNorms : LoggerDestination {
   std::map<std::string, double> last;
   void log_metrics(const std::map<std::string, double>& metrics, int64_t) override {
     for (const auto& [key, value] : metrics)
-      if (key.rfind("l2_norm/grad/", 0) == 0) last[key] = value;
+      if (key.rfind("l2_norm/", 0) == 0) last[key] = value;
   }
 };
 
@@ -216,7 +217,7 @@ int main(int argc, char** argv) try {
     for (const auto& [name, value] : trainer.state().eval_metric_values)
       std::cout << "eval " << name << " " << std::setprecision(17) << value << std::endl;
     for (const auto& [key, value] : grad_norms->last)
-      std::cout << "grad_norm " << key << " " << std::setprecision(17) << value << std::endl;
+      std::cout << "monitored " << key << " " << std::setprecision(17) << value << std::endl;
   }
   trainer.close();
   return 0;

@@ -24,9 +24,10 @@ struct OptimizerMonitorOptions {
 
 /// At BATCH_END every batch_log_interval batches, for each trainable parameter with a gradient (named as in the
 /// model, such as "module.0.weight"): l2_norm/grad/<name>, and with log_optimizer_metrics whatever the optimizer
-/// reports (optim::Optimizer::report_per_parameter_metrics: l2_norm/moment, l2_norm/param, l2_norm/update for
+/// reports (optim::Optimizer::per_parameter_norm_keys: l2_norm/moment, l2_norm/param, l2_norm/update for
 /// DecoupledAdamW); then l2_norm/grad/global, the square root of the sum of the squared l2_norm/grad values.
-/// Gradients are those of the step just taken (after the data-parallel all-reduce).
+/// Gradients are those of the step just taken (after the data-parallel all-reduce). Under FSDP each norm is over
+/// the whole parameter, every rank's part of it (Strategy::parameter_sums, one all-reduce that every rank joins).
 class OptimizerMonitor : public Callback {
  public:
   /// Throws std::invalid_argument for a batch_log_interval below 1.

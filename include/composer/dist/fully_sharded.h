@@ -79,7 +79,8 @@ class FullyShardedDataParallel final : public Strategy, public ShardedState {
   bool holds_gradients() const override { return true; }
   std::optional<at::ScalarType> forward_input_dtype() const override;
   void clip_gradient_norm(double max_norm, double norm_type) override;
-  std::map<std::string, double> gradient_norms(const torch::nn::Module& model) override;
+  std::map<std::string, std::vector<double>> parameter_sums(const torch::nn::Module& model, size_t width,
+                                                            const PartSums& part) override;
   /// True: the model is sharded before a checkpoint loads, so that its whole state loads onto the shards.
   bool setup_before_load() const override { return true; }
   /// Itself once setup() has sharded the model (before it the model and optimizer are whole).
@@ -110,8 +111,6 @@ class FullyShardedDataParallel final : public Strategy, public ShardedState {
   // std::invalid_argument for a state dict not in torch's indexed form (LibTorch's own optimizers).
   c10::IValue full_optimizer_state_dict(const c10::IValue& sharded) override;
   c10::IValue shard_optimizer_state_dict(const c10::IValue& full, const EntryParts& parts) const override;
-  /// shard_optimizer_state_dict with every entry in `full`.
-  c10::IValue shard_optimizer_state_dict(const c10::IValue& full) const;
   std::vector<std::pair<std::string, HeldRange>> local_ranges() const override;
   void load_local_parameters(const NamedParts& parts) override;
   NamedParts local_parameters() const override;

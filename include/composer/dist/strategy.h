@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -90,10 +91,21 @@ class Strategy {
   virtual void clip_gradient_norm(double /*max_norm*/, double /*norm_type*/) {
     throw std::logic_error(name() + ": the gradients are on the model's parameters; clip them there");
   }
+  /// What parameter_sums asks of each part of a parameter: `width` numbers for the elements [begin, end) of
+  /// `stepped` flattened, the tensor the optimizer steps that holds them (the parameter itself when replicated,
+  /// FSDP's flat shard), with its gradient and optimizer state.
+  using PartSums = std::function<std::vector<double>(const at::Tensor& stepped, int64_t begin, int64_t end)>;
+  /// Sums over the whole of each trainable parameter, by parameter name: `part` for each part of it this rank holds,
+  /// added over the ranks (FSDP: one all-reduce over the shard group that every rank joins, a part no rank holds
+  /// counting as zeros); replicated strategies hold every parameter whole and call `part` once each, with no
+  /// collective. Sums of squares give OptimizerMonitor's per-parameter norms; std::logic_error when `part` returns
+  /// other than `width` numbers.
+  virtual std::map<std::string, std::vector<double>> parameter_sums(const torch::nn::Module& model, size_t width,
+                                                                    const PartSums& part);
   /// The L2 norm of each trainable parameter's gradient after the step's reduction, by parameter name, over the whole
-  /// model (every rank's part under FSDP, one all-reduce that every rank joins, a missing gradient counting as zero
-  /// there); a parameter with no gradient anywhere is absent. OptimizerMonitor's `l2_norm/grad/<name>`.
-  virtual std::map<std::string, double> gradient_norms(const torch::nn::Module& model);
+  /// model (parameter_sums: every rank's part under FSDP, a missing gradient counting as zero there); a parameter
+  /// with no gradient anywhere is absent. OptimizerMonitor's `l2_norm/grad/<name>`.
+  std::map<std::string, double> gradient_norms(const torch::nn::Module& model);
   /// How many ranks answer true, from this rank's `local` answer (one small collective over all ranks when
   /// num_replicas() > 1). The loops ask "do you have another batch?" before each batch, so that no rank starts a step
   /// whose collectives another rank, out of data, would never join.
@@ -125,6 +137,12 @@ class Strategy {
   /// Why a step cannot be recorded as a CUDA graph under this strategy (none: it can, as far as it knows).
   virtual std::optional<std::string> cuda_graph_obstacle() const { return std::nullopt; }
 };
+
+/// For Strategy::parameter_sums parts: the squared L2 norm of the elements [begin, end) of `t` flattened, computed in
+/// t's dtype.
+double squared_norm(const at::Tensor& t, int64_t begin, int64_t end);
+/// std::logic_error unless `values` holds `width` numbers (what a PartSums must give).
+void check_part_width(const std::vector<double>& values, size_t width);
 
 /// The null strategy of a one-process run.
 class SingleProcess final : public Strategy {

@@ -59,8 +59,9 @@ class DecoupledAdamW : public Optimizer {
   void refresh_graph_scalars() override;
   /// As Composer's: l2_norm/moment (of exp_avg), l2_norm/param, l2_norm/update (of lr/(1-b1^t) * m / (sqrt(v) /
   /// sqrt(1-b2^t) + eps) - (lr/initial_lr)*wd * p, with group 0's options) and l2_norm/grad, for a stepped param.
-  void report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
-                                    std::map<std::string, double>& metrics) const override;
+  std::vector<std::string> per_parameter_norm_keys() const override;
+  std::optional<std::vector<double>> per_parameter_squares(const at::Tensor& param, int64_t begin,
+                                                           int64_t end) const override;
 
  private:
   struct ParamState {

@@ -5,7 +5,9 @@
 #include <ATen/core/ivalue.h>
 #include <torch/optim/optimizer.h>
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,14 +31,24 @@ class Optimizer : public torch::optim::Optimizer {
   /// The optimizer a checkpoint names and holds the state of: itself, or what a wrapper (SAMOptimizer) steps, so a
   /// checkpoint restores into the plain optimizer before the wrapper exists again (it is built at AFTER_LOAD).
   virtual const torch::optim::Optimizer& checkpointed() const { return *this; }
-  /// Composer's report_per_parameter_metrics, read by OptimizerMonitor: adds "<metric>/<name>" values for `param`
-  /// (a parameter of this optimizer; `name` is its name in the model). None by default.
-  virtual void report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
-                                            std::map<std::string, double>& metrics) const {
+  /// The per-parameter metrics this optimizer reports, each an L2 norm (Composer's metric_functions of
+  /// DecoupledAdamW: "l2_norm/moment", ...). None by default.
+  virtual std::vector<std::string> per_parameter_norm_keys() const { return {}; }
+  /// For the elements [begin, end) of `param` flattened (a tensor this optimizer steps: a model parameter, or FSDP's
+  /// flat shard holding several), the sum of squares behind each of per_parameter_norm_keys(), in that order; none
+  /// when the optimizer holds no state for it or it has no gradient. The sums of every part of a parameter, wherever
+  /// they are held, have the norms as square roots (Composer's pre_reduce_metrics and dist_reduce_metrics).
+  virtual std::optional<std::vector<double>> per_parameter_squares(const at::Tensor& param, int64_t begin,
+                                                                   int64_t end) const {
     (void)param;
-    (void)name;
-    (void)metrics;
+    (void)begin;
+    (void)end;
+    return std::nullopt;
   }
+  /// Composer's report_per_parameter_metrics: adds "<key>/<name>" for each per_parameter_norm_keys() key, over the
+  /// whole of `param` (a parameter this optimizer steps, whole; `name` is its name in the model).
+  void report_per_parameter_metrics(const at::Tensor& param, const std::string& name,
+                                    std::map<std::string, double>& metrics) const;
 
   // CUDA-graph capture (TrainStepOptions::cuda_graph). A recorded step replays its kernels with the arguments they
   // were recorded with, so a capturable optimizer reads what changes from step to step from device tensors: each
