@@ -2,6 +2,9 @@
 // Mirrors bench/python/time_to_accuracy.py (same model, optimizer, schedule, batch order rules, eval cadence).
 //   time_to_accuracy --data data/mnist --target 0.985 --max-epochs 3 [--eval-every 100] [--seed 17]
 //                    [--algorithms weight_standardization,channels_last]   (names as in `composer-cpp list algorithms`)
+//                    [--profile DIR --profile-batches N]
+// --profile: the Trainer's own Profiler records N batches with Kineto (after 20 skipped and 5 of warm-up; record_shapes
+// only, no memory or flops) into DIR, and the run stops there, without evaluation. bench/peers/step_profile.sh.
 #include "composer/composer.h"
 
 #include <chrono>
@@ -13,7 +16,8 @@ int main(int argc, char** argv) {
   using namespace composer;
   std::string data = "data/mnist";
   double target = 0.985;
-  int64_t max_epochs = 3, eval_every = 100, seed = 17, workers = 2;
+  int64_t max_epochs = 3, eval_every = 100, seed = 17, workers = 2, profile_batches = 30;
+  std::string profile_dir;
   std::string algorithm_names;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -31,6 +35,10 @@ int main(int argc, char** argv) {
       workers = std::atoll(argv[i + 1]);
     else if (a == "--algorithms")
       algorithm_names = argv[i + 1];
+    else if (a == "--profile")
+      profile_dir = argv[i + 1];
+    else if (a == "--profile-batches")
+      profile_batches = std::atoll(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -57,20 +65,40 @@ int main(int argc, char** argv) {
     algos.push_back(algorithms::make_algorithm(algorithm_names.substr(at, comma - at)));
     at = comma + 1;
   }
+  std::shared_ptr<Profiler> profiler;
+  if (!profile_dir.empty()) {
+    constexpr int64_t kSkip = 20, kWarmup = 5;
+    profiler = std::make_shared<Profiler>(
+        std::vector<std::shared_ptr<TraceHandler>>{},
+        ProfilerOptions()
+            .schedule(CyclicScheduleOptions().skip_first(kSkip).wait(0).warmup(kWarmup).active(profile_batches))
+            .sys_prof_cpu(false)
+            .torch_prof_folder(profile_dir)
+            .torch_prof_filename("ours.{batch}.pt.trace.json")
+            .torch_prof_remote_file_name("")
+            .torch_prof_overwrite(true)
+            .torch_prof_record_shapes(true)
+            .torch_prof_profile_memory(false)
+            .torch_prof_with_flops(false));
+    eval_every = 1000000;
+    target = 2.0;  // never reached: the run ends at max_duration
+  }
   const auto start = std::chrono::steady_clock::now();
-  Trainer trainer(TrainerOptions(model)
-                      .algorithms(algos)
-                      .train_dataloader(train)
-                      .eval_dataloader(test)
-                      .optimizer(opt)
-                      .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_batch(100))})
-                      .max_duration(Time::from_epoch(max_epochs))
-                      .eval_interval(Time::from_batch(eval_every))
-                      .progress_bar(false)
-                      .device("cpu")
-                      .precision(Precision::FP32)
-                      .seed(static_cast<uint64_t>(seed))
-                      .callbacks({std::make_shared<ThresholdStopper>("Accuracy", "eval", target)}));
+  Trainer trainer(
+      TrainerOptions(model)
+          .profiler(profiler)
+          .algorithms(algos)
+          .train_dataloader(train)
+          .eval_dataloader(test)
+          .optimizer(opt)
+          .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_batch(100))})
+          .max_duration(profiler ? Time::from_batch(20 + 5 + profile_batches) : Time::from_epoch(max_epochs))
+          .eval_interval(Time::from_batch(eval_every))
+          .progress_bar(false)
+          .device("cpu")
+          .precision(Precision::FP32)
+          .seed(static_cast<uint64_t>(seed))
+          .callbacks({std::make_shared<ThresholdStopper>("Accuracy", "eval", target)}));
   trainer.fit();
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const State& s = trainer.state();

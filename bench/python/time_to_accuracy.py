@@ -5,7 +5,11 @@ the target accuracy. Wall time excludes evaluation for train_s, as Composer's ti
 --impl python: a hand-written PyTorch loop. --impl composer: MosaicML Composer's Trainer with the same model,
 optimizer (composer.optim.DecoupledSGDW), scheduler (CosineAnnealingWithWarmupScheduler), data order (randperm
 seeded seed + epoch, batches of 128, normalised as the loop does), eval cadence and ThresholdStopper, optionally
-with Composer's algorithms (--algorithms weight_standardization,channels_last)."""
+with Composer's algorithms (--algorithms weight_standardization,channels_last).
+
+--profile DIR [--profile-batches N]: record N batches with torch.profiler's Kineto (after 20 skipped and 5 of warm-up;
+record_shapes only, no memory or flops) into DIR, then stop, without evaluation: the Python loop through
+torch.profiler.profile, Composer through its own Profiler. bench/peers/step_profile.sh."""
 import argparse
 import gzip
 import math
@@ -99,6 +103,8 @@ class Normalized(torch.utils.data.Dataset):
         return self.norm(self.x[idx]), self.y[idx]
 
 
+PROFILE_SKIP, PROFILE_WARMUP = 20, 5  # as bench/time_to_accuracy.cpp's --profile
+
 ALGORITHMS = {"weight_standardization": "WeightStandardization", "channels_last": "ChannelsLast",
               "label_smoothing": "LabelSmoothing", "blurpool": "BlurPool"}
 
@@ -115,17 +121,28 @@ def run_composer(a, xtr, ytr, xte_n, yte, norm):
                                         collate_fn=lambda b: b)
     test = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xte_n, yte), batch_size=1000)
     algorithms = [getattr(composer.algorithms, ALGORITHMS[n])() for n in a.algorithms.split(",") if n]
+    profiler, duration = None, f"{a.max_epochs}ep"
+    if a.profile:
+        from composer.profiler import Profiler, cyclic_schedule
+        profiler = Profiler(schedule=cyclic_schedule(skip_first=PROFILE_SKIP, wait=0, warmup=PROFILE_WARMUP,
+                                                     active=a.profile_batches, repeat=1),
+                            trace_handlers=[], sys_prof_cpu=False, torch_prof_folder=a.profile,
+                            torch_prof_filename="composer.{batch}.pt.trace.json", torch_prof_remote_file_name=None,
+                            torch_prof_memory_remote_file_name=None, torch_prof_overwrite=True,
+                            torch_prof_record_shapes=True, torch_prof_profile_memory=False, torch_prof_with_flops=False)
+        duration, test = f"{PROFILE_SKIP + PROFILE_WARMUP + a.profile_batches}ba", None
     start = time.perf_counter()
-    trainer = Trainer(model=model, train_dataloader=train, eval_dataloader=test, max_duration=f"{a.max_epochs}ep",
+    trainer = Trainer(model=model, train_dataloader=train, eval_dataloader=test, max_duration=duration, profiler=profiler,
                       optimizers=ComposerSGDW(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
                       schedulers=CosineAnnealingWithWarmupScheduler(t_warmup="100ba"), eval_interval=f"{a.eval_every}ba",
-                      algorithms=algorithms, callbacks=[ThresholdStopper("MulticlassAccuracy", "eval", a.target)],
+                      algorithms=algorithms,
+                      callbacks=[] if a.profile else [ThresholdStopper("MulticlassAccuracy", "eval", a.target)],
                       device_train_microbatch_size=128,  # the batch sampler hides the batch size from Composer
                       progress_bar=False, log_to_console=False, device="cpu", precision="fp32", seed=a.seed)
     trainer.fit()
     total_s = time.perf_counter() - start
     st = trainer.state
-    acc = float(st.eval_metric_values["MulticlassAccuracy"])
+    acc = float(st.eval_metric_values.get("MulticlassAccuracy", 0.0))
     return acc, int(st.timestamp.batch), st.timestamp.total_wct.total_seconds(), total_s
 
 
@@ -139,6 +156,8 @@ def main():
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
+    ap.add_argument("--profile", default="", help="folder for a Kineto trace of --profile-batches batches")
+    ap.add_argument("--profile-batches", type=int, default=30)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     fashion = "fashion" in a.data
@@ -179,6 +198,16 @@ def main():
         model.train()
         return correct / len(xte_n)
 
+    prof = None
+    if a.profile:
+        os.makedirs(a.profile, exist_ok=True)
+        profiled = PROFILE_SKIP + PROFILE_WARMUP + a.profile_batches
+        prof = torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+            schedule=torch.profiler.schedule(skip_first=PROFILE_SKIP, wait=0, warmup=PROFILE_WARMUP,
+                                             active=a.profile_batches, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(os.path.join(a.profile, f"python.{profiled}.pt.trace.json")))
+        prof.start()
     start = time.perf_counter()
     train_s, step, acc = 0.0, 0, 0.0
     for g in opt.param_groups:
@@ -199,6 +228,13 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = g["initial_lr"] * factor(step)
             step += 1
+            if prof is not None:
+                prof.step()
+                if step == profiled:
+                    prof.stop()
+                    done = True
+                    break
+                continue
             if step % a.eval_every == 0 or step == total:
                 train_s += time.perf_counter() - t0
                 acc = evaluate()

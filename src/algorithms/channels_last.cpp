@@ -10,8 +10,13 @@ namespace functional {
 
 void apply_channels_last(torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
+  // As torch's Module.to(memory_format=channels_last): Tensor.to restrides unless the tensor already suggests
+  // channels-last. contiguous(ChannelsLast) would keep a one-channel weight ([O, 1, kH, kW]) in its NCHW strides,
+  // which count as contiguous in both formats; the convolution then picks NCHW from that weight, and every layer
+  // after it runs in NCHW until the next convolution converts its input back (measured: bench/results/step_profile.md).
   const auto convert = [](at::Tensor& t) {
-    if (t.defined() && t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
+    if (t.defined() && t.dim() == 4)
+      t.set_data(t.to(t.options(), /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::ChannelsLast));
   };
   for (auto& p : model.parameters()) {
     convert(p);

@@ -66,6 +66,22 @@ TEST(ChannelsLastTest, ParametersAndActivationsAreChannelsLast) {
   EXPECT_FALSE(act.is_contiguous());
 }
 
+// A one-input-channel convolution (a grayscale image's first layer): its NCHW weight strides count as contiguous in
+// both formats, and torch's Module.to(memory_format=channels_last) still restrides it, so that the convolution's
+// output, and every layer up to the next convolution, runs channels-last (bench/results/step_profile.md).
+TEST(ChannelsLastTest, OneChannelConvolutionsAreRestridedAsTorchDoes) {
+  auto seq = std::make_shared<nn::Sequential>();
+  seq->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 8, 3).padding(1)));
+  functional::apply_channels_last(*seq);
+  const at::Tensor weight = seq->parameters().front();
+  EXPECT_EQ(weight.sizes(), at::IntArrayRef({8, 1, 3, 3}));
+  EXPECT_EQ(weight.suggest_memory_format(), at::MemoryFormat::ChannelsLast);
+  EXPECT_EQ(weight.strides(), at::IntArrayRef({9, 1, 3, 1}));  // torch: [9, 1, 3, 1]
+  const at::Tensor act = seq->forward(torch::randn({2, 1, 16, 16}));
+  EXPECT_TRUE(act.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(act.is_contiguous());
+}
+
 TEST(FactorizeTest, RanksAndShapes) {
   EXPECT_EQ(functional::factorized_rank(0.25, 512, 256), 64);
   EXPECT_EQ(functional::factorized_rank(128, 512, 256), 128);
