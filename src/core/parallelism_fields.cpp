@@ -66,4 +66,22 @@ void read_field(Hparams& h, const std::string& key, FSDPMixedPrecision& value) {
   if (given) value = FSDPMixedPrecision::custom(dtypes);
 }
 
+std::vector<std::string> nested_keys(const FSDPMixedPrecision&) {
+  return {"param_dtype", "reduce_dtype", "buffer_dtype"};
+}
+
+const std::map<std::string, std::string>& refused_parallelism_sections() {
+  static const std::map<std::string, std::string> sections{
+      {"tp", "tensor parallelism is not supported by Composer C++"}};
+  return sections;
+}
+
+const std::map<std::string, std::string>& fixed_composer_keys(const FSDPOptions&) {
+  static const std::map<std::string, std::string> keys{
+      {"backward_prefetch_limit", "1"},      {"cpu_offload", "false"},    {"forward_prefetch_limit", "1"},
+      {"keep_low_precision_grads", "false"}, {"use_orig_params", "true"}, {"verbose", "false"},
+  };
+  return keys;
+}
+
 }  // namespace composer::dist

@@ -4,6 +4,7 @@
 
 #include "composer/dist/dist.h"
 #include "dist/detail/fully_sharded_impl.h"
+#include "utils/detail/text.h"
 
 #include <ATen/ATen.h>
 
@@ -59,17 +60,22 @@ bool is_replicated_entry(const std::string& key, const c10::IValue& value, const
   return key == "step" || !value.isTensor() || value.toTensor().sizes() != c10::IntArrayRef(shape);
 }
 
+// state_dict_type in any case, as the config readers take it.
+bool sharded_state_dict(const FSDPOptions& options) {
+  return composer::detail::to_lower(options.state_dict_type()) == "sharded";
+}
+
 }  // namespace
 
 bool FullyShardedDataParallel::is_set_up() const { return impl_->set_up; }
 
 std::optional<std::string> FullyShardedDataParallel::sharded_checkpoint_prefix() const {
-  if (options_.state_dict_type() == "sharded") return options_.sharded_ckpt_prefix_dir();
+  if (sharded_state_dict(options_)) return options_.sharded_ckpt_prefix_dir();
   return std::nullopt;
 }
 
 bool FullyShardedDataParallel::loads_checkpoints_on_rank0_only() const {
-  return options_.load_monolith_rank0_only() && options_.state_dict_type() == "full";
+  return options_.load_monolith_rank0_only() && !sharded_state_dict(options_);
 }
 
 std::optional<std::string> FullyShardedDataParallel::cuda_graph_obstacle() const {

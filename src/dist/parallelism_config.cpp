@@ -147,7 +147,8 @@ bool default_wrap_policy(const std::string&, const torch::nn::Module& module) {
 }
 
 void check_state_dict_type(const std::string& text, const std::string& key) {
-  if (text != "full" && text != "sharded")
+  const std::string lower = composer::detail::to_lower(text);
+  if (lower != "full" && lower != "sharded")
     throw std::invalid_argument(key + " must be 'full' or 'sharded', got '" + text + "'");
 }
 

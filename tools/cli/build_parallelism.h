@@ -7,9 +7,10 @@
 
 namespace composer::cli {
 
-/// parallelism_config: {fsdp: {...}} with the keys of FSDPOptions' field list (docs/fsdp.md lists them). Composer's
-/// other FSDP keys are accepted at Composer's default value (what the engine does) and are a ConfigError naming the
-/// key otherwise, as are `tp`, unknown keys and values ParallelismConfig::validate() refuses.
+/// parallelism_config: each section of ParallelismConfig::for_each_section ({fsdp: {...}}) with the keys of its
+/// options' field list (docs/fsdp.md lists FSDP's). Composer's keys a section holds fixed (fixed_composer_keys) are
+/// accepted at that value and are a ConfigError naming the key otherwise, as are the refused sections (`tp`), unknown
+/// keys and values ParallelismConfig::validate() refuses.
 dist::ParallelismConfig build_parallelism(const ConfigNode& n);
 
 }  // namespace composer::cli
