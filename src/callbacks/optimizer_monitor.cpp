@@ -8,7 +8,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <stdexcept>
 
 namespace composer {
@@ -28,18 +30,23 @@ void OptimizerMonitor::batch_end(State& state, Logger& logger) {
   // then the optimizer's squares. The strategy adds the parts (FSDP: every rank's, reduced over the ranks).
   constexpr size_t kGrad = 0, kHasGrad = 1, kReported = 2, kOptimizer = 3;
   const size_t width = kOptimizer + keys.size();
+  // Where the optimizer reports the gradient's norm itself (DecoupledAdamW), its squares are the gradient column.
+  const auto grad_key = std::find(keys.begin(), keys.end(), "l2_norm/grad") - keys.begin();
+  const bool optimizer_has_grad = grad_key < static_cast<std::ptrdiff_t>(keys.size());
   at::NoGradGuard no_grad;
   dist::SingleProcess single;
   dist::Strategy& strategy = state.strategy ? *state.strategy : single;
   const auto sums = strategy.parameter_sums(*state.model, width, [&](const at::Tensor& stepped, int64_t b, int64_t e) {
     std::vector<double> values(width, 0.0);
     if (!stepped.grad().defined()) return values;  // as Composer, only parameters with a gradient
-    values[kGrad] = dist::squared_norm(stepped.grad(), b, e);
     values[kHasGrad] = 1;
-    if (const auto squares = reporter ? reporter->per_parameter_squares(stepped, b, e) : std::nullopt) {
+    const auto squares = reporter ? reporter->per_parameter_squares(stepped, b, e) : std::nullopt;
+    if (squares) {
       values[kReported] = 1;
       for (size_t i = 0; i < keys.size() && i < squares->size(); ++i) values[kOptimizer + i] = (*squares)[i];
     }
+    values[kGrad] =
+        squares && optimizer_has_grad ? values[kOptimizer + grad_key] : dist::squared_norm(stepped.grad(), b, e);
     return values;
   });
   std::map<std::string, double> metrics;

@@ -92,10 +92,11 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> params, int64_t bucket_
   }
 }
 
-// The all-reduces still in flight write into the buckets, so they are waited for; but a destructor runs while an
-// error unwinds too, typically the failed wait of this very step after a peer died, and the same collectives fail
-// again here. A throw from a destructor is std::terminate ("terminate called after throwing ..."), so their errors
-// are dropped: the error already unwinding, or the next collective's, names the dead peer.
+// The all-reduces still in flight write into the buckets, so they are waited for. A destructor runs while an error
+// unwinds too, typically the failed wait of this very step after a peer died: that bucket's wait is not repeated
+// (Handle drops its wait function before running it), but the buckets launched after it fail here as well. A throw
+// from a destructor is std::terminate ("terminate called after throwing ..."), so their errors are dropped: the error
+// already unwinding, or the next collective's, names the dead peer.
 GradientReducer::~GradientReducer() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (auto& b : impl_->buckets) {

@@ -97,19 +97,6 @@ std::map<std::string, std::vector<double>> Strategy::parameter_sums(const torch:
   return sums;
 }
 
-std::map<std::string, double> Strategy::gradient_norms(const torch::nn::Module& model) {
-  at::NoGradGuard no_grad;
-  const auto sums = parameter_sums(model, 2, [](const at::Tensor& stepped, int64_t begin, int64_t end) {
-    const at::Tensor& g = stepped.grad();
-    if (!g.defined()) return std::vector<double>{0.0, 0.0};
-    return std::vector<double>{squared_norm(g, begin, end), 1.0};
-  });
-  std::map<std::string, double> norms;
-  for (const auto& [name, s] : sums)
-    if (s[1] > 0) norms[name] = std::sqrt(s[0]);
-  return norms;
-}
-
 void check_part_width(const std::vector<double>& values, size_t width) {
   if (values.size() != width) {
     throw std::logic_error("Strategy::parameter_sums: a part gave " + std::to_string(values.size()) +

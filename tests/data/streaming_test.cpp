@@ -280,8 +280,10 @@ TEST(StreamingDatasetTest, RanksOfANodeShareOneCache) {
   for (int epoch = 0; epoch < 2; ++epoch)
     for (int64_t i = 0; i < source.size(); ++i) ASSERT_EQ(seen[epoch][i], 1) << "epoch " << epoch << " sample " << i;
   // The limit holds for the node, not per rank (that allowed up to 4x the limit here): beyond it only what the ranks
-  // have in flight, about a shard each (its compressed and decompressed files) that no rank may evict yet.
-  EXPECT_LE(most.load(), limit + world * (largest + largest_zip)) << "limit " << limit << ", shard " << largest;
+  // have in flight, which no rank may evict yet: per rank the shard its reader fetches and the one its prefetcher
+  // fetches (predownload), each with its compressed and decompressed files. Room is made before a fetch, and other
+  // ranks' fetches in flight are not on disk yet when it is counted (a cold CI run once saw 1.01x one shard a rank).
+  EXPECT_LE(most.load(), limit + world * 2 * (largest + largest_zip)) << "limit " << limit << ", shard " << largest;
   EXPECT_GT(most.load(), 0);
   std::cout << "most cached: " << most.load() << " bytes (limit " << limit << ", largest shard " << largest
             << ", compressed " << largest_zip << ")\n";

@@ -71,9 +71,12 @@ class Handle {
  public:
   Handle() = default;
   explicit Handle(std::function<void()> wait) : wait_(std::move(wait)) {}
+  /// Completes the operation once: the wait function is dropped before it runs, so a wait that threw (a peer died)
+  /// is not repeated by a later wait() (destructors wait for what is in flight while that error unwinds).
   void wait() {
-    if (wait_) wait_();
+    std::function<void()> wait = std::move(wait_);
     wait_ = nullptr;
+    if (wait) wait();
   }
 
  private:

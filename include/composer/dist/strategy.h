@@ -102,10 +102,6 @@ class Strategy {
   /// other than `width` numbers.
   virtual std::map<std::string, std::vector<double>> parameter_sums(const torch::nn::Module& model, size_t width,
                                                                     const PartSums& part);
-  /// The L2 norm of each trainable parameter's gradient after the step's reduction, by parameter name, over the whole
-  /// model (parameter_sums: every rank's part under FSDP, a missing gradient counting as zero there); a parameter
-  /// with no gradient anywhere is absent. OptimizerMonitor's `l2_norm/grad/<name>`.
-  std::map<std::string, double> gradient_norms(const torch::nn::Module& model);
   /// How many ranks answer true, from this rank's `local` answer (one small collective over all ranks when
   /// num_replicas() > 1). The loops ask "do you have another batch?" before each batch, so that no rank starts a step
   /// whose collectives another rank, out of data, would never join.
