@@ -81,6 +81,7 @@
 #include "composer/models/composer_model.h"
 #include "composer/models/generation.h"
 #include "composer/models/gguf_model.h"
+#include "composer/models/hf_bert.h"
 #include "composer/models/hf_gpt2.h"
 #include "composer/models/hf_model.h"
 #include "composer/models/initializers.h"

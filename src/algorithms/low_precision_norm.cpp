@@ -30,6 +30,16 @@ at::Tensor in_autocast_dtype(const at::Tensor& x, const at::Tensor& weight, cons
 
 }  // namespace
 
+at::Tensor LPRMSNorm::forward(const at::Tensor& x) {
+  if (!compat::autocast_enabled(x.device().type())) return RMSNorm::forward(x);
+  const at::Tensor undefined;
+  return in_autocast_dtype(x, weight, undefined,
+                           [this](const at::Tensor& v, const at::Tensor& w, const at::Tensor&) {
+                             return v * at::rsqrt(v.pow(2).mean(-1, /*keepdim=*/true) + eps) * w;
+                           })
+      .to(x.scalar_type());
+}
+
 at::Tensor LPLayerNorm::forward(const at::Tensor& x) {
   if (!compat::autocast_enabled(x.device().type())) return LayerNorm::forward(x);
   return in_autocast_dtype(x, weight, bias, [this](const at::Tensor& v, const at::Tensor& w, const at::Tensor& b) {
@@ -50,23 +60,30 @@ namespace functional {
 
 std::vector<Replacement> apply_low_precision_layernorm(torch::nn::Module& model, Precision precision,
                                                        torch::optim::Optimizer* optimizer) {
-  return algorithms::detail::low_precision_surgery(
-      model, precision, optimizer, "LowPrecisionLayerNorm", "LayerNorm",
-      policy_for<nn::LayerNorm>([](nn::LayerNorm& norm, int64_t) -> std::shared_ptr<nn::Layer> {
-        if (typeid(norm) != typeid(nn::LayerNorm)) return nullptr;  // already low precision, or a user's subclass
-        auto low = std::make_shared<nn::LPLayerNorm>(norm.dim, norm.eps);
-        at::NoGradGuard no_grad;
-        low->weight.copy_(norm.weight);
-        low->bias.copy_(norm.bias);
-        return low;
-      }));
+  auto layer_norm = policy_for<nn::LayerNorm>([](nn::LayerNorm& norm, int64_t) -> std::shared_ptr<nn::Layer> {
+    if (typeid(norm) != typeid(nn::LayerNorm)) return nullptr;  // already low precision, or a user's subclass
+    auto low = std::make_shared<nn::LPLayerNorm>(norm.dim, norm.eps);
+    at::NoGradGuard no_grad;
+    low->weight.copy_(norm.weight);
+    low->bias.copy_(norm.bias);
+    return low;
+  });
+  auto rms_norm = policy_for<nn::RMSNorm>([](nn::RMSNorm& norm, int64_t) -> std::shared_ptr<nn::Layer> {
+    if (typeid(norm) != typeid(nn::RMSNorm)) return nullptr;
+    auto low = std::make_shared<nn::LPRMSNorm>(norm.dim, norm.eps);
+    at::NoGradGuard no_grad;
+    low->weight.copy_(norm.weight);
+    return low;
+  });
+  return algorithms::detail::low_precision_surgery(model, precision, optimizer, "LowPrecisionLayerNorm",
+                                                   "LayerNorm or RMSNorm", {layer_norm, rms_norm});
 }
 
 std::vector<Replacement> apply_low_precision_groupnorm(torch::nn::Module& model, Precision precision,
                                                        torch::optim::Optimizer* optimizer) {
   return algorithms::detail::low_precision_surgery(
       model, precision, optimizer, "LowPrecisionGroupNorm", "GroupNorm",
-      policy_for<nn::GroupNorm>([](nn::GroupNorm& norm, int64_t) -> std::shared_ptr<nn::Layer> {
+      {policy_for<nn::GroupNorm>([](nn::GroupNorm& norm, int64_t) -> std::shared_ptr<nn::Layer> {
         if (typeid(norm) != typeid(nn::GroupNorm)) return nullptr;  // already low precision, or a user's subclass
         auto low = std::make_shared<nn::LPGroupNorm>(norm.num_groups, norm.num_channels, norm.eps, norm.affine);
         if (norm.affine) {
@@ -75,7 +92,7 @@ std::vector<Replacement> apply_low_precision_groupnorm(torch::nn::Module& model,
           low->bias.copy_(norm.bias);
         }
         return low;
-      }));
+      })});
 }
 
 }  // namespace functional

@@ -270,6 +270,14 @@ void BpeTokenizer::save_pretrained(const std::string& dir) const {
   composer::detail::write_json_atomically((std::filesystem::path(dir) / "tokenizer_config.json").string(), config);
 }
 
+std::shared_ptr<BpeTokenizer> BpeTokenizer::from_pretrained(const std::string& path) {
+  if (auto tokenizer = detail::pretrained_tokenizer(path)) return tokenizer;
+  throw std::runtime_error("tokenizer '" + path + "': " +
+                           (std::filesystem::is_directory(path)
+                                ? "the directory has no tokenizer.json"
+                                : "expected a model directory, a tokenizer.json or a .gguf file"));
+}
+
 namespace detail {
 
 std::shared_ptr<BpeTokenizer> pretrained_tokenizer(const std::string& path) {
@@ -279,7 +287,7 @@ std::shared_ptr<BpeTokenizer> pretrained_tokenizer(const std::string& path) {
   if (ends_with(".gguf")) return BpeTokenizer::from_gguf(path);
   if (ends_with(".json")) return BpeTokenizer::from_tokenizer_json(path);
   const std::string json = (std::filesystem::path(path) / "tokenizer.json").string();
-  if (!std::filesystem::exists(json)) return nullptr;
+  if (!std::filesystem::is_directory(path) || !std::filesystem::exists(json)) return nullptr;
   return BpeTokenizer::from_tokenizer_json(json);
 }
 

@@ -27,10 +27,6 @@ bool is_conv1d_weight(const std::string& name, const at::Tensor& t) {
          (ends_with("c_attn.weight") || ends_with("c_proj.weight") || ends_with("c_fc.weight"));
 }
 
-void require(bool ok, const std::string& path, const std::string& what) {
-  if (!ok) throw std::runtime_error("config '" + path + "': " + what);
-}
-
 json config_json(const TransformerConfig& c, at::ScalarType dtype) {
   return {{"architectures", {"GPT2LMHeadModel"}},
           {"model_type", "gpt2"},
@@ -64,14 +60,16 @@ TransformerConfig read_gpt2_config(const std::string& path) {
   const json j = detail::read_json(path, "config");
   const auto field = [&](const char* key, auto fallback) { return detail::config_field(j, key, fallback, path); };
   const std::string type = field("model_type", std::string());
-  require(type == "gpt2", path, "model_type is '" + type + "', expected gpt2");
+  detail::require_config(type == "gpt2", path, "model_type is '" + type + "', expected gpt2");
   const std::string activation = field("activation_function", std::string("gelu_new"));
-  require(activation == "gelu" || activation == "gelu_new" || activation == "gelu_pytorch_tanh", path,
-          "activation_function is '" + activation + "'; expected gelu, gelu_new or gelu_pytorch_tanh");
-  require(field("tie_word_embeddings", true), path, "tie_word_embeddings is false; models::GPT ties its head");
-  require(field("scale_attn_weights", true), path, "scale_attn_weights is false; models::GPT scales by 1/sqrt(d)");
-  require(!field("scale_attn_by_inverse_layer_idx", false), path,
-          "scale_attn_by_inverse_layer_idx is true; models::GPT does not scale by layer");
+  detail::require_config(activation == "gelu" || activation == "gelu_new" || activation == "gelu_pytorch_tanh", path,
+                         "activation_function is '" + activation + "'; expected gelu, gelu_new or gelu_pytorch_tanh");
+  detail::require_config(field("tie_word_embeddings", true), path,
+                         "tie_word_embeddings is false; models::GPT ties its head");
+  detail::require_config(field("scale_attn_weights", true), path,
+                         "scale_attn_weights is false; models::GPT scales by 1/sqrt(d)");
+  detail::require_config(!field("scale_attn_by_inverse_layer_idx", false), path,
+                         "scale_attn_by_inverse_layer_idx is true; models::GPT does not scale by layer");
   TransformerConfig c;
   c.vocab_size(field("vocab_size", int64_t{50257}))
       .max_seq_len(field("n_positions", int64_t{1024}))
@@ -82,12 +80,7 @@ TransformerConfig read_gpt2_config(const std::string& path) {
       .dropout(field("resid_pdrop", 0.1))
       .activation(activation == "gelu" ? "gelu" : "gelu_new")
       .layer_norm_eps(field("layer_norm_epsilon", 1e-5));
-  try {
-    c.validate();
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error("config '" + path + "': " + e.what());
-  }
-  return c;
+  return detail::validated(c, path);
 }
 
 std::shared_ptr<GPT> load_gpt2_hf(const std::string& dir, at::ScalarType dtype) {

@@ -86,12 +86,7 @@ LlamaConfig read_llama_config(const std::string& path) {
   });
   c.rope_scaling(rope_scaling(j, path));
   if (type == "qwen2") c.qkv_bias(true);
-  try {
-    c.validate();
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error("config '" + path + "': " + e.what());
-  }
-  return c;
+  return detail::validated(c, path);
 }
 
 std::shared_ptr<Llama> load_llama_hf(const std::string& dir, at::ScalarType dtype) {

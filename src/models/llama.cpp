@@ -1,5 +1,6 @@
 #include "composer/models/llama.h"
 
+#include "models/detail/cached_attention.h"
 #include "models/detail/embedding_weight.h"
 
 #include "composer/nn/layers.h"
@@ -89,27 +90,9 @@ at::Tensor LlamaAttention::attend(const at::Tensor& x, LayerKVCache* cache) {
   };
   const auto [cos, sin] = rotary_->cos_sin(past, l, x.device(), x.scalar_type());
   const at::Tensor q = apply_rotary(heads("q_proj", heads_), cos, sin);
-  at::Tensor k = apply_rotary(heads("k_proj", kv_heads_), cos, sin);
-  at::Tensor v = heads("v_proj", kv_heads_);
-  if (cache) {
-    if (past > 0) {
-      k = at::cat({cache->keys, k}, 2);
-      v = at::cat({cache->values, v}, 2);
-    }
-    cache->keys = k;
-    cache->values = v;
-  }
-  if (kv_heads_ != heads_) {  // each group of heads_ / kv_heads_ query heads shares a key-value head
-    k = k.repeat_interleave(heads_ / kv_heads_, 1);
-    v = v.repeat_interleave(heads_ / kv_heads_, 1);
-  }
-  std::optional<at::Tensor> mask;
-  bool causal = l > 1;
-  if (past > 0 && l > 1) {  // new queries after cached keys: query i sees keys up to past + i
-    mask = at::ones({l, past + l}, x.options().dtype(at::kBool)).tril(past);
-    causal = false;
-  }
-  at::Tensor y = at::scaled_dot_product_attention(q, k, v, mask, is_training() ? dropout_ : 0.0, causal);
+  const at::Tensor k = apply_rotary(heads("k_proj", kv_heads_), cos, sin);
+  const at::Tensor v = heads("v_proj", kv_heads_);
+  at::Tensor y = detail::attend_cached(q, k, v, cache, heads_ / kv_heads_, is_training() ? dropout_ : 0.0);
   y = y.transpose(1, 2).reshape({b, l, heads_ * head_dim_});
   return child("o_proj").forward(y);
 }

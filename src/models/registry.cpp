@@ -3,6 +3,7 @@
 #include "composer/data/bpe_tokenizer.h"
 #include "composer/loss/registry.h"
 #include "composer/models/gguf_model.h"
+#include "composer/models/hf_bert.h"
 #include "composer/models/hf_gpt2.h"
 #include "composer/models/hf_model.h"
 #include "composer/models/initializers.h"
@@ -197,9 +198,19 @@ struct LlamaFields {
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
     LlamaConfig::for_each_field(self.config, visit);
+    RopeScaling::for_each_field(self.config.rope_scaling(), prefixed(visit, "rope_scaling."));
     LoraFields::for_each_field(self.lora, visit);
   }
 };
+
+// Token ids the data holds (ModelInputs::vocab_size) against a pretrained model's vocabulary.
+void check_data_vocab(int64_t data_vocab, int64_t vocab) {
+  if (data_vocab > vocab) {
+    throw std::invalid_argument("model.pretrained: the data's token ids reach " + std::to_string(data_vocab) +
+                                ", beyond the model's vocabulary of " + std::to_string(vocab) +
+                                " (tokenize the data with the model's tokenizer)");
+  }
+}
 
 // A pretrained causal LM (Composer's HuggingFaceModel, llm-foundry's hf_causal_lm): a Hugging Face directory or a
 // GGUF file, with its own tokenizer.
@@ -226,12 +237,7 @@ struct PretrainedFields {
     } catch (const std::runtime_error& e) {
       throw std::invalid_argument("model.pretrained: " + std::string(e.what()));
     }
-    const int64_t vocab = gpt ? gpt->config().vocab_size() : llama->config().vocab_size();
-    if (data_vocab > vocab) {
-      throw std::invalid_argument("model.pretrained: the data's token ids reach " + std::to_string(data_vocab) +
-                                  ", beyond the model's vocabulary of " + std::to_string(vocab) +
-                                  " (tokenize the data with the model's tokenizer)");
-    }
+    check_data_vocab(data_vocab, gpt ? gpt->config().vocab_size() : llama->config().vocab_size());
     if (gpt && lora.options.r() > 0)
       throw std::invalid_argument("model.lora: LoRA adapts the Llama family; '" + pretrained + "' is a GPT-2");
     if (llama) lora.apply(*llama);
@@ -244,6 +250,30 @@ struct PretrainedFields {
     visit("pretrained", self.pretrained,
           "a Hugging Face model directory (Llama family or GPT-2; config.json, safetensors) or a .gguf file");
     LoraFields::for_each_field(self.lora, visit);
+  }
+};
+
+// A pretrained BERT masked LM (Composer's HuggingFaceModel around BertForMaskedLM): a Hugging Face directory.
+struct PretrainedMaskedLmFields {
+  std::string pretrained;
+  int64_t data_vocab = 0;
+
+  void follow(const ModelInputs& in) { data_vocab = in.vocab_size; }
+  std::shared_ptr<ComposerModel> build() const {
+    if (pretrained.empty()) throw std::invalid_argument("model.pretrained: required (a BERT model directory)");
+    std::shared_ptr<BertMLM> bert;
+    try {
+      bert = load_bert_hf(pretrained);
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument("model.pretrained: " + std::string(e.what()));
+    }
+    check_data_vocab(data_vocab, bert->config().vocab_size());
+    return std::make_shared<ComposerLanguageModel>(bert, /*masked=*/true);
+  }
+  template <class Self, class Visit>
+  static void for_each_field(Self& self, Visit&& visit) {
+    visit("pretrained", self.pretrained,
+          "a Hugging Face BERT directory (config.json, safetensors); the data comes in the model's vocabulary");
   }
 };
 
@@ -268,6 +298,8 @@ const ModelRegistry& model_registry() {
                    model<LlamaFields>("llama", "Llama", "Llama-family decoder (random weights)"),
                    model<PretrainedFields>("hf_causal_lm", "Llama",
                                            "pretrained Llama-family or GPT-2 model from a directory or GGUF"),
+                   model<PretrainedMaskedLmFields>("hf_masked_lm", "BertMLM",
+                                                   "pretrained BERT masked LM from a Hugging Face directory"),
                });
   return registry;
 }

@@ -1,5 +1,6 @@
 #include "composer/models/transformer.h"
 
+#include "models/detail/cached_attention.h"
 #include "models/detail/embedding_weight.h"
 
 #include "composer/utils/compat.h"
@@ -26,15 +27,15 @@ void init_transformer(torch::nn::Module& m, int64_t n_layer) {
   }
 }
 
-// Positions 0..L-1 for the position embedding `table`, whose rows bound the sequence length.
-at::Tensor positions(const at::Tensor& ids, const nn::Layer& table) {
+// Positions past..past+L-1 for the position embedding `table`, whose rows bound the sequence length.
+at::Tensor positions(const at::Tensor& ids, const nn::Layer& table, int64_t past = 0) {
   const int64_t max_len = detail::embedding_weight(table).size(0);
-  const int64_t l = ids.size(1);
+  const int64_t l = past + ids.size(1);
   if (l > max_len) {
     throw std::invalid_argument("sequence length " + std::to_string(l) + " exceeds max_seq_len " +
                                 std::to_string(max_len));
   }
-  return at::arange(l, ids.options().dtype(at::kLong));
+  return at::arange(past, l, ids.options().dtype(at::kLong));
 }
 
 }  // namespace
@@ -76,6 +77,16 @@ at::Tensor SelfAttention::forward(const at::Tensor& x) {
   return at::dropout(child("c_proj").forward(y), dropout_, is_training());
 }
 
+at::Tensor SelfAttention::forward_cached(const at::Tensor& x, LayerKVCache& layer) {
+  if (!causal_) throw std::logic_error("SelfAttention::forward_cached: the attention is not causal");
+  const int64_t b = x.size(0), l = x.size(1), d = x.size(2), hd = d / n_head_;
+  const auto qkv = child("c_attn").forward(x).split(d, 2);
+  auto heads = [&](const at::Tensor& t) { return t.view({b, l, n_head_, hd}).transpose(1, 2); };
+  at::Tensor y = detail::attend_cached(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), &layer, 1, 0.0);
+  y = y.transpose(1, 2).contiguous().view({b, l, d});
+  return at::dropout(child("c_proj").forward(y), dropout_, is_training());
+}
+
 GPTBlock::GPTBlock(const TransformerConfig& c) {
   add("ln_1", std::make_shared<nn::LayerNorm>(c.d_model(), c.layer_norm_eps()));
   add("attn", std::make_shared<SelfAttention>(c.d_model(), c.n_head(), /*causal=*/true, c.dropout()));
@@ -109,6 +120,33 @@ at::Tensor GPT::forward(const at::Tensor& ids) {
   x = at::dropout(x, config_.dropout(), is_training());
   x = child("ln_f").forward(child("h").forward(x));
   return at::linear(x, detail::embedding_weight(child("wte")));  // tied head
+}
+
+at::Tensor GPTBlock::forward_cached(const at::Tensor& x, LayerKVCache& layer) {
+  auto* attn = dynamic_cast<SelfAttention*>(&child("attn"));
+  if (!attn) throw std::logic_error("GPTBlock::forward_cached: attn was replaced by surgery");
+  const at::Tensor h = x + attn->forward_cached(child("ln_1").forward(x), layer);
+  return h + child("mlp").forward(child("ln_2").forward(h));
+}
+
+bool GPT::supports_cache() const {
+  const auto& h = dynamic_cast<const nn::Composite&>(child("h"));
+  for (const auto& name : h.child_names()) {
+    auto* block = dynamic_cast<const GPTBlock*>(&h.child(name));
+    if (!block || !dynamic_cast<const SelfAttention*>(&block->child("attn"))) return false;
+  }
+  return true;
+}
+
+at::Tensor GPT::forward_cached(const at::Tensor& ids, KVCache& cache) {
+  if (!supports_cache()) throw std::logic_error("GPT::forward_cached: a block was replaced by surgery");
+  const auto& h = dynamic_cast<const nn::Composite&>(child("h"));
+  cache.layers.resize(h.child_names().size());
+  at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, child("wpe"), cache.length()));
+  x = at::dropout(x, config_.dropout(), is_training());
+  for (size_t i = 0; i < h.child_names().size(); ++i)
+    x = dynamic_cast<GPTBlock&>(h.child(h.child_names()[i])).forward_cached(x, cache.layers[i]);
+  return at::linear(child("ln_f").forward(x), detail::embedding_weight(child("wte")));  // tied head
 }
 
 BertLayer::BertLayer(const TransformerConfig& c) {

@@ -3,6 +3,7 @@
 // load), LowPrecisionLayerNorm (norms in the autocast dtype) and Alibi (linear attention biases, short sequences).
 #include "algorithms/algo_support.h"
 #include "composer/core/serialization.h"
+#include "composer/models/llama.h"
 #include "composer/utils/compat.h"
 #include "support/errors.h"
 #include "support/test_support.h"
@@ -335,6 +336,45 @@ TEST(LowPrecisionLayerNormTest, NormsRunInTheAutocastDtypeAtBf16Only) {
               algorithms::make_algorithm("low_precision_layernorm", {{"apply_at", "sometime"}});
             }),
             "low_precision_layernorm.apply_at: expected an event such as 'init' or 'after_load', got 'sometime'");
+}
+
+// On a Llama-family model the same algorithm replaces the RMSNorms (llm-foundry's LPRMSNorm; Composer's own
+// LowPrecisionLayerNorm knows only LayerNorm): weights kept, the norm computed in bf16 under autocast and returned in
+// the input's dtype, and a plain RMSNorm without autocast.
+TEST(LowPrecisionLayerNormTest, RMSNormsOfALlamaRunInTheAutocastDtype) {
+  at::manual_seed(0);
+  auto llama = std::make_shared<models::Llama>(models::LlamaConfig()
+                                                   .vocab_size(50)
+                                                   .hidden_size(16)
+                                                   .intermediate_size(24)
+                                                   .num_hidden_layers(2)
+                                                   .num_attention_heads(2));
+  for (auto& p : llama->parameters()) {
+    at::NoGradGuard no_grad;
+    p.add_(at::randn_like(p), 0.1);  // norms whose weights are not all ones
+  }
+  const auto before = snapshot(*llama);
+  const at::Tensor ids = at::randint(50, {2, 7}, at::kLong);
+  const at::Tensor logits = llama->forward(ids);
+  EXPECT_EQ(functional::apply_low_precision_layernorm(*llama, Precision::FP32).size(), 0u);
+  EXPECT_EQ(functional::apply_low_precision_layernorm(*llama, Precision::AMP_BF16).size(), 5u);  // 2 per layer + norm
+  EXPECT_EQ(count_module_instances<nn::LPRMSNorm>(*llama), 5);
+  expect_equal(snapshot(*llama), before, "weights kept by the surgery");
+  EXPECT_TRUE(torch::equal(llama->forward(ids), logits));  // without autocast nothing changes
+
+  auto low = std::dynamic_pointer_cast<nn::LPRMSNorm>(llama->named_modules()["model.norm"]);
+  ASSERT_NE(low, nullptr);
+  const at::Tensor x = at::randn({3, 16});
+  compat::AutocastGuard autocast(c10::DeviceType::CPU, at::kBFloat16);
+  const at::Tensor y = low->forward(x);
+  EXPECT_EQ(y.scalar_type(), at::kFloat);
+  compat::set_autocast_enabled(c10::DeviceType::CPU, false);
+  const at::Tensor xb = x.to(at::kBFloat16);
+  const at::Tensor expected = (xb * at::rsqrt(xb.pow(2).mean(-1, true) + low->eps) * low->weight.to(at::kBFloat16));
+  compat::set_autocast_enabled(c10::DeviceType::CPU, true);
+  EXPECT_TRUE(torch::equal(y, expected.to(at::kFloat)));
+  EXPECT_FALSE(torch::equal(y, low->nn::RMSNorm::forward(x)));  // the float32 norm differs in the low bits
+  EXPECT_TRUE(compat::autocast_enabled(c10::DeviceType::CPU));
 }
 
 namespace {

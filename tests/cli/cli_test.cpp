@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 #include "composer/composer.h"
 #include "composer/core/parallelism_fields.h"
+#include "composer/data/finetuning.h"
 #include "composer/formats/safetensors.h"
 #include "support/data_paths.h"
 #include "support/mlflow_server.h"
@@ -122,10 +123,9 @@ TEST_F(CliTest, WrongTypesAndValues) {
   EXPECT_EQ(train(config("c.yaml", synthetic()), {"precision=fp64"}), 2);
   EXPECT_NE(err.str().find("precision: Invalid precision 'fp64'"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("d.yaml", synthetic()), {"model.name=transformer9000"}), 2);
-  EXPECT_NE(
-      err.str().find(
-          "model.name: unknown model 'transformer9000'; registered: bert, cifar_resnet, gpt, hf_causal_lm, llama, mlp"),
-      std::string::npos)
+  EXPECT_NE(err.str().find("model.name: unknown model 'transformer9000'; registered: bert, cifar_resnet, gpt, "
+                           "hf_causal_lm, hf_masked_lm, llama, mlp"),
+            std::string::npos)
       << err.str();
   EXPECT_EQ(train(config("e.yaml", synthetic()), {"train_data.batch_size=0"}), 2);
   EXPECT_NE(err.str().find("train_data.batch_size: expected a positive integer"), std::string::npos) << err.str();
@@ -845,6 +845,38 @@ TEST_F(CliTest, SmolLM2FineTunesGeneratesAndExports) {
   ASSERT_EQ(export_command(lora_ckpt, "hf", lora_hf, lora_cfg, out, err), 0) << err.str();
   EXPECT_TRUE(fs::exists(dir / "lora_hf" / "adapter" / "adapter_config.json"));
   EXPECT_FALSE(models::has_lora(*models::load_llama_hf(lora_hf)));
+
+  // convert: the prompt/response pairs as MDS hold the samples jsonl_tokens makes (labels -100 on the prompt), and
+  // the model trains from them as `dataset: streaming`.
+  const std::string mds = (dir / "pairs_mds").string();
+  std::ostringstream cout_, cerr_;
+  ASSERT_EQ(convert_command(config("pairs.yaml", "train_data: " + pair_data + "}\n"), mds, "train", "", cout_, cerr_),
+            0)
+      << cerr_.str();
+  const auto tokenizer = BpeTokenizer::from_gguf(gguf);
+  std::vector<PromptResponse> pairs;
+  {
+    std::ifstream in(jsonl);
+    std::string line;
+    for (int i = 0; i < 2 && std::getline(in, line); ++i) {
+      const auto j = nlohmann::json::parse(line);
+      pairs.push_back(
+          {tokenizer->encode(j["prompt"].get<std::string>()), tokenizer->encode(j["response"].get<std::string>())});
+    }
+  }
+  const auto direct = make_prompt_response_dataset(pairs, 48, *tokenizer->eos_token(), *tokenizer->eos_token());
+  StreamingDataset back(StreamingDatasetOptions().local(mds));
+  EXPECT_NE(cout_.str().find("wrote " + std::to_string(back.size()) + " samples"), std::string::npos) << cout_.str();
+  EXPECT_GT(back.size(), 300);  // 90% of the pairs (the train split)
+  const Batch got = back.get_batch(at::arange(2)), want = direct->get_batch(at::arange(2));
+  for (const char* key : {"input_ids", "labels"}) EXPECT_TRUE(at::equal(got.at(key), want.at(key))) << key;
+  EXPECT_EQ(got.at("labels")[0][0].item<int64_t>(), -100);
+  const std::string streamed = "{dataset: streaming, local: " + mds + ", batch_size: 4}";
+  ASSERT_EQ(train(lora_cfg,
+                  {"train_data=" + streamed, "eval_data=" + streamed, "max_duration=1ba", "eval_interval=1ba",
+                   "eval_subset_num_batches=1", "schedulers=[]", "callbacks=[]", "loggers=[]", "progress_bar=false"}),
+            0)
+      << err.str();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "composer/datasets/registry.h"
 #include "composer/loggers/registry.h"
 #include "composer/loss/registry.h"
+#include "composer/models/llama.h"
 #include "composer/models/registry.h"
 #include "composer/optim/decoupled_adamw.h"
 #include "composer/optim/registry.h"
@@ -229,12 +230,53 @@ TEST(RegistryTest, ModelShapesFollowTheDataUnlessGiven) {
               models::model_registry().make("gpt", {{"n_layer", "two"}}, "model", images);
             }),
             "model.n_layer: expected an integer, got 'two'");
-  EXPECT_EQ(
-      error_of([&] { models::model_registry().make("vit", {}, "model", images); })
-          .rfind(
-              "unknown model 'vit'; registered: bert, cifar_resnet, gpt, hf_causal_lm, llama, mlp, mnist_cnn, resnet",
-              0),
-      0u);
+  EXPECT_EQ(error_of([&] { models::model_registry().make("vit", {}, "model", images); })
+                .rfind("unknown model 'vit'; registered: bert, cifar_resnet, gpt, hf_causal_lm, hf_masked_lm, llama, "
+                       "mlp, mnist_cnn, resnet",
+                       0),
+            0u);
+}
+
+// `rope_scaling` is a nested section of the llama model, as in Hugging Face's config.json: the model YAML builds
+// computes what a Llama built with the same RopeScaling computes, and a bad rope_type names the key.
+TEST(RegistryTest, LlamaTakesRopeScalingFromTheConfig) {
+  models::ModelInputs tokens;
+  tokens.vocab_size = 40;
+  const std::map<std::string, std::string> shape{{"hidden_size", "16"},      {"intermediate_size", "24"},
+                                                 {"num_hidden_layers", "1"}, {"num_attention_heads", "2"},
+                                                 {"rope_theta", "100"},      {"max_position_embeddings", "64"}};
+  auto with = shape;
+  with.insert({{"rope_scaling.rope_type", "llama3"},
+               {"rope_scaling.factor", "4"},
+               {"rope_scaling.original_max_position_embeddings", "8"}});
+  const auto config = models::LlamaConfig()
+                          .vocab_size(40)
+                          .hidden_size(16)
+                          .intermediate_size(24)
+                          .num_hidden_layers(1)
+                          .num_attention_heads(2)
+                          .rope_theta(100)
+                          .max_position_embeddings(64);
+  const auto scaling = models::RopeScaling().rope_type("llama3").factor(4).original_max_position_embeddings(8);
+  const at::Tensor ids = torch::arange(12).remainder(40).unsqueeze(0);
+  torch::manual_seed(3);
+  auto built = models::model_registry().make("llama", with, "model", tokens);
+  torch::manual_seed(3);
+  models::Llama direct(models::LlamaConfig(config).rope_scaling(scaling));
+  torch::manual_seed(3);  // the same weights (the scaling draws nothing)
+  models::Llama unscaled(config);
+  at::NoGradGuard no_grad;
+  built->eval();
+  direct.eval();
+  unscaled.eval();
+  const at::Tensor got = built->forward(Batch({{"input_ids", ids}, {"labels", ids}}));
+  EXPECT_TRUE(torch::allclose(got, direct.forward(ids), 1e-6, 1e-6));
+  EXPECT_FALSE(torch::allclose(got, unscaled.forward(ids), 1e-4, 1e-4));  // the scaling changed the logits
+  auto yarn = shape;
+  yarn["rope_scaling.rope_type"] = "yarn";
+  EXPECT_NE(
+      error_of([&] { models::model_registry().make("llama", yarn, "model", tokens); }).find("rope_scaling.rope_type"),
+      std::string::npos);
 }
 
 TEST(RegistryTest, DataSetsGiveALoaderAndTheShapesModelsFollow) {

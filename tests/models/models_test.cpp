@@ -89,6 +89,38 @@ TEST(LanguageModelsTest, GptIsCausal) {
   EXPECT_FALSE(at::allclose(la.narrow(1, 7, 1), lb.narrow(1, 7, 1)));
 }
 
+// Generation with a key-value cache: steps of one and several tokens after a prompt give the full forward's logits,
+// generate_tokens (which takes the cache) gives the uncached argmax loop's tokens, positions past max_seq_len are an
+// error naming it, and a model whose attention Alibi replaced generates through the full forward.
+TEST(LanguageModelsTest, GptCachedStepsEqualTheFullForward) {
+  at::manual_seed(0);
+  auto gpt = std::make_shared<models::GPT>(
+      models::TransformerConfig().vocab_size(23).max_seq_len(12).n_layer(2).n_head(2).d_model(16));
+  gpt->eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor ids = at::randint(23, {2, 11}, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor full = gpt->forward(ids);
+  ASSERT_TRUE(gpt->supports_cache());
+  models::KVCache cache;
+  std::vector<at::Tensor> parts{gpt->forward_cached(ids.narrow(1, 0, 5), cache),
+                                gpt->forward_cached(ids.narrow(1, 5, 3), cache)};
+  for (int64_t i = 8; i < 11; ++i) parts.push_back(gpt->forward_cached(ids.narrow(1, i, 1), cache));
+  EXPECT_EQ(cache.length(), 11);
+  EXPECT_LT((at::cat(parts, 1) - full).abs().max().item<double>(), 1e-5);
+  EXPECT_THROW(gpt->forward_cached(ids.narrow(1, 0, 2), cache), std::invalid_argument);  // 13 > max_seq_len 12
+
+  const at::Tensor got =
+      models::generate_tokens(*gpt, ids.narrow(1, 0, 4), models::GenerationOptions().max_new_tokens(6));
+  at::Tensor want = ids.narrow(1, 0, 4);
+  for (int i = 0; i < 6; ++i) want = at::cat({want, gpt->forward(want).select(1, -1).argmax(-1, true)}, 1);
+  EXPECT_TRUE(at::equal(got, want));
+
+  functional::apply_alibi(*gpt, 12);
+  EXPECT_FALSE(gpt->supports_cache());
+  EXPECT_EQ(models::generate_tokens(*gpt, ids.narrow(1, 0, 4), models::GenerationOptions().max_new_tokens(2)).size(1),
+            6);
+}
+
 class Zero : public nn::Layer {
  public:
   at::Tensor forward(const at::Tensor& x) override { return at::zeros_like(x); }

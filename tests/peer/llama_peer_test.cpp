@@ -3,24 +3,30 @@
 //     and give transformers' logits and greedy tokens; SmolLM2-135M-Instruct's GGUF (tools/fetch_data.sh smollm2)
 //     gives the logits and greedy continuation transformers computes from the same file.
 //   us -> transformers: save_llama_hf's directories load in AutoModelForCausalLM.from_pretrained with our logits.
+//   BERT both ways: BertForMaskedLM and BertForPreTraining directories load into models::BertMLM with transformers'
+//     masked-LM logits, and save_bert_hf's load in AutoModelForMaskedLM with ours.
 // Tolerances: both sides dequantize the GGUF blocks to the same float32 values and run the same ATen kernels, so on
 // this machine SmolLM2's logits come out bit-identical (the test prints the difference); 1e-4 (logits of magnitude
 // ~20 after 30 layers) leaves room for another thread count's reduction order. The random models agree to 1e-5, the
 // greedy tokens exactly.
+#include "support/errors.h"
 #include "support/python.h"
 
 #include "composer/formats/safetensors.h"
 #include "composer/models/generation.h"
 #include "composer/models/gguf_model.h"
+#include "composer/models/hf_bert.h"
 #include "composer/models/hf_gpt2.h"
 #include "composer/models/hf_model.h"
 #include "composer/models/lora.h"
+#include "composer/models/registry.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -64,15 +70,21 @@ TEST_F(LlamaPeerTest, HuggingFaceDirectoriesLoadWithTheirLogitsAndOursLoadInTran
   python({"random", dir.string()});
   std::vector<std::string> logits_args{"logits"};
   std::map<std::string, at::Tensor> ours_logits;
-  for (const std::string variant : {"gqa_tied", "llama3_bias", "linear_head_dim", "qwen2", "gpt2", "gpt2_gelu_inner"}) {
+  for (const std::string variant :
+       {"gqa_tied", "llama3_bias", "linear_head_dim", "qwen2", "gpt2", "gpt2_gelu_inner", "bert", "bert_pretraining"}) {
     SCOPED_TRACE(variant);
     const fs::path hf = dir / variant;
     auto expected = read_map((hf / "expected.safetensors").string());
-    const bool gpt2 = variant.rfind("gpt2", 0) == 0;
-    ASSERT_EQ(models::hf_model_type(hf.string()), gpt2 ? "gpt2" : variant == "qwen2" ? "qwen2" : "llama");
+    const bool gpt2 = variant.rfind("gpt2", 0) == 0, bert = variant.rfind("bert", 0) == 0;
+    ASSERT_EQ(models::hf_model_type(hf.string()), gpt2                 ? "gpt2"
+                                                  : bert               ? "bert"
+                                                  : variant == "qwen2" ? "qwen2"
+                                                                       : "llama");
     std::shared_ptr<nn::Layer> model;
     if (gpt2) {
       model = models::load_gpt2_hf(hf.string());
+    } else if (bert) {
+      model = models::load_bert_hf(hf.string());
     } else {
       model = models::load_llama_hf(hf.string());
     }
@@ -80,12 +92,18 @@ TEST_F(LlamaPeerTest, HuggingFaceDirectoriesLoadWithTheirLogitsAndOursLoadInTran
     at::NoGradGuard no_grad;
     const at::Tensor logits = model->forward(expected["input_ids"]);
     EXPECT_LT((logits - expected["logits"]).abs().max().item<double>(), 1e-5);
-    EXPECT_TRUE(at::equal(greedy(*model, expected["input_ids"], 8), expected["generated"]));
+    if (!bert) EXPECT_TRUE(at::equal(greedy(*model, expected["input_ids"], 8), expected["generated"]));
 
     const fs::path ours = dir / (variant + "_ours");
-    const auto options = models::SavePretrainedOptions().max_shard_bytes(variant == "gqa_tied" ? 40000 : 1 << 30);
+    const bool sharded = variant == "gqa_tied" || variant == "bert";
+    const auto options = models::SavePretrainedOptions().max_shard_bytes(sharded ? 40000 : 1 << 30);
     if (gpt2) {
       models::save_gpt2_hf(dynamic_cast<models::GPT&>(*model), ours.string(), options);
+    } else if (bert) {
+      models::save_bert_hf(dynamic_cast<models::BertMLM&>(*model), ours.string(), options);
+      auto back = models::load_bert_hf(ours.string());
+      back->eval();
+      EXPECT_TRUE(at::equal(back->forward(expected["input_ids"]), logits));  // written back exactly
     } else {
       models::save_llama_hf(dynamic_cast<models::Llama&>(*model), ours.string(), options);
     }
@@ -98,6 +116,7 @@ TEST_F(LlamaPeerTest, HuggingFaceDirectoriesLoadWithTheirLogitsAndOursLoadInTran
     EXPECT_LT((back - logits).abs().max().item<double>(), 1e-5) << ours;
   }
   EXPECT_TRUE(fs::exists(dir / "gqa_tied_ours" / "model.safetensors.index.json"));  // written in shards
+  EXPECT_TRUE(fs::exists(dir / "bert_ours" / "model.safetensors.index.json"));
 }
 
 // GPT-2 configs that models::GPT does not compute are refused naming the key.
@@ -119,6 +138,55 @@ TEST_F(LlamaPeerTest, Gpt2ConfigsItCannotComputeAreErrorsNamingTheKey) {
             std::string::npos);
   EXPECT_NE(refused(", \"n_head\": 3").find("must be divisible by n_head"), std::string::npos);
   EXPECT_NE(refused("").find("has neither model.safetensors"), std::string::npos);
+}
+
+// BERT configs BertMLM does not compute, and weights that lack a tensor or hold one it has no place for, are errors
+// naming the key or the tensor; a hf_masked_lm from YAML is that model.
+TEST_F(LlamaPeerTest, BertDirectoriesItCannotTakeAreErrorsNamingTheKeyOrTensor) {
+  const auto error_of = testing::any_error_of;
+  const fs::path d = dir / "bad_bert";
+  fs::create_directories(d);
+  const auto refused = [&](const std::string& extra, const std::string& type = "bert") {
+    std::ofstream(d / "config.json") << "{\"model_type\": \"" << type
+                                     << "\", \"hidden_size\": 8, \"num_attention_heads\": 2" << extra << "}";
+    return error_of([&] { models::load_bert_hf(d.string()); });
+  };
+  EXPECT_NE(refused(", \"hidden_act\": \"relu\"").find("hidden_act is 'relu'"), std::string::npos);
+  EXPECT_NE(refused(", \"position_embedding_type\": \"relative_key\"").find("position_embedding_type"),
+            std::string::npos);
+  EXPECT_NE(refused(", \"layer_norm_eps\": 1e-5").find("layer_norm_eps is 1e-05"), std::string::npos);
+  EXPECT_NE(refused(", \"is_decoder\": true").find("is_decoder"), std::string::npos);
+  EXPECT_NE(refused("", "roberta").find("model_type is 'roberta', expected bert"), std::string::npos);
+
+  const auto config = models::TransformerConfig().vocab_size(31).max_seq_len(8).n_layer(2).n_head(2).d_model(8);
+  models::BertMLM bert(config);
+  models::save_bert_hf(bert, d.string());
+  auto tensors = read_safetensors((d / "model.safetensors").string());
+  const auto without = [&](const std::string& drop, const std::string& add) {
+    NamedTensors kept;
+    for (const auto& [name, t] : tensors)
+      if (name != drop) kept.emplace_back(name, t);
+    if (!add.empty()) kept.emplace_back(add, at::zeros({2}));
+    write_safetensors((d / "model.safetensors").string(), kept);
+    return error_of([&] { models::load_bert_hf(d.string()); });
+  };
+  EXPECT_EQ(without("bert.encoder.layer.1.attention.self.key.bias", ""),
+            "model directory '" + d.string() + "' lacks tensor 'bert.encoder.layer.1.attention.self.key.bias'");
+  EXPECT_EQ(without("", "bert.encoder.layer.0.attention.self.rotary.weight"),
+            "model directory '" + d.string() +
+                "': tensor 'bert.encoder.layer.0.attention.self.rotary.weight' is not part of a BERT masked LM");
+  without("", "bert.pooler.dense.bias");  // BertModel's pooler: skipped, as transformers skips it
+  auto loaded =
+      models::model_registry().make("hf_masked_lm", {{"pretrained", d.string()}}, "model", models::ModelInputs());
+  const at::Tensor ids = at::randint(31, {2, 8}, at::kLong);
+  bert.eval();
+  loaded->eval();
+  at::NoGradGuard no_grad;
+  EXPECT_TRUE(at::equal(loaded->forward(Batch({{"input_ids", ids}, {"labels", ids}})), bert.forward(ids)));
+  EXPECT_NE(error_of([&] {
+              models::model_registry().make("hf_masked_lm", {}, "model", models::ModelInputs());
+            }).find("model.pretrained"),
+            std::string::npos);
 }
 
 // LoRA both ways with PEFT: our adapters (r 4 on q, v and down projections) load with peft.PeftModel.from_pretrained

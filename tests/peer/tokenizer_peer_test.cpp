@@ -75,7 +75,8 @@ TEST_F(TokenizerPeerTest, SmolLM2TokenizerEncodesMobyDickAsTokenizersDoes) {
                            (dir / "saved" / "texts.json").string(), (dir / "saved" / "ids.safetensors").string()});
   ASSERT_EQ(check.status, 0) << check.output;
   compare(*from_gguf, dir / "saved");
-  compare(*BpeTokenizer::from_tokenizer_json((dir / "saved" / "tokenizer.json").string()), dir / "saved");
+  compare(*BpeTokenizer::from_pretrained((dir / "saved").string()), dir / "saved");  // the directory, as AutoTokenizer
+  EXPECT_EQ(BpeTokenizer::from_pretrained(gguf)->options().merges, from_gguf->options().merges);
 
   const auto from_json = BpeTokenizer::from_tokenizer_json((dir / "smollm" / "tokenizer.json").string());
   EXPECT_EQ(from_json->eos_token(), 2);  // from tokenizer_config.json
@@ -106,6 +107,12 @@ TEST_F(TokenizerPeerTest, BadTokenizerFilesAreErrorsNamingThem) {
   EXPECT_NE(error([&] { BpeTokenizer::from_tokenizer_json(json_path); }).find("is not valid JSON"), std::string::npos);
   EXPECT_NE(error([&] { BpeTokenizer::from_tokenizer_json((dir / "none.json").string()); }).find("cannot be opened"),
             std::string::npos);
+  fs::create_directories(dir / "empty");
+  EXPECT_EQ(error([&] { BpeTokenizer::from_pretrained((dir / "empty").string()); }),
+            "tokenizer '" + (dir / "empty").string() + "': the directory has no tokenizer.json");
+  EXPECT_EQ(
+      error([&] { BpeTokenizer::from_pretrained((dir / "model.bin").string()); }),
+      "tokenizer '" + (dir / "model.bin").string() + "': expected a model directory, a tokenizer.json or a .gguf file");
   BpeTokenizerOptions o;
   o.tokens = {"a", "b"};
   o.merges = {{"a", "b"}};

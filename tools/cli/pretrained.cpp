@@ -1,5 +1,5 @@
 // composer-cpp generate (a config's language model continues a prompt) and export --format hf (a checkpoint's
-// Llama-family weights as a Hugging Face model directory).
+// Llama-family, GPT-2 or BERT weights as a Hugging Face model directory).
 #include "cli/build_run.h"
 #include "cli/command_support.h"
 #include "cli/commands.h"
@@ -76,11 +76,15 @@ int export_hf(const std::string& checkpoint, const std::string& config, const st
   auto model = language_model(ConfigNode(root, ""));
   auto* llama = dynamic_cast<models::Llama*>(&model->model());
   auto* gpt = dynamic_cast<models::GPT*>(&model->model());
-  if (!llama && !gpt) {
+  auto* bert = dynamic_cast<models::BertMLM*>(&model->model());
+  if (!llama && !gpt && !bert) {
     throw ConfigError(
-        "--format hf: the config's model is neither a Llama-family model nor a GPT-2 (llama, gpt, hf_causal_lm)");
+        "--format hf: the config's model is not a Llama-family model, a GPT-2 or a BERT (llama, gpt, "
+        "hf_causal_lm, bert, hf_masked_lm)");
   }
-  if (gpt) {
+  if (bert) {
+    models::save_bert_hf(*bert, output);
+  } else if (gpt) {
     models::save_gpt2_hf(*gpt, output);
   } else if (models::has_lora(*llama)) {  // the adapters in PEFT's format, then the model with them merged in
     const std::string adapters = (std::filesystem::path(output) / "adapter").string();
@@ -92,7 +96,7 @@ int export_hf(const std::string& checkpoint, const std::string& config, const st
   if (const auto* tokenizer = dynamic_cast<const BpeTokenizer*>(model->tokenizer().get()))
     tokenizer->save_pretrained(output);  // tokenizer.json and tokenizer_config.json beside the weights
   out << "composer-cpp: wrote a Hugging Face model directory to " << output
-      << " (transformers: AutoModelForCausalLM.from_pretrained)\n";
+      << " (transformers: " << (bert ? "AutoModelForMaskedLM" : "AutoModelForCausalLM") << ".from_pretrained)\n";
   return 0;
 }
 

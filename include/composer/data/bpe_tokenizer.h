@@ -56,6 +56,10 @@ class BpeTokenizer : public Tokenizer {
   /// The tokenizer inside a GGUF file (tokenizer.ggml.model "gpt2"). Throws std::runtime_error naming the file and
   /// the key (another tokenizer model, an unknown pre-tokenizer name).
   static std::shared_ptr<BpeTokenizer> from_gguf(const std::string& path);
+  /// What transformers' AutoTokenizer.from_pretrained reads for a byte-level BPE model, from a path: a model directory
+  /// (its tokenizer.json, with tokenizer_config.json beside it), a tokenizer.json file, or a .gguf file. Throws
+  /// std::runtime_error naming the path where none of these is there, or the file and part it cannot take.
+  static std::shared_ptr<BpeTokenizer> from_pretrained(const std::string& path);
 
   /// Writes `dir`/tokenizer.json (what from_tokenizer_json reads, and `tokenizers` and transformers'
   /// AutoTokenizer load with the same ids) and `dir`/tokenizer_config.json (BOS, EOS, add_bos_token).

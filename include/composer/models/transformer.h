@@ -1,6 +1,7 @@
 // Transformer language models, surgery-ready: a GPT-2-style causal decoder and a BERT-style encoder for masked LM.
 #pragma once
 
+#include "composer/models/kv_cache.h"
 #include "composer/nn/layers.h"
 
 #include <torch/arg.h>
@@ -36,6 +37,9 @@ class SelfAttention : public nn::Composite {
  public:
   SelfAttention(int64_t d_model, int64_t n_head, bool causal, double dropout);
   at::Tensor forward(const at::Tensor& x) override;
+  /// Causal attention only: attends from x's positions (after the cached ones) to the cache and x, appending x's keys
+  /// and values to `layer` (std::logic_error for a non-causal attention).
+  at::Tensor forward_cached(const at::Tensor& x, LayerKVCache& layer);
   int64_t n_head() const { return n_head_; }
   bool causal() const { return causal_; }
   double dropout() const { return dropout_; }
@@ -51,14 +55,20 @@ class GPTBlock : public nn::Composite {
  public:
   explicit GPTBlock(const TransformerConfig& c);
   at::Tensor forward(const at::Tensor& x) override;
+  at::Tensor forward_cached(const at::Tensor& x, LayerKVCache& layer);
 };
 
 /// GPT-2: wte + wpe, blocks h.0..h.N-1, ln_f, and a head tied to wte. input ids [B, L] -> logits [B, L, V].
 /// Sequences may be as long as wpe has rows (config().max_seq_len, or what Alibi enlarged it to).
-class GPT : public nn::Composite {
+class GPT : public nn::Composite, public IncrementalDecoder {
  public:
   explicit GPT(TransformerConfig config);
   at::Tensor forward(const at::Tensor& ids) override;
+  /// Logits for `ids` at positions cache.length() .., extending `cache` (generation with a key-value cache).
+  at::Tensor forward_cached(const at::Tensor& ids, KVCache& cache) override;
+  /// True while every block is a GPTBlock with its SelfAttention (Alibi's attention, or a wrapper put in by surgery,
+  /// cannot take a cache; generation then runs the full forward).
+  bool supports_cache() const override;
   const TransformerConfig& config() const { return config_; }
 
  private:

@@ -125,7 +125,7 @@ int64_t integer(const Dict& d, const std::string& key, const std::string& what, 
 
 std::vector<Replacement> low_precision_surgery(torch::nn::Module& model, Precision precision,
                                                torch::optim::Optimizer* optimizer, const std::string& method,
-                                               const std::string& norm, ReplacementPolicy policy) {
+                                               const std::string& norm, std::vector<ReplacementPolicy> policies) {
   if (precision != Precision::AMP_FP16 && precision != Precision::AMP_BF16) {
     std::cerr << "composer: " << method << " has no effect at precision " << to_string(precision)
               << " (it applies to amp_fp16 and amp_bf16)\n";
@@ -133,7 +133,7 @@ std::vector<Replacement> low_precision_surgery(torch::nn::Module& model, Precisi
   }
   SurgeryOptions options;
   options.optimizer = optimizer;
-  auto done = replace_module_classes(model, {std::move(policy)}, options);
+  auto done = replace_module_classes(model, std::move(policies), options);
   if (done.empty()) std::cerr << "composer: " << method << " found no " << norm << " to replace\n";
   return done;
 }

@@ -54,11 +54,11 @@ c10::IValue tensor_dict(const std::map<std::string, at::Tensor>& tensors);
 bool flag(const Dict& d, const std::string& key, const std::string& what);
 int64_t integer(const Dict& d, const std::string& key, const std::string& what, int64_t fallback = 0);
 /// The low-precision norm surgery (LowPrecisionLayerNorm, LowPrecisionGroupNorm): at amp_fp16 or amp_bf16 applies
-/// `policy` to `model` (the optimizer, when given, trains the new norms); otherwise changes nothing. Either way without
-/// an effect it says so on stderr naming `method` and `norm` (Composer's NoEffectWarning).
+/// `policies` to `model` (the optimizer, when given, trains the new norms); otherwise changes nothing. Either way
+/// without an effect it says so on stderr naming `method` and `norm` (Composer's NoEffectWarning).
 std::vector<Replacement> low_precision_surgery(torch::nn::Module& model, Precision precision,
                                                torch::optim::Optimizer* optimizer, const std::string& method,
-                                               const std::string& norm, ReplacementPolicy policy);
+                                               const std::string& norm, std::vector<ReplacementPolicy> policies);
 /// For the surgery algorithms' apply_at: INIT, BEFORE_LOAD or AFTER_LOAD, else std::invalid_argument naming `what`.
 void require_load_event(const std::string& what, Event event);
 

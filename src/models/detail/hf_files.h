@@ -29,6 +29,23 @@ T config_field(const nlohmann::json& j, const char* key, T fallback, const std::
   }
 }
 
+/// std::runtime_error "config '<path>': <what>" unless `ok`.
+inline void require_config(bool ok, const std::string& path, const std::string& what) {
+  if (!ok) throw std::runtime_error("config '" + path + "': " + what);
+}
+
+/// `config` once its validate() passes; the std::invalid_argument it throws becomes a std::runtime_error naming the
+/// config file.
+template <class Config>
+Config validated(Config config, const std::string& path) {
+  try {
+    config.validate();
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("config '" + path + "': " + e.what());
+  }
+  return config;
+}
+
 /// The shard files of `dir`: model.safetensors, or those model.safetensors.index.json names.
 std::vector<std::string> shard_files(const std::string& dir);
 
