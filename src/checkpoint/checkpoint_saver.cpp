@@ -1,7 +1,9 @@
 #include "composer/checkpoint/checkpoint_saver.h"
 
+#include "checkpoint/detail/background_write.h"
 #include "checkpoint/detail/remote_checkpoints.h"
 #include "checkpoint/detail/sharded_checkpoints.h"
+#include "checkpoint/detail/sharded_write.h"
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/distributed_checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
@@ -12,6 +14,7 @@
 #include "composer/dist/env.h"
 #include "composer/storage/remote_uploader.h"
 #include "composer/utils/atomic_file.h"
+#include "formats/detail/pickle_io.h"
 
 #include <algorithm>
 #include <cstring>
@@ -97,6 +100,26 @@ void drop_local_copies(std::vector<std::string>& saved) {
 
 }  // namespace
 
+// A checkpoint whose files are complete, and what follows from that: fixed at the save point, so that a background
+// write completes with the names of its own batch.
+struct CheckpointSaver::Written {
+  std::string path;  // the file, or the sharded checkpoint's directory
+  bool sharded = false;
+  int64_t batch = 0;
+  std::string latest_link;       // the local link to point at it; "" for none
+  std::string latest_name;       // the latest_filename formatted (the object store's pointer object); "" for none
+  std::string remote_prefix;     // the object-store folder's prefix ("" for a local folder)
+  std::string remote_file_name;  // formatted; "" for none
+};
+
+// save_async: the save a background thread writes. `records` (a sharded checkpoint's) comes before `write`, whose
+// destructor joins the thread that fills it.
+struct CheckpointSaver::Pending {
+  Written written;
+  std::string records;
+  std::unique_ptr<detail::BackgroundWrite> write;
+};
+
 CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options) : options_(std::move(options)) {
   options_.validate();
   due_ =
@@ -108,6 +131,7 @@ CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options) : options_(std:
 }
 
 CheckpointSaver::~CheckpointSaver() {
+  pending_.reset();   // waits for a background write (its checkpoint completes on disk, or is left incomplete)
   uploader_.reset();  // waits for pending uploads (a run that failed still gets its checkpoints up)
   std::error_code ec;
   if (!local_root_.empty()) fs::remove_all(local_root_, ec);
@@ -121,51 +145,6 @@ std::string CheckpointSaver::folder(const State& state) const {
 std::string CheckpointSaver::remote_folder(const State& state) const {
   if (local_root_.empty()) return "";
   return format_name(parse_uri(options_.folder()).path, state);
-}
-
-std::vector<std::pair<int64_t, std::string>> match_checkpoint_names(const std::vector<std::string>& names,
-                                                                    const std::string& filename_pattern,
-                                                                    const State& state) {
-  std::vector<std::pair<int64_t, std::string>> found;
-  const bool has_batch = filename_pattern.find("{batch}") != std::string::npos;
-  if (!has_batch && filename_pattern.find("{epoch}") == std::string::npos) return found;
-  const std::string key = has_batch ? "{batch}" : "{epoch}";
-  // Escape regex characters; the key becomes a capture, other timed variables digits, fixed ones their values.
-  std::string pattern = std::regex_replace(filename_pattern, std::regex(R"([.^$|()\[\]*+?\\])"), R"(\$&)");
-  pattern.replace(pattern.find(key), key.size(), "@KEY@");
-  for (const char* v : {"{epoch}", "{batch}", "{batch_in_epoch}", "{sample}", "{sample_in_epoch}", "{token}",
-                        "{token_in_epoch}", "{total_wct}", "{epoch_wct}", "{batch_wct}"}) {
-    for (auto pos = pattern.find(v); pos != std::string::npos; pos = pattern.find(v))
-      pattern.replace(pos, std::strlen(v), "@D@");
-  }
-  pattern = format_name_with_dist(pattern, state.run_name);
-  for (auto pos = pattern.find("@D@"); pos != std::string::npos; pos = pattern.find("@D@"))
-    pattern.replace(pos, 3, R"(\d+)");
-  pattern.replace(pattern.find("@KEY@"), 5, R"((\d+))");
-  const std::regex re(pattern);
-  for (const auto& name : names) {
-    std::smatch m;
-    if (std::regex_match(name, m, re)) found.emplace_back(std::stoll(m[1].str()), name);
-  }
-  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  return found;
-}
-
-std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string& folder,
-                                                              const std::string& filename_pattern, const State& state) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  if (fs::is_directory(folder, ec)) {
-    for (const auto& entry : fs::directory_iterator(folder)) {
-      if (entry.is_symlink()) continue;
-      // Files, and sharded checkpoints' directories once complete (a save that did not finish has no .metadata).
-      if (entry.is_regular_file() || is_distributed_checkpoint(entry.path().string()))
-        names.push_back(entry.path().filename().string());
-    }
-  }
-  auto found = match_checkpoint_names(names, filename_pattern, state);
-  for (auto& f : found) f.second = (fs::path(folder) / f.second).string();
-  return found;
 }
 
 void CheckpointSaver::fit_start(State& state, Logger&) {
@@ -225,11 +204,16 @@ void CheckpointSaver::check_remote_folder(const State& state) {
   }
 }
 
-void CheckpointSaver::batch_end(State&, Logger&) {
+void CheckpointSaver::batch_end(State&, Logger& logger) {
+  // A one-file checkpoint written in the background completes as soon as its file is (rank 0 alone); a sharded one
+  // when the ranks next meet.
+  if (pending_ && !pending_->written.sharded && pending_->write->done()) finish_pending(logger);
   if (uploader_) uploader_->check_workers();
 }
 
-void CheckpointSaver::fit_end(State& state, Logger&) {
+void CheckpointSaver::fit_end(State& state, Logger& logger) {
+  finish_pending(logger);
+  if (options_.save_async() && dist::get_world_size() > 1) dist::barrier();  // no rank leaves while rank 0 writes
   if (!uploader_) return;
   uploader_->wait();
   if (dist::get_global_rank() != 0) return;
@@ -264,6 +248,7 @@ void CheckpointSaver::maybe_save(State& state, Logger& logger, Event event) {
 }
 
 void CheckpointSaver::save(State& state, Logger& logger) {
+  finish_pending(logger);  // at most one save in flight
   last_saved_batch_ = state.timestamp.batch;
   // Every rank's RNG goes into rank 0's file; the barrier after the write keeps every rank here until the file is
   // complete, so none exits or times out while rank 0 still writes.
@@ -284,44 +269,108 @@ void CheckpointSaver::save(State& state, Logger& logger) {
   dist::barrier();
 }
 
+CheckpointSaver::Written CheckpointSaver::written_of(const State& state, const std::string& path, bool sharded) const {
+  Written w;
+  w.path = path;
+  w.sharded = sharded;
+  w.batch = state.timestamp.batch;
+  if (!options_.latest_filename().empty() && options_.num_checkpoints_to_keep() != 0)  // no local copies: no link
+    w.latest_link = (fs::path(folder(state)) / format_name(options_.latest_filename(), state)).string();
+  w.latest_name = options_.latest_filename().empty() ? "" : format_name(options_.latest_filename(), state);
+  w.remote_prefix = detail::folder_prefix(remote_folder(state));
+  if (!options_.remote_file_name().empty()) w.remote_file_name = format_name(options_.remote_file_name(), state);
+  return w;
+}
+
 void CheckpointSaver::write(State& state, Logger& logger, const std::optional<c10::IValue>& rng) {
-  const fs::path dir(folder(state));
-  const std::string name = format_name(options_.filename(), state);
-  const fs::path path = dir / name;
+  const fs::path path = fs::path(folder(state)) / format_name(options_.filename(), state);
   if (fs::exists(path) && !options_.overwrite() && (saved_.empty() || saved_.back() != path.string())) {
     throw std::invalid_argument("CheckpointSaver: '" + path.string() +
                                 "' already exists; set save_overwrite to replace it");
   }
   // The saver's own state inside the checkpoint already lists this checkpoint.
   saved_.push_back(path.string());
+  const Written w = written_of(state, path.string(), /*sharded=*/false);
   try {
+    if (options_.save_async()) {  // the payload copied now; the file, then the link, on the thread
+      auto payload =
+          std::make_shared<c10::IValue>(detail::host_copy(make_checkpoint(state, options_.weights_only(), rng)));
+      pending_ = std::make_unique<Pending>();
+      pending_->written = w;
+      pending_->write = std::make_unique<detail::BackgroundWrite>([payload, w] {
+        write_file_atomically(w.path, [&](const ByteSink& sink) { detail::pickle_to(*payload, sink); });
+        if (!w.latest_link.empty()) replace_symlink(fs::path(w.path).filename().string(), w.latest_link);
+      });
+      return;
+    }
     save_checkpoint(state, path.string(), options_.weights_only(), rng);
   } catch (...) {
     saved_.pop_back();
     throw;
   }
+  if (!w.latest_link.empty()) replace_symlink(path.filename().string(), w.latest_link);
+  complete(w, logger);
+}
+
+void CheckpointSaver::complete(const Written& w, Logger& logger) {
   const int64_t keep = options_.num_checkpoints_to_keep();
-  if (!options_.latest_filename().empty() && keep != 0)  // with no local copies, no local link (Composer)
-    replace_symlink(name, (dir / format_name(options_.latest_filename(), state)).string());
-  if (uploader_) upload(state, path.string());
+  if (w.sharded && !w.latest_link.empty())  // a sharded checkpoint is one once its .metadata is written
+    replace_symlink(fs::path(w.path).filename().string(), w.latest_link);
+  if (uploader_) upload(w.remote_prefix, w.latest_name, w.path);
   while (keep > 0 && static_cast<int64_t>(saved_.size()) > keep) {
+    const std::string old = saved_.front();
     std::error_code ec;
-    fs::remove(saved_.front(), ec);
+    fs::remove_all(old, ec);
     if (uploader_) {
-      const std::string prefix = detail::folder_prefix(remote_folder(state));
-      uploader_->delete_file_after_pending(prefix + fs::path(saved_.front()).filename().string());
+      const std::string key = w.remote_prefix + fs::path(old).filename().string();
+      if (w.sharded) {  // its .metadata goes first: a folder that lost some files is never again a checkpoint
+        uploader_->delete_file_after_pending(key + "/.metadata");
+        for (const auto& object : uploader_->remote_backend().list_objects(key + "/"))
+          if (object.name != key + "/.metadata") uploader_->delete_file_after_pending(object.name);
+      } else {
+        uploader_->delete_file_after_pending(key);
+      }
     }
     saved_.erase(saved_.begin());
   }
-  if (!options_.remote_file_name().empty()) {
+  if (!w.sharded && !w.remote_file_name.empty()) {
     try {
-      logger.upload_file(format_name(options_.remote_file_name(), state), path.string(), options_.overwrite());
+      logger.upload_file(w.remote_file_name, w.path, options_.overwrite());
     } catch (const std::exception& e) {  // the checkpoint is complete on disk; a lost upload must not end the run
-      std::cerr << "composer: checkpoint " << path.string() << " is saved, but its upload failed: " << e.what() << "\n";
+      std::cerr << "composer: checkpoint " << w.path << " is saved, but its upload failed: " << e.what() << "\n";
     }
   }
   if (keep == 0) drop_local_copies(saved_);  // staged for upload above; the store keeps every one (Composer)
-  logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
+  logger.log_metrics({{"checkpoint/batch", static_cast<double>(w.batch)}});
+}
+
+void CheckpointSaver::finish_pending(Logger& logger) {
+  if (!pending_) return;
+  const std::unique_ptr<Pending> p = std::move(pending_);
+  const std::string error = p->write->wait();
+  const bool rank0 = dist::get_global_rank() == 0;
+  const auto forget = [&] {
+    if (rank0) saved_.erase(std::remove(saved_.begin(), saved_.end(), p->written.path), saved_.end());
+  };
+  if (!p->written.sharded) {
+    if (!error.empty()) {
+      forget();
+      throw std::runtime_error("CheckpointSaver: writing '" + p->written.path + "' in the background failed: " + error);
+    }
+    complete(p->written, logger);
+    return;
+  }
+  const fs::path dir(p->written.path);
+  try {
+    detail::finish_rank_files(dir.string(), p->records, error);  // every rank: the .metadata once all files are
+    if (uploader_)
+      upload_rank_files(*uploader_, p->written.remote_prefix + dir.filename().string() + "/", dir,
+                        options_.overwrite());
+  } catch (...) {
+    forget();
+    throw;
+  }
+  if (rank0) complete(p->written, logger);
 }
 
 std::string CheckpointSaver::checkpoint_pattern(const State& state) const {
@@ -338,41 +387,30 @@ void CheckpointSaver::write_sharded(State& state, Logger& logger, const std::opt
   }
   // The saver's own state inside the checkpoint (rank 0 writes it) already lists this checkpoint.
   if (rank0) saved_.push_back(dir.string());
+  const Written w = written_of(state, dir.string(), /*sharded=*/true);
   try {
     if (rank0) fs::remove(dir / ".metadata");  // an overwritten checkpoint is incomplete until its new metadata
+    if (options_.save_async()) {  // this rank's part copied now; its file on the thread; the metadata at finish
+      const auto prepared = detail::prepare_rank_file(state, options_.weights_only(), rng, /*copy=*/true);
+      pending_ = std::make_unique<Pending>();
+      pending_->written = w;
+      Pending* pending = pending_.get();
+      pending_->write = std::make_unique<detail::BackgroundWrite>([prepared, pending] {
+        pending->records = detail::write_prepared_rank_file(*prepared, pending->written.path);
+      });
+      return;
+    }
     save_distributed_checkpoint(state, dir.string(), options_.weights_only(), rng);
     if (uploader_)
-      upload_rank_files(*uploader_, detail::folder_prefix(remote_folder(state)) + dir.filename().string() + "/", dir,
-                        options_.overwrite());
+      upload_rank_files(*uploader_, w.remote_prefix + dir.filename().string() + "/", dir, options_.overwrite());
   } catch (...) {
     if (rank0) saved_.pop_back();
     throw;
   }
-  if (!rank0) return;
-  const std::string name = dir.filename().string();
-  const int64_t keep = options_.num_checkpoints_to_keep();
-  if (!options_.latest_filename().empty() && keep != 0)
-    replace_symlink(name, (fs::path(folder(state)) / format_name(options_.latest_filename(), state)).string());
-  if (uploader_) upload(state, dir.string());
-  if (keep == 0) drop_local_copies(saved_);
-  while (keep > 0 && static_cast<int64_t>(saved_.size()) > keep) {
-    std::error_code ec;
-    fs::remove_all(saved_.front(), ec);
-    if (uploader_) {
-      // Its .metadata goes first: a folder that lost some files is never again a complete checkpoint.
-      const std::string key =
-          detail::folder_prefix(remote_folder(state)) + fs::path(saved_.front()).filename().string();
-      uploader_->delete_file_after_pending(key + "/.metadata");
-      for (const auto& object : uploader_->remote_backend().list_objects(key + "/"))
-        if (object.name != key + "/.metadata") uploader_->delete_file_after_pending(object.name);
-    }
-    saved_.erase(saved_.begin());
-  }
-  logger.log_metrics({{"checkpoint/batch", static_cast<double>(state.timestamp.batch)}});
+  if (rank0) complete(w, logger);
 }
 
-void CheckpointSaver::upload(const State& state, const std::string& path) {
-  const std::string prefix = detail::folder_prefix(remote_folder(state));
+void CheckpointSaver::upload(const std::string& prefix, const std::string& latest_name, const std::string& path) {
   const std::string key = prefix + fs::path(path).filename().string();
   if (fs::is_directory(path)) {  // a sharded checkpoint: the ranks' files are up (upload_rank_files); now .metadata
     uploader_->upload_file_async(key + "/.metadata", (fs::path(path) / ".metadata").string(), options_.overwrite());
@@ -380,7 +418,7 @@ void CheckpointSaver::upload(const State& state, const std::string& path) {
     uploader_->upload_file_async(key, path, options_.overwrite());
   }
   last_key_ = key;
-  if (options_.latest_filename().empty()) return;
+  if (latest_name.empty()) return;
   // Composer's remote "symlink": an object holding the checkpoint's key, uploaded only after the checkpoint is.
   const fs::path pointer = fs::path(local_root_) / ("latest." + std::to_string(pointer_count_++) + ".symlink");
   {
@@ -388,8 +426,7 @@ void CheckpointSaver::upload(const State& state, const std::string& path) {
     out << key;
     if (!out) throw std::runtime_error("CheckpointSaver: cannot write '" + pointer.string() + "'");
   }
-  uploader_->upload_file_after_pending(prefix + format_name(options_.latest_filename(), state) + ".symlink",
-                                       pointer.string());
+  uploader_->upload_file_after_pending(prefix + latest_name + ".symlink", pointer.string());
   std::error_code ec;
   fs::remove(pointer, ec);
 }

@@ -1,5 +1,7 @@
 #include "composer/checkpoint/distributed_checkpoint.h"
 
+#include "checkpoint/detail/background_write.h"
+#include "checkpoint/detail/sharded_write.h"
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
 #include "composer/core/serialization.h"
@@ -285,21 +287,60 @@ void write_metadata(const std::string& dir, const std::vector<std::string>& all)
 
 }  // namespace
 
-void save_distributed_checkpoint(const State& state, const std::string& dir, bool weights_only,
-                                 const std::optional<c10::IValue>& rng) {
-  const int64_t rank = dist::get_global_rank();
-  std::vector<ShardedEntry> sharded;
-  const Dict top = rank_payload(state, weights_only, rng, sharded);
-  std::vector<std::pair<Path, c10::IValue>> leaves;
-  flatten(top, {}, leaves);
+namespace detail {
+
+struct PreparedRankFile {
+  std::vector<ShardedEntry> sharded;                 // this rank's parts
+  std::vector<std::pair<Path, c10::IValue>> leaves;  // rank 0: the whole tensors and the other values
+};
+
+std::shared_ptr<const PreparedRankFile> prepare_rank_file(const State& state, bool weights_only,
+                                                          const std::optional<c10::IValue>& rng, bool copy) {
+  auto prepared = std::make_shared<PreparedRankFile>();
+  const Dict top = rank_payload(state, weights_only, rng, prepared->sharded);
+  if (dist::get_global_rank() == 0) flatten(top, {}, prepared->leaves);  // only rank 0 writes them
+  if (copy) {
+    for (auto& e : prepared->sharded) e.part.values = e.part.values.detach().to(at::kCPU).contiguous().clone();
+    for (auto& leaf : prepared->leaves) leaf.second = host_copy(leaf.second);
+  }
+  return prepared;
+}
+
+std::string write_prepared_rank_file(const PreparedRankFile& prepared, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("sharded checkpoint: cannot create '" + dir + "': " + ec.message());
-  const Records records = write_rank_file(dir, rank, sharded, leaves);
-  // Every rank's file is complete (renamed into place) before rank 0 hears its records; the metadata goes last.
-  const std::vector<char> mine = torch::pickle_save(records);
-  const std::vector<std::string> all = dist::all_gather_object(std::string(mine.begin(), mine.end()));
-  if (rank == 0) write_metadata(dir, all);
+  const Records records = write_rank_file(dir, dist::get_global_rank(), prepared.sharded, prepared.leaves);
+  const std::vector<char> bytes = torch::pickle_save(records);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+void finish_rank_files(const std::string& dir, const std::string& records, const std::string& error) {
+  // Every rank's file is complete (renamed into place) before rank 0 hears its records; the metadata goes last. A
+  // rank that failed sends its error instead, so that no rank waits for it.
+  const std::vector<std::string> all = dist::all_gather_object(error.empty() ? "R" + records : "E" + error);
+  std::vector<std::string> parts;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty() || all[r][0] != 'R')
+      throw std::runtime_error("sharded checkpoint '" + dir + "': rank " + std::to_string(r) +
+                               " could not write its file: " + (all[r].empty() ? "" : all[r].substr(1)));
+    parts.push_back(all[r].substr(1));
+  }
+  if (dist::get_global_rank() == 0) write_metadata(dir, parts);
+}
+
+}  // namespace detail
+
+void save_distributed_checkpoint(const State& state, const std::string& dir, bool weights_only,
+                                 const std::optional<c10::IValue>& rng) {
+  const auto prepared = detail::prepare_rank_file(state, weights_only, rng, /*copy=*/false);
+  std::string records, error;
+  try {
+    records = detail::write_prepared_rank_file(*prepared, dir);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  detail::finish_rank_files(dir, records, error);
 }
 
 }  // namespace composer

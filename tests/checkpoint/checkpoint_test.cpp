@@ -205,6 +205,39 @@ TEST_F(CheckpointTest, DamagedTensorBytesAreAnErrorNotWrongWeights) {
   EXPECT_NO_THROW(read_checkpoint(good));
 }
 
+// save_async writes the same files as a synchronous save (the state copied at the save point, however training
+// goes on), keeps the same retention and link, and an error of the background write stops the run at the next save
+// or at FIT_END naming the file.
+TEST_F(CheckpointTest, AsyncSavesWriteWhatSynchronousSavesWrite) {
+  for (const bool async : {false, true}) {
+    Trainer t(autoresume_options(async ? "async" : "sync", 7).save_async(async).save_num_checkpoints_to_keep(2));
+    t.fit();
+    t.close();
+  }
+  for (const char* name : {"ep0-ba4-rank0.pt", "ep0-ba6-rank0.pt", "ep0-ba7-rank0.pt"}) {
+    const bool kept = std::string(name) != "ep0-ba4-rank0.pt";
+    ASSERT_EQ(fs::exists(dir / "async" / name), kept) << name;
+    if (!kept) continue;
+    const auto a = read_checkpoint((dir / "sync" / name).string()).toGenericDict().at("state").toGenericDict();
+    const auto b = read_checkpoint((dir / "async" / name).string()).toGenericDict().at("state").toGenericDict();
+    for (const auto& e : a.at("model").toGenericDict())
+      EXPECT_TRUE(at::equal(e.value().toTensor(), b.at("model").toGenericDict().at(e.key()).toTensor())) << name;
+  }
+  EXPECT_EQ(fs::read_symlink(dir / "async" / "latest-rank0.pt"), "ep0-ba7-rank0.pt");
+
+  fs::create_directories(dir / "broken" / "ep0-ba2-rank0.pt" / "in-the-way");  // the rename onto it fails
+  Trainer broken(autoresume_options("broken", 4).save_async(true).save_overwrite(true).autoresume(false));
+  try {
+    broken.fit();
+    FAIL() << "the failed background write went unnoticed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("CheckpointSaver: writing '" + (dir / "broken" / "ep0-ba2-rank0.pt").string() +
+                                         "' in the background failed"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(CheckpointTest, AutoresumeSetsADamagedCheckpointAside) {
   auto opts = [&](int64_t batches) { return autoresume_options("damaged", batches); };
   at::Tensor last_weight;

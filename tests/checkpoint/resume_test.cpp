@@ -3,6 +3,7 @@
 // losses, as the same run left alone.
 #include "support/process.h"
 #include "support/run_files.h"
+#include "support/scoped_env.h"
 #include "support/test_support.h"
 
 #include <torch/serialize.h>
@@ -44,7 +45,13 @@ struct ResumeTest : ::testing::Test {
   }
 };
 
-TEST_F(ResumeTest, SigkillAtAnyPointThenAutoresumeIsBitwiseIdentical) {
+struct ResumeTestBothWays : ResumeTest, ::testing::WithParamInterface<bool> {};
+
+// The same with checkpoints written synchronously and in the background (save_async): a kill while the thread
+// writes leaves a temporary file, never a checkpoint, and the latest link only ever names complete ones.
+TEST_P(ResumeTestBothWays, SigkillAtAnyPointThenAutoresumeIsBitwiseIdentical) {
+  testing::ScopedEnv env;
+  env.set("RESUME_WORKER_SAVE_ASYNC", GetParam() ? "1" : "0");
   // The reference: one uninterrupted run.
   const fs::path ref = dir / "ref";
   {
@@ -112,6 +119,9 @@ TEST_F(ResumeTest, SigkillAtAnyPointThenAutoresumeIsBitwiseIdentical) {
   EXPECT_EQ(checkpoints, 3);
   EXPECT_EQ(fs::read_symlink(run / "latest-rank0.pt").string(), "ep1-ba40-rank0.pt");
 }
+
+INSTANTIATE_TEST_SUITE_P(SyncAndAsync, ResumeTestBothWays, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "async" : "sync"; });
 
 }  // namespace
 }  // namespace composer

@@ -2,13 +2,15 @@
 // and losses of an uninterrupted run. Usage: resume_worker FOLDER LOG_FILE MAX_BATCHES [WEIGHTS_FILE]
 // FOLDER is the save folder (a path or an object-store URI such as s3://bucket/run).
 // Prints "pid P" at start and "batch N" after every batch; writes WEIGHTS_FILE (default FOLDER/final-weights.pt)
-// when done. Under
+// when done. RESUME_WORKER_SAVE_ASYNC=1 writes the checkpoints in the background (save_async). Under
 // composer-cpp launch (WORLD_SIZE > 1) each rank trains on its shard and rank R > 0 logs to LOG_FILE.rankR.
 #include "composer/composer.h"
 
 #include <torch/serialize.h>
 
+#include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include <unistd.h>
 
@@ -39,22 +41,26 @@ int main(int argc, char** argv) {
   auto data = std::make_shared<DatasetLoader>(
       synthetic_images(1024, 1, 8, 10, 3),
       DatasetLoaderOptions(32 / world).shuffle(true).seed(5).num_workers(2).num_replicas(world).rank(rank));
-  Trainer trainer(TrainerOptions(model)
-                      .run_name("resume")
-                      .seed(11)
-                      .device("cpu")
-                      .num_threads(1)
-                      .train_dataloader(data)
-                      .optimizer(opt)
-                      .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_batch(4))})
-                      .max_duration(Time::from_batch(max_batches))
-                      .save_folder(folder)
-                      .save_interval("2ba")
-                      .save_num_checkpoints_to_keep(3)
-                      .autoresume(true)
-                      .progress_bar(false)
-                      .callbacks({std::make_shared<PrintBatch>()})
-                      .loggers({std::make_shared<FileLogger>(FileLoggerOptions().filename(log).flush_interval(1))}));
+  TrainerOptions options =
+      TrainerOptions(model)
+          .run_name("resume")
+          .seed(11)
+          .device("cpu")
+          .num_threads(1)
+          .train_dataloader(data)
+          .optimizer(opt)
+          .schedulers({std::make_shared<CosineAnnealingWithWarmupScheduler>(Time::from_batch(4))})
+          .max_duration(Time::from_batch(max_batches))
+          .save_folder(folder)
+          .save_interval("2ba")
+          .save_num_checkpoints_to_keep(3)
+          .autoresume(true)
+          .progress_bar(false)
+          .callbacks({std::make_shared<PrintBatch>()})
+          .loggers({std::make_shared<FileLogger>(FileLoggerOptions().filename(log).flush_interval(1))});
+  const char* save_async = std::getenv("RESUME_WORKER_SAVE_ASYNC");
+  options.save_async(save_async != nullptr && std::string(save_async) == "1");
+  Trainer trainer(options);
   trainer.fit();
   if (rank > 0) {
     trainer.close();

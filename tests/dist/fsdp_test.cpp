@@ -500,6 +500,31 @@ TEST_F(FsdpTest, LoadMonolithRank0OnlyReadsTheFileOnRankZeroAlone) {
   EXPECT_EQ(missing.output.find(".not-on-this-rank"), std::string::npos) << missing.output;
 }
 
+// save_async under FSDP: sharded checkpoints (each rank's file written on a background thread, the .metadata when
+// the ranks next meet) and full ones (rank 0's file on its thread) hold what the one-process run's checkpoint holds,
+// and training goes on to the same weights.
+TEST_F(FsdpTest, AsyncSavesHoldTheOneProcessState) {
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  env.set("FSDP_WORKER_SAVE_ASYNC", "1");
+  for (const bool sharded : {true, false}) {
+    SCOPED_TRACE(sharded ? "sharded" : "full");
+    env.set("FSDP_WORKER_SHARDED", sharded ? "1" : "");
+    const fs::path folder = dir / (sharded ? "async_sharded" : "async_full");
+    env.set("FSDP_WORKER_SAVE", folder.string());
+    const std::string out = (dir / (sharded ? "async_sharded.pt" : "async_full.pt")).string();
+    const auto run = run_worker(launch(2, {FSDP_WORKER, out, "FULL_SHARD", "adamw", "0"}));
+    ASSERT_EQ(run.status, 0) << run.output;
+    for (const char* name : {"ep0-ba3", "ep0-ba6"}) {
+      const fs::path ckpt = folder / (sharded ? std::string(name) : std::string(name) + "-rank0.pt");
+      EXPECT_TRUE(sharded ? fs::exists(ckpt / ".metadata") : fs::exists(ckpt)) << ckpt;
+    }
+    EXPECT_TRUE(fs::exists(folder / "latest-rank0.pt")) << run.output;
+    expect_same_state(one_ckpt, (folder / (sharded ? "ep0-ba3" : "ep0-ba3-rank0.pt")).string(), 1e-10);
+    expect_weights_near(one, out, sharded ? " async sharded" : " async full");
+  }
+}
+
 // state_dict_type sharded: PyTorch's DCP layout, one file per rank and the metadata. Saved on N ranks at batch 3,
 // it holds the one-process run's state (within 1e-10), PyTorch's torch.distributed.checkpoint reads it into
 // exactly the same tensors, M ranks resume from it to the one-process run's weights, and a directory whose save

@@ -152,6 +152,7 @@ int main(int argc, char** argv) try {
   }
   if (!env("FSDP_WORKER_SAVE").empty())
     options.save_folder(env("FSDP_WORKER_SAVE")).save_interval("3ba").run_name("fsdp");
+  if (env("FSDP_WORKER_SAVE_ASYNC") == "1") options.save_async(true);
   if (!env("FSDP_WORKER_KEEP").empty()) options.save_num_checkpoints_to_keep(std::stoll(env("FSDP_WORKER_KEEP")));
   const bool rank0_only = env("FSDP_WORKER_RANK0_ONLY") == "1";
   if (!env("FSDP_WORKER_LOAD").empty())  // with rank0_only, a path that exists on rank 0 only

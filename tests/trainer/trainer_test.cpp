@@ -488,6 +488,7 @@ TEST(TrainerOptionsTest, SettingsLiveInTheUnitsSubStructsUnderComposersNames) {
                                             "save_num_checkpoints_to_keep",
                                             "save_remote_file_name",
                                             "save_num_concurrent_uploads",
+                                            "save_async",
                                             "load_path",
                                             "load_weights_only",
                                             "load_strict_model_weights",

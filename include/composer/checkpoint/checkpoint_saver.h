@@ -42,6 +42,9 @@ struct CheckpointSaverOptions {
   TORCH_ARG(std::string, remote_file_name) = "{run_name}/checkpoints/ep{epoch}-ba{batch}-rank{rank}";
   /// Uploads running at once when folder is an object-store URI.
   TORCH_ARG(int64_t, num_concurrent_uploads) = 1;
+  /// Write checkpoints in the background (torchtitan's async mode): at the save point the state is copied to host
+  /// memory and training goes on while a thread writes it; at most one save is in flight (the next save waits).
+  TORCH_ARG(bool, save_async) = false;
 
  public:
   /// Throws std::invalid_argument naming the bad field.
@@ -60,6 +63,7 @@ struct CheckpointSaverOptions {
           "newest checkpoints kept; -1: all; 0: none locally (uploads)");
     visit("remote_file_name", self.remote_file_name_, "name each checkpoint is uploaded under; empty: none");
     visit("num_concurrent_uploads", self.num_concurrent_uploads_, "uploads at once to an object-store folder");
+    visit("save_async", self.save_async_, "write checkpoints on a background thread from a host copy of the state");
   }
 };
 
@@ -77,6 +81,12 @@ std::vector<std::pair<int64_t, std::string>> find_checkpoints(const std::string&
 /// to a temporary name, fsynced and renamed; the latest link moves only after that; older checkpoints are deleted
 /// only after the new one is complete. At FIT_START, without overwrite, checkpoints from later in training in the
 /// folder are an error (they would be mixed with this run's).
+///
+/// With save_async, the save point copies the state (this rank's part of a sharded checkpoint) to host memory and a
+/// background thread writes it by the same rules: a one-file checkpoint's latest link moves once its file is
+/// complete; a sharded checkpoint's .metadata (and its link) are written when the ranks next meet, at the next save
+/// or at FIT_END, after every rank's file is complete. Retention, uploads and the checkpoint/batch metric follow
+/// once the files are complete; an error from the background surfaces at the next save or at FIT_END.
 ///
 /// With an object-store folder (Composer's remote save_folder) each checkpoint is written locally as above and then
 /// uploaded in the background (storage/remote_uploader.h): the "<latest_filename>.symlink" pointer object, holding
@@ -113,12 +123,19 @@ class CheckpointSaver : public Callback {
   void save(State& state, Logger& logger);
   /// Rank 0's part of save(): the file, the latest link, retention.
   void write(State& state, Logger& logger, const std::optional<c10::IValue>& rng);
+  /// A checkpoint's files are complete (written, or a background write finished): its link (sharded: after the
+  /// .metadata), uploads, retention, the checkpoint/batch metric. Rank 0.
+  struct Written;
+  Written written_of(const State& state, const std::string& path, bool sharded) const;
+  void complete(const Written& written, Logger& logger);
+  /// save_async: waits for the save in flight and completes it (sharded: every rank, a collective).
+  void finish_pending(Logger& logger);
   // FSDP's state_dict_type "sharded": every rank writes its file into the checkpoint's directory.
   void write_sharded(State& state, Logger& logger, const std::optional<c10::IValue>& rng, const std::string& prefix);
   // What this run's checkpoints are named by: save_filename, or FSDP's sharded_ckpt_prefix_dir for sharded ones.
   std::string checkpoint_pattern(const State& state) const;
   /// Queues the checkpoint's upload, then its pointer object (after it) to the object-store folder.
-  void upload(const State& state, const std::string& path);
+  void upload(const std::string& remote_prefix, const std::string& latest_name, const std::string& path);
   /// Without overwrite: checkpoints from later in training in the object-store folder are an error.
   void check_remote_folder(const State& state);
   CheckpointSaverOptions options_;
@@ -130,6 +147,9 @@ class CheckpointSaver : public Callback {
   std::unique_ptr<RemoteUploader> uploader_;
   int64_t pointer_count_ = 0;
   std::string last_key_;
+  /// save_async: the save whose files a background thread writes.
+  struct Pending;
+  std::unique_ptr<Pending> pending_;
 };
 
 }  // namespace composer

@@ -170,6 +170,7 @@ struct TrainerOptions {
   COMPOSER_TRAINER_FORWARD(int64_t, save_num_checkpoints_to_keep, save, num_checkpoints_to_keep)
   COMPOSER_TRAINER_FORWARD(std::string, save_remote_file_name, save, remote_file_name)
   COMPOSER_TRAINER_FORWARD(int64_t, save_num_concurrent_uploads, save, num_concurrent_uploads)
+  COMPOSER_TRAINER_FORWARD(bool, save_async, save, save_async)
   COMPOSER_TRAINER_FORWARD(std::string, load_path, load, path)
   COMPOSER_TRAINER_FORWARD(bool, load_weights_only, load, weights_only)
   COMPOSER_TRAINER_FORWARD(bool, load_strict_model_weights, load, strict_model_weights)
