@@ -741,6 +741,40 @@ TEST_F(CliTest, MobyDickCharModelLossFallsBelowTwoPointFive) {
 // config fine-tunes it on Moby Dick in its own tokens and lowers the validation loss from the pretrained level (a run
 // with lr 0 measures that level), `generate` continues a prompt, and `export --format hf` writes a model directory
 // that loads back with the fine-tuned weights.
+// A BERT masked LM from a Hugging Face directory (hf_masked_lm) trains from YAML and exports back to a BERT
+// directory with the trained weights and the pretrained directory's tokenizer files (WordPiece: copied, not read).
+TEST_F(CliTest, HfMaskedLmTrainsAndExportsWithItsTokenizerFiles) {
+  const fs::path bert_dir = dir / "bert";
+  models::BertMLM bert(models::TransformerConfig().vocab_size(40).max_seq_len(16).n_layer(2).n_head(2).d_model(16));
+  models::save_bert_hf(bert, bert_dir.string());
+  std::ofstream(bert_dir / "vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n";
+  std::ofstream(bert_dir / "tokenizer_config.json") << R"({"tokenizer_class": "BertTokenizer", "do_lower_case": true})";
+  const std::string cfg =
+      config("bert.yaml", "model: {name: hf_masked_lm, pretrained: " + bert_dir.string() +
+                              "}\n"
+                              "train_data: {dataset: synthetic_tokens, vocab_size: 40, seq_len: 16, num_samples: 16, "
+                              "batch_size: 4}\n"
+                              "optimizer: {name: decoupled_adamw, lr: 0.01}\n"
+                              "max_duration: 2ba\nprogress_bar: false\nloggers: []\nsave_folder: " +
+                              (dir / "bert_ckpt").string() + "\n");
+  ASSERT_EQ(train(cfg), 0) << err.str();
+  const std::string ckpt = (dir / "bert_ckpt" / "latest-rank0.pt").string();
+  const fs::path hf = dir / "bert_hf";
+  ASSERT_EQ(export_command(ckpt, "hf", hf.string(), cfg, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("AutoModelForMaskedLM"), std::string::npos) << out.str();
+  EXPECT_EQ(testing::read_text((hf / "vocab.txt").string()), testing::read_text((bert_dir / "vocab.txt").string()));
+  EXPECT_TRUE(fs::exists(hf / "tokenizer_config.json"));
+  const auto saved = read_checkpoint(ckpt).toGenericDict().at("state").toGenericDict().at("model").toGenericDict();
+  auto exported = models::load_bert_hf(hf.string());
+  int64_t moved = 0;
+  for (const auto& p : exported->named_parameters()) {
+    const at::Tensor trained = saved.at("model." + p.key()).toTensor();
+    EXPECT_TRUE(at::equal(p.value(), trained)) << p.key();
+    moved += !at::equal(trained, bert.named_parameters()[p.key()]);
+  }
+  EXPECT_GT(moved, 0);  // it trained
+}
+
 TEST_F(CliTest, SmolLM2FineTunesGeneratesAndExports) {
   const std::string gguf = testing::data_path("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
   COMPOSER_REQUIRE_DATA(gguf);

@@ -33,6 +33,21 @@ std::shared_ptr<ComposerLanguageModel> language_model(const ConfigNode& root) {
   return model;
 }
 
+// BERT's tokenizer (WordPiece) is not read by the library: an hf_masked_lm's export carries its pretrained
+// directory's tokenizer files over as they are, so that the written directory is whole for AutoTokenizer.
+void copy_tokenizer_files(const ConfigNode& model, const std::string& output, std::ostream& out) {
+  if (model.get_string("name", "") != "hf_masked_lm") return;
+  const std::filesystem::path from = model.get_string("pretrained", "");
+  int64_t copied = 0;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"}) {
+    if (!std::filesystem::is_regular_file(from / name)) continue;
+    std::filesystem::copy_file(from / name, std::filesystem::path(output) / name,
+                               std::filesystem::copy_options::overwrite_existing);
+    ++copied;
+  }
+  if (copied > 0) out << "composer-cpp: copied " << copied << " tokenizer file(s) from " << from.string() << "\n";
+}
+
 }  // namespace
 
 int generate_command(const std::string& config, const std::vector<std::string>& overrides, const GenerateArgs& args,
@@ -84,6 +99,7 @@ int export_hf(const std::string& checkpoint, const std::string& config, const st
   }
   if (bert) {
     models::save_bert_hf(*bert, output);
+    copy_tokenizer_files(ConfigNode(root, "").child("model"), output, out);
   } else if (gpt) {
     models::save_gpt2_hf(*gpt, output);
   } else if (models::has_lora(*llama)) {  // the adapters in PEFT's format, then the model with them merged in
