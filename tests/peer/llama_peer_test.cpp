@@ -92,7 +92,9 @@ TEST_F(LlamaPeerTest, HuggingFaceDirectoriesLoadWithTheirLogitsAndOursLoadInTran
     at::NoGradGuard no_grad;
     const at::Tensor logits = model->forward(expected["input_ids"]);
     EXPECT_LT((logits - expected["logits"]).abs().max().item<double>(), 1e-5);
-    if (!bert) EXPECT_TRUE(at::equal(greedy(*model, expected["input_ids"], 8), expected["generated"]));
+    if (!bert) {  // a masked LM does not generate
+      EXPECT_TRUE(at::equal(greedy(*model, expected["input_ids"], 8), expected["generated"]));
+    }
 
     const fs::path ours = dir / (variant + "_ours");
     const bool sharded = variant == "gqa_tied" || variant == "bert";
