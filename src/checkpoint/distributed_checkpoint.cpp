@@ -300,7 +300,7 @@ std::shared_ptr<const PreparedRankFile> prepare_rank_file(const State& state, bo
   const Dict top = rank_payload(state, weights_only, rng, prepared->sharded);
   if (dist::get_global_rank() == 0) flatten(top, {}, prepared->leaves);  // only rank 0 writes them
   if (copy) {
-    for (auto& e : prepared->sharded) e.part.values = e.part.values.detach().to(at::kCPU).contiguous().clone();
+    for (auto& e : prepared->sharded) e.part.values = host_copy(e.part.values).toTensor();
     for (auto& leaf : prepared->leaves) leaf.second = host_copy(leaf.second);
   }
   return prepared;

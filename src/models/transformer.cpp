@@ -38,6 +38,18 @@ at::Tensor positions(const at::Tensor& ids, const nn::Layer& table, int64_t past
   return at::arange(past, l, ids.options().dtype(at::kLong));
 }
 
+// SelfAttention's forward around `attend` (of the [B, H, L, D] queries, keys and values): c_attn, split into heads,
+// attend, merge the heads, c_proj, dropout. With or without a key-value cache.
+template <class Attend>
+at::Tensor project_attention(const SelfAttention& self, const at::Tensor& x, Attend&& attend) {
+  const int64_t b = x.size(0), l = x.size(1), d = x.size(2), heads = self.n_head(), hd = d / heads;
+  const auto qkv = self.child("c_attn").forward(x).split(d, 2);
+  const auto split = [&](const at::Tensor& t) { return t.view({b, l, heads, hd}).transpose(1, 2); };
+  at::Tensor y = attend(split(qkv[0]), split(qkv[1]), split(qkv[2]));
+  y = y.transpose(1, 2).contiguous().view({b, l, d});
+  return at::dropout(self.child("c_proj").forward(y), self.dropout(), self.is_training());
+}
+
 }  // namespace
 
 void TransformerConfig::validate() const {
@@ -69,22 +81,16 @@ SelfAttention::SelfAttention(int64_t d, int64_t n_head, bool causal, double drop
 }
 
 at::Tensor SelfAttention::forward(const at::Tensor& x) {
-  const int64_t b = x.size(0), l = x.size(1), d = x.size(2), hd = d / n_head_;
-  const auto qkv = child("c_attn").forward(x).split(d, 2);
-  auto heads = [&](const at::Tensor& t) { return t.view({b, l, n_head_, hd}).transpose(1, 2); };
-  at::Tensor y = compat::attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), causal_);
-  y = y.transpose(1, 2).contiguous().view({b, l, d});
-  return at::dropout(child("c_proj").forward(y), dropout_, is_training());
+  return project_attention(*this, x, [this](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    return compat::attention(q, k, v, causal_);
+  });
 }
 
 at::Tensor SelfAttention::forward_cached(const at::Tensor& x, LayerKVCache& layer) {
   if (!causal_) throw std::logic_error("SelfAttention::forward_cached: the attention is not causal");
-  const int64_t b = x.size(0), l = x.size(1), d = x.size(2), hd = d / n_head_;
-  const auto qkv = child("c_attn").forward(x).split(d, 2);
-  auto heads = [&](const at::Tensor& t) { return t.view({b, l, n_head_, hd}).transpose(1, 2); };
-  at::Tensor y = detail::attend_cached(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), &layer, 1, 0.0);
-  y = y.transpose(1, 2).contiguous().view({b, l, d});
-  return at::dropout(child("c_proj").forward(y), dropout_, is_training());
+  return project_attention(*this, x, [&layer](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    return detail::attend_cached(q, k, v, &layer, 1, 0.0);
+  });
 }
 
 GPTBlock::GPTBlock(const TransformerConfig& c) {

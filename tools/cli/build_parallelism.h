@@ -7,7 +7,7 @@
 
 namespace composer::cli {
 
-/// parallelism_config: each section of ParallelismConfig::for_each_section ({fsdp: {...}}) with the keys of its
+/// parallelism_config: each section of dist::for_each_parallelism_section ({fsdp: {...}}) with the keys of its
 /// options' field list (docs/fsdp.md lists FSDP's). Composer's keys a section holds fixed (fixed_composer_keys) are
 /// accepted at that value and are a ConfigError naming the key otherwise, as are the refused sections (`tp`), unknown
 /// keys and values ParallelismConfig::validate() refuses.
