@@ -1,10 +1,12 @@
 #include "composer/algorithms/ema.h"
 
 #include "algorithms/detail/common.h"
+#include "algorithms/detail/held_weights.h"
 #include "composer/core/callback.h"
 #include "composer/core/fields.h"
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
+#include "composer/dist/strategy.h"
 #include "composer/models/composer_model.h"
 
 #include <ATen/ATen.h>
@@ -64,6 +66,34 @@ void for_each_held(const torch::nn::Module& model, Held& held, Fn&& fn) {
     auto it = held.named_buffers_dict.find(item.key());
     if (it != held.named_buffers_dict.end()) fn(item.key(), item.value(), it->second);
   }
+}
+
+// fn(name, the held tensor, the averaged copy) for each held parameter and buffer that `ema` has.
+template <class Fn>
+void for_each_copy(const detail::HeldWeights& held, EMAParameters& ema, Fn&& fn) {
+  for (const auto& [name, t] : held.parameters) {
+    auto it = ema.named_parameters_dict.find(name);
+    if (it != ema.named_parameters_dict.end()) fn(name, t, it->second);
+  }
+  for (const auto& [name, t] : held.buffers) {
+    auto it = ema.named_buffers_dict.find(name);
+    if (it != ema.named_buffers_dict.end()) fn(name, t, it->second);
+  }
+}
+
+EMAParameters copies_of(const detail::HeldWeights& held) {
+  EMAParameters p;
+  at::NoGradGuard no_grad;
+  for (const auto& [name, t] : held.parameters) p.named_parameters_dict[name] = t.detach().clone();
+  for (const auto& [name, t] : held.buffers) p.named_buffers_dict[name] = t.detach().clone();
+  return p;
+}
+
+void swap_held(const detail::HeldWeights& held, EMAParameters& ema) {
+  at::NoGradGuard no_grad;
+  for_each_copy(held, ema, [](const std::string& name, const at::Tensor& weight, at::Tensor& copy) {
+    swap_into(name, weight, copy);
+  });
 }
 
 }  // namespace
@@ -178,11 +208,22 @@ bool EMA::should_start(const State& state) const {
   return start.value() <= state.timestamp.get(start.unit()).value();
 }
 
+void EMA::hold_as_parts(const State& state) {
+  if (sharded_by_ || !ema_model_ || !state.strategy || !state.strategy->sharded_state()) return;
+  const detail::HeldWeights held = detail::held_weights(state);
+  ema_model_->named_parameters_dict =
+      detail::parts_of(held, ema_model_->named_parameters_dict, "EMA's averaged weights");
+  sharded_by_ = state.strategy;
+}
+
 bool EMA::match(Event event, const State& state) {
   if (event == Event::INIT) return true;
+  hold_as_parts(state);
   if (event == update_event_ && !ema_started_ && should_start(state)) {
     // The average starts from the weights at ema_start.
-    ema_model_ = state.model ? EMAParameters::of(*state.model) : EMAParameters();
+    const detail::HeldWeights held = detail::held_weights(state);
+    ema_model_ = copies_of(held);
+    sharded_by_ = held.sharded ? state.strategy : nullptr;
     ema_started_ = true;
   }
   if (!ema_started_) return false;
@@ -204,41 +245,50 @@ bool EMA::match(Event event, const State& state) {
 
 void EMA::ensure_training_weights_active(State& state) {
   if (ema_weights_active_ && ema_model_) {
-    ema_model_->swap_params(*state.model);
+    swap_held(detail::held_weights(state), *ema_model_);
     ema_weights_active_ = false;
   }
 }
 
 void EMA::ensure_ema_weights_active(State& state) {
   if (!ema_weights_active_ && ema_model_) {
-    ema_model_->swap_params(*state.model);
+    swap_held(detail::held_weights(state), *ema_model_);
     ema_weights_active_ = true;
   }
 }
 
 std::optional<int> EMA::apply(Event event, State& state, Logger&) {
   if (!state.model) return std::nullopt;
-  if (event == Event::INIT) ema_model_ = EMAParameters::of(*state.model);
+  if (event == Event::INIT) {
+    const detail::HeldWeights held = detail::held_weights(state);
+    ema_model_ = copies_of(held);
+    sharded_by_ = held.sharded ? state.strategy : nullptr;
+  }
   if (!ema_model_) return std::nullopt;
+  hold_as_parts(state);
+  const detail::HeldWeights held = detail::held_weights(state);
   switch (event) {
     case Event::FIT_START:
     case Event::PREDICT_START:
-      ema_model_->move_params_to_device(*state.model);
+    case Event::EVAL_START:
+      for_each_copy(held, *ema_model_, [](const std::string&, const at::Tensor& weight, at::Tensor& copy) {
+        copy = copy.to(weight.device());
+      });
+      if (event == Event::EVAL_START) ensure_ema_weights_active(state);
       break;
     case Event::BATCH_START:
-      ensure_training_weights_active(state);
-      break;
-    case Event::BATCH_END:
-    case Event::EPOCH_END:
-      functional::compute_ema(*state.model, *ema_model_, smoothing_);
-      break;
-    case Event::EVAL_START:
-      ema_model_->move_params_to_device(*state.model);
-      ensure_ema_weights_active(state);
-      break;
     case Event::EVAL_END:
       ensure_training_weights_active(state);
       break;
+    case Event::BATCH_END:
+    case Event::EPOCH_END: {
+      at::NoGradGuard no_grad;
+      for_each_copy(held, *ema_model_, [&](const std::string& name, const at::Tensor& weight, at::Tensor& copy) {
+        require_same_shape(name, weight, copy);
+        average_into(copy, weight, smoothing_);
+      });
+      break;
+    }
     case Event::BATCH_CHECKPOINT:
     case Event::EPOCH_CHECKPOINT:
       ensure_ema_weights_active(state);
@@ -255,7 +305,15 @@ c10::IValue EMA::state_dict() const {
   Dict d = Algorithm::state_dict().toGenericDict();
   if (ema_model_) {
     Dict ema = new_dict();
-    ema.insert("named_parameters_dict", detail::tensor_dict(ema_model_->named_parameters_dict));
+    // Under a sharded strategy the parts are gathered whole (every rank makes its checkpoint state together).
+    std::map<std::string, at::Tensor> whole;
+    if (sharded_by_) {
+      detail::HeldWeights held;
+      held.sharded = sharded_by_->sharded_state();
+      held.parts = held.sharded->held_parameters();
+      whole = detail::wholes_of(held, ema_model_->named_parameters_dict);
+    }
+    ema.insert("named_parameters_dict", detail::tensor_dict(sharded_by_ ? whole : ema_model_->named_parameters_dict));
     ema.insert("named_buffers_dict", detail::tensor_dict(ema_model_->named_buffers_dict));
     d.insert("ema_model", ema);
   }
@@ -284,7 +342,10 @@ void EMA::load_state_dict(const c10::IValue& state) {
   const bool active = detail::flag(d, "ema_weights_active", "EMA checkpoint state");
   const bool started = detail::flag(d, "ema_started", "EMA checkpoint state");
   // Checked before anything changes: a bad state leaves this algorithm as it was.
-  if (loaded) ema_model_ = std::move(loaded);
+  if (loaded) {
+    ema_model_ = std::move(loaded);
+    sharded_by_ = nullptr;  // whole: cut to this rank's parts at the next event
+  }
   ema_weights_active_ = active;
   ema_started_ = started;
 }
@@ -292,6 +353,11 @@ void EMA::load_state_dict(const c10::IValue& state) {
 torch::nn::Module& EMA::get_ema_model(torch::nn::Module& model) const {
   if (!ema_model_) throw std::logic_error("EMA.get_ema_model: no averaged weights before INIT");
   if (ema_weights_active_) throw std::logic_error("EMA.get_ema_model: the averaged weights are already in the model");
+  if (sharded_by_) {
+    throw std::logic_error(
+        "EMA.get_ema_model: each rank holds only its part of the averaged weights (a sharded strategy); read them "
+        "from a checkpoint, which holds them whole");
+  }
   ema_model_->transfer_ema_params(model);
   return model;
 }
@@ -300,6 +366,10 @@ torch::nn::Module& EMA::get_training_model(torch::nn::Module& model) const {
   if (!ema_model_) throw std::logic_error("EMA.get_training_model: no weights before INIT");
   if (!ema_weights_active_) {
     throw std::logic_error("EMA.get_training_model: the training weights are already in the model");
+  }
+  if (sharded_by_) {
+    throw std::logic_error(
+        "EMA.get_training_model: each rank holds only its part of the training weights (a sharded strategy)");
   }
   ema_model_->transfer_ema_params(model);
   return model;

@@ -4,10 +4,13 @@
 #include "composer/core/fields.h"
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
+#include "composer/dist/strategy.h"
+#include "composer/models/composer_model.h"
 #include "composer/optim/closure.h"
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <stdexcept>
 
 namespace composer::algorithms {
@@ -46,8 +49,10 @@ void SAMOptimizer::first_step() {
     for (const auto& p : group.params())
       if (p.grad().defined()) norms.push_back(p.grad().norm(2));
   e_w_.clear();
-  if (norms.empty()) return;
-  const at::Tensor grad_norm = at::stack(norms).norm(2);
+  if (norms.empty() && !sharded_norm_) return;
+  // Sharded: every rank joins the norm's collective, whether or not it holds a gradient.
+  const at::Tensor grad_norm =
+      sharded_norm_ ? at::scalar_tensor(sharded_norm_(), at::kDouble) : at::stack(norms).norm(2);
   const at::Tensor scale = rho_ / (grad_norm + epsilon_);
   for (const auto& group : param_groups()) {
     for (const auto& p : group.params()) {
@@ -81,7 +86,9 @@ at::Tensor SAMOptimizer::step(LossClosure closure) {
   auto nonzero = [](const at::Tensor& loss) { return loss.defined() && loss.item<double>() != 0.0; };
   at::Tensor loss;
   if ((global_step_ + 1) % interval_ == 0) {
-    {
+    if (sharded_norm_) {
+      loss = closure();
+    } else {
       optim::NoSyncClosure local_gradients;
       loss = closure();
     }
@@ -135,6 +142,21 @@ std::optional<int> SAM::apply(Event, State& state, Logger&) {
   }
   auto sam = std::make_shared<SAMOptimizer>(state.optimizer, options_.rho(), options_.epsilon(), options_.interval());
   sam->set_global_step(loaded_global_step_);
+  if (state.strategy->holds_gradients()) {  // FSDP: the norm over every rank's part of the gradients
+    std::weak_ptr<dist::Strategy> strategy = state.strategy;
+    std::weak_ptr<ComposerModel> model = state.model;
+    sam->set_sharded_gradient_norm([strategy, model] {
+      const auto s = strategy.lock();
+      const auto m = model.lock();
+      if (!s || !m) throw std::logic_error("SAM: the run's strategy or model is gone");
+      const auto sums = s->parameter_sums(*m, 1, [](const at::Tensor& stepped, int64_t begin, int64_t end) {
+        return std::vector<double>{stepped.grad().defined() ? dist::squared_norm(stepped.grad(), begin, end) : 0.0};
+      });
+      double total = 0;
+      for (const auto& [name, sum] : sums) total += sum[0];
+      return std::sqrt(total);
+    });
+  }
   state.optimizer = sam;
   optimizer_ = sam;
   return std::nullopt;

@@ -145,7 +145,8 @@ bool box_meets(const std::vector<int64_t>& shape, const std::vector<int64_t>& of
 // A DCP directory being read: its .metadata, where each stored value and tensor chunk lies, and the open files.
 class DcpReader {
  public:
-  explicit DcpReader(const std::string& dir) : dir_(dir) {
+  DcpReader(const std::string& dir, FetchCheckpointFile fetch) : dir_(dir), fetch_(std::move(fetch)) {
+    if (fetch_) fetch_(kMetadataFile);
     read_metadata();
     index_storage();
   }
@@ -213,6 +214,7 @@ class DcpReader {
   c10::IValue read_blob(const Location& loc, const std::string& fqn) {
     auto it = files_.find(loc.file);
     if (it == files_.end()) {
+      if (fetch_) fetch_(loc.file);
       it = files_.emplace(loc.file, std::ifstream(fs::path(dir_) / loc.file, std::ios::binary)).first;
       if (!it->second) fail(": its file '" + loc.file + "' is missing");
     }
@@ -230,6 +232,7 @@ class DcpReader {
   }
 
   std::string dir_;
+  FetchCheckpointFile fetch_;  // unset: every file is in dir_ already
   Dict md_ = new_dict();
   Dict storage_data_ = new_dict();
   c10::IValue planner_;
@@ -292,7 +295,12 @@ std::optional<at::Tensor> read_tensor(DcpReader& reader, const std::string& fqn,
 
 c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
                                         std::vector<ShardedEntry>& parts) {
-  DcpReader reader(dir);
+  return read_distributed_checkpoint(dir, wanted, parts, FetchCheckpointFile());
+}
+
+c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
+                                        std::vector<ShardedEntry>& parts, const FetchCheckpointFile& fetch) {
+  DcpReader reader(dir, fetch);
   Node root;
   for (const auto& e : reader.tensors_and_values()) {
     const std::string fqn = e.key().toStringRef();

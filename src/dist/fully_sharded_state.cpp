@@ -138,6 +138,42 @@ std::vector<std::pair<std::string, LocalPart>> FullyShardedDataParallel::local_p
   return out;
 }
 
+NamedParts FullyShardedDataParallel::held_parameters() {
+  const Impl& m = *impl_;
+  NamedParts out;
+  for (const auto& f : m.flats)
+    for (size_t i = 0; i < f.params.size(); ++i)
+      out.emplace_back(f.names[i], part_of(f, i, f.shard, m.sharded(), m.rank, /*reports=*/true));
+  return out;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> FullyShardedDataParallel::gather_held_parts(const NamedParts& parts) {
+  Impl& m = *impl_;
+  at::NoGradGuard no_grad;
+  std::map<std::string, const LocalPart*> by_name;
+  for (const auto& [name, part] : parts) by_name[name] = &part;
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& f : m.flats) {
+    // This rank's shard of the flat, laid out as the shard is, from the parts (the padding zero).
+    at::Tensor shard;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      const auto it = by_name.find(f.names[i]);
+      if (it == by_name.end())
+        throw std::invalid_argument("FSDP: gather_held_parts has no part of parameter '" + f.names[i] + "'");
+      const Held held = held_range(f, i, m.sharded(), m.rank);
+      check_part(f, i, *it->second, held, "the held part of '" + f.names[i] + "'");
+      if (!shard.defined()) shard = at::zeros({f.shard_numel}, it->second->values.options());
+      if (held.size() > 0) shard.narrow(0, held.in_shard, held.size()).copy_(it->second->values.reshape(-1));
+    }
+    if (!shard.defined()) continue;
+    const at::Tensor full = m.sharded() ? at::cat(all_gather(shard, m.shard_group)) : shard;
+    for (size_t i = 0; i < f.params.size(); ++i)
+      out.emplace_back(f.names[i],
+                       full.narrow(0, f.offsets[i], c10::multiply_integers(f.shapes[i])).view(f.shapes[i]).clone());
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, HeldRange>> FullyShardedDataParallel::local_ranges() const {
   const Impl& m = *impl_;
   std::vector<std::pair<std::string, HeldRange>> out;

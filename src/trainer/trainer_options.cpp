@@ -135,10 +135,10 @@ void TrainerOptions::validate() const {
     }
     for (const auto& a : algorithms_) {
       const std::string n = a->name();
-      if (n == "SAM" || n == "EMA" || n == "SWA") {
+      if (n == "SWA") {  // EMA and SAM work on each rank's parts
         throw std::invalid_argument("TrainerOptions.algorithms " + n + " with " + *sharded +
                                     ": it reads or moves the whole model's weights between steps, which the strategy "
-                                    "keeps sharded; not supported yet");
+                                    "keeps sharded; not supported yet (EMA and SAM are)");
       }
     }
   }

@@ -54,9 +54,16 @@ struct FsdpTest : ::testing::Test {
   void TearDown() override { fs::remove_all(dir); }
   std::map<std::string, std::string> reference_output_;  // what each reference run printed
 
+  // FSDP_WORKER_ALGORITHM, for the runs' file names.
+  static std::string algorithm_tag() {
+    const char* a = std::getenv("FSDP_WORKER_ALGORITHM");
+    return a && *a ? std::string("-") + a : "";
+  }
+
   // One process, the whole batch: the reference for `optimizer`, `microbatch`, `clip`.
   std::string reference(const std::string& optimizer, const std::string& microbatch, const std::string& clip) {
-    const std::string out = (dir / ("one-" + optimizer + "-" + microbatch + "-" + clip + ".pt")).string();
+    const std::string out =
+        (dir / ("one-" + optimizer + "-" + microbatch + "-" + clip + algorithm_tag() + ".pt")).string();
     if (reference_output_.count(out)) return out;
     std::vector<std::string> argv{FSDP_WORKER, out, "ddp", optimizer, microbatch};
     if (!clip.empty()) argv.push_back(clip);
@@ -75,7 +82,8 @@ struct FsdpTest : ::testing::Test {
     const int shard_ranks = replicas ? ranks / replicas : ranks;
     const std::string one = reference(optimizer, "0", clip);
     const std::string out =
-        (dir / (strategy + "-" + std::to_string(ranks) + "-" + optimizer + "-" + microbatch + ".pt")).string();
+        (dir / (strategy + "-" + std::to_string(ranks) + "-" + optimizer + "-" + microbatch + algorithm_tag() + ".pt"))
+            .string();
     std::vector<std::string> argv{FSDP_WORKER, out, strategy, optimizer, microbatch};
     if (!clip.empty()) argv.push_back(clip);
     const auto r = run_worker(launch(ranks, argv));
@@ -89,6 +97,13 @@ struct FsdpTest : ::testing::Test {
       EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10)
           << name << ": " << strategy << " on " << ranks << " ranks, " << optimizer << ", microbatch " << microbatch
           << " " << clip;
+    }
+    if (fs::exists(one + ".ema")) {  // EMA's averaged weights, gathered whole from the ranks' parts
+      const auto ea = testing::read_pickled_tensors(one + ".ema"), eb = testing::read_pickled_tensors(out + ".ema");
+      ASSERT_EQ(ea.size(), 4u);
+      ASSERT_EQ(eb.size(), 4u);
+      for (const auto& [name, t] : ea)
+        EXPECT_LT((t - eb.at(name)).abs().max().item<double>(), 1e-10) << "EMA's " << name << " under " << strategy;
     }
     // The evaluation at the end of fit (every unit gathered for the eval forward) scores as one process does.
     const auto mine = printed_pairs(r.output, "eval "), theirs = printed_pairs(reference_output_.at(one), "eval ");
@@ -133,6 +148,29 @@ TEST_F(FsdpTest, MicrobatchesAndNormClippingEqualOneProcess) {
   double moved = 0;
   for (const auto& [name, t] : clipped) moved = std::max(moved, (t - plain.at(name)).abs().max().item<double>());
   EXPECT_GT(moved, 1e-4);
+}
+
+// EMA and SAM under FSDP. EMA: each rank averages its part of each parameter (the averaged copy is sharded like
+// them), evaluates with the averaged weights and gathers them whole for its checkpoint state. SAM: the first closure's
+// gradients are averaged across ranks and the ascent's norm is over every rank's part, so each rank perturbs its part
+// as one process with the global batch does. The weights, EMA's averaged weights and the evaluation equal one process
+// within 1e-10, and a moved SAM or EMA run is not the plain one.
+TEST_F(FsdpTest, EmaAndSamEqualOneProcess) {
+  testing::ScopedEnv env;
+  for (const char* algorithm : {"ema", "sam"}) {
+    env.set("FSDP_WORKER_ALGORITHM", algorithm);
+    expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
+    expect_equal_to_one_process(3, "SHARD_GRAD_OP", "sgdw", "0");
+    expect_equal_to_one_process(2, "NO_SHARD", "adamw", "0");
+    expect_equal_to_one_process(4, "FULL_SHARD", "adamw", "0", "", /*replicas=*/2);
+  }
+  env.set("FSDP_WORKER_ALGORITHM", "sam");
+  const auto sam = testing::read_pickled_tensors(reference("adamw", "0", ""));
+  env.set("FSDP_WORKER_ALGORITHM", "");
+  const auto plain = testing::read_pickled_tensors(reference("adamw", "0", ""));
+  double moved = 0;
+  for (const auto& [name, t] : sam) moved = std::max(moved, (t - plain.at(name)).abs().max().item<double>());
+  EXPECT_GT(moved, 1e-6);
 }
 
 // OptimizerMonitor under FSDP: the gradients and DecoupledAdamW's moments live in the flat shards (the model's
@@ -460,6 +498,35 @@ TEST_F(FsdpTest, FullCheckpointsResumeOnAnotherWorldSize) {
   }
 }
 
+// EMA's checkpoint state under FSDP holds the whole averaged weights (gathered from the ranks' parts while it saves):
+// saved at batch 3 on 2 ranks (state_dict_type full and sharded), the run resumes on 3 ranks, each cutting its parts,
+// to the uninterrupted one-process run's weights and averaged weights (within 1e-10).
+TEST_F(FsdpTest, EmaCheckpointsResumeOnAnotherWorldSize) {
+  testing::ScopedEnv env;
+  env.set("FSDP_WORKER_ALGORITHM", "ema");
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  ASSERT_TRUE(fs::exists(one + ".ema"));
+  for (const std::string sharded : {"", "1"}) {
+    env.set("FSDP_WORKER_SHARDED", sharded);
+    const std::string tag = sharded.empty() ? "full" : "sharded";
+    const fs::path folder = dir / ("ema-" + tag);
+    env.set("FSDP_WORKER_SAVE", folder.string());
+    env.set("FSDP_WORKER_LOAD", "");
+    const auto saving =
+        run_worker(launch(2, {FSDP_WORKER, (dir / ("x-" + tag + ".pt")).string(), "FULL_SHARD", "adamw", "0"}));
+    ASSERT_EQ(saving.status, 0) << saving.output;
+    const fs::path ckpt = sharded.empty() ? folder / "ep0-ba3-rank0.pt" : folder / "ep0-ba3";
+    ASSERT_TRUE(fs::exists(ckpt)) << saving.output;
+    env.set("FSDP_WORKER_SAVE", "");
+    env.set("FSDP_WORKER_LOAD", ckpt.string());
+    const std::string resumed = (dir / ("ema-resumed-" + tag + ".pt")).string();
+    const auto resuming = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
+    ASSERT_EQ(resuming.status, 0) << resuming.output;
+    expect_weights_near(one, resumed, " resumed with EMA from a " + tag + " checkpoint");
+    expect_weights_near(one + ".ema", resumed + ".ema", " (EMA's) resumed from a " + tag + " checkpoint");
+  }
+}
+
 // load_monolith_rank0_only: only rank 0 reads the full checkpoint (ranks 1 and 2 are given a path that does not
 // exist, as when the file is on rank 0's node alone); the 3 ranks load bitwise what 2 saved and train on to the
 // one-process run's weights. A checkpoint rank 0 cannot read is every rank's clear error.
@@ -725,10 +792,23 @@ TEST_F(FsdpTest, ShardedCheckpointsInS3LoadAndAutoresumeOnAnotherWorldSize) {
 
   env.set("FSDP_WORKER_SAVE", "");
   env.set("FSDP_WORKER_LOAD", "s3://ckpt/sharded/ep0-ba3");
+  // The server's log of GET requests for a file of the checkpoint.
+  const auto gets = [&](const std::string& file) {
+    const std::string log = server.server_log(), request = "\"GET /ckpt/sharded/ep0-ba3/" + file;
+    int64_t n = 0;
+    for (auto at = log.find(request); at != std::string::npos; at = log.find(request, at + 1)) ++n;
+    return n;
+  };
+  const int64_t first_before = gets("__0_0.distcp"), second_before = gets("__1_0.distcp");
   const std::string resumed = (dir / "resumed-s3.pt").string();
   const auto loading = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
   ASSERT_EQ(loading.status, 0) << loading.output;
   expect_weights_near(one, resumed, " loaded from S3 on 3 ranks");
+  // Each rank downloads only the files it reads: rank 0 of 3 holds the first third of each flat buffer, inside the
+  // first half that rank 0 of 2 wrote, so it never fetches the second rank's file; the stored values (rank 0's file)
+  // every rank reads.
+  EXPECT_EQ(gets("__1_0.distcp") - second_before, 2) << server.server_log();
+  EXPECT_EQ(gets("__0_0.distcp") - first_before, 3);
 
   // ep0-ba6's upload "interrupted" before its .metadata: it is not a checkpoint. Loading it names why; autoresume
   // takes ep0-ba3 (although the latest pointer names ep0-ba6), saves ep0-ba6 again, and keeps only it.

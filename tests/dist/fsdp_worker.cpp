@@ -28,7 +28,8 @@
 // prints "monitored KEY VALUE" for each l2_norm key of the last batch (gradients, and the optimizer's moment, param and
 // update norms). Under FSDP every rank also prints "per_unit
 // N" (units gathered on their own), "peak_gathered B" (the most gathered parameter bytes at once in training passes),
-// "strategy NAME" (the one in effect) and "mesh R S" (replicas, shard group size).
+// "strategy NAME" (the one in effect) and "mesh R S" (replicas, shard group size). FSDP_WORKER_ALGORITHM=ema adds EMA
+// (smoothing 0.6 every batch; rank 0 also writes EMA's averaged weights, whole, to OUT.ema), =sam adds SAM (rho 0.05).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -134,6 +135,16 @@ int main(int argc, char** argv) try {
       DatasetLoaderOptions(20).num_workers(0).num_replicas(world).rank(rank));
   std::vector<std::shared_ptr<Algorithm>> algos;
   if (!clipping.empty()) algos.push_back(testing::gradient_clipping_from_spec(clipping));
+  const std::string algorithm = std::getenv("FSDP_WORKER_ALGORITHM") ? std::getenv("FSDP_WORKER_ALGORITHM") : "";
+  std::shared_ptr<algorithms::EMA> ema;
+  if (algorithm == "ema") {
+    ema = std::make_shared<algorithms::EMA>(algorithms::EMAOptions().half_life(std::nullopt).smoothing(0.6));
+    algos.push_back(ema);
+  } else if (algorithm == "sam") {
+    algos.push_back(std::make_shared<algorithms::SAM>(algorithms::SAMOptions().rho(0.05)));
+  } else if (!algorithm.empty()) {
+    throw std::invalid_argument("FSDP_WORKER_ALGORITHM must be ema or sam, got " + algorithm);
+  }
   TrainerOptions options = TrainerOptions(model)
                                .algorithms(algos)
                                .train_dataloader(loader)
@@ -211,6 +222,11 @@ int main(int argc, char** argv) try {
     for (const auto& [name, value] : fsdp->gathered_parameters()) w.insert(name, value);
   } else {
     for (const auto& p : model->named_parameters()) w.insert(p.key(), p.value().detach().clone());
+  }
+  if (ema) {  // the averaged weights, whole (a collective under FSDP: every rank asks)
+    const c10::IValue state = ema->state_dict();
+    const auto averaged = state.toGenericDict().at("ema_model").toGenericDict().at("named_parameters_dict");
+    if (rank == 0) write_file_atomically(out + ".ema", torch::pickle_save(averaged));
   }
   if (rank == 0) {
     write_file_atomically(out, torch::pickle_save(w));

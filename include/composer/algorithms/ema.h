@@ -9,10 +9,14 @@
 #include <torch/nn/module.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace composer {
+namespace dist {
+class Strategy;
+}
 namespace algorithms {
 
 /// The averaged copies of a model's trainable parameters and of all its buffers, by their names in the model
@@ -71,6 +75,9 @@ struct EMAOptions {
 };
 
 /// Averages the weights after every update_interval batches (BATCH_END) or epochs (EPOCH_END) from ema_start on.
+/// Under a strategy that splits the parameters over the ranks (FSDP) each rank averages its part of each (the averaged
+/// copy is sharded like the parameters); the checkpoint state holds the whole tensors, gathered while it is saved
+/// (state_dict() is then a collective, which every rank's checkpoint code calls), so it loads on any world size.
 /// Evaluation runs with the averaged weights (swapped in at EVAL_START, back at EVAL_END); at a *_CHECKPOINT event
 /// where a CheckpointSaver will save, the averaged weights are swapped in, so the checkpoint's model holds them and
 /// this algorithm's state holds the training weights, and BATCH_START swaps back. The state (both sets, which is
@@ -90,7 +97,8 @@ class EMA : public Algorithm {
   const std::optional<EMAParameters>& ema_model() const { return ema_model_; }
   bool ema_weights_active() const { return ema_weights_active_; }
   bool ema_started() const { return ema_started_; }
-  /// Copies the averaged weights into `model` (Composer's get_ema_model); an error while they are active there.
+  /// Copies the averaged weights into `model` (Composer's get_ema_model); an error while they are active there, and
+  /// under a sharded strategy (read them from a checkpoint there).
   torch::nn::Module& get_ema_model(torch::nn::Module& model) const;
   /// Copies the training weights, held here while the averaged ones are active, into `model`.
   torch::nn::Module& get_training_model(torch::nn::Module& model) const;
@@ -99,6 +107,8 @@ class EMA : public Algorithm {
   bool should_start(const State& state) const;
   void ensure_training_weights_active(State& state);
   void ensure_ema_weights_active(State& state);
+  // Under a sharded strategy: the whole averaged copy (made at INIT, or loaded) cut to this rank's parts, once.
+  void hold_as_parts(const State& state);
 
   EMAOptions options_;
   Time interval_;
@@ -107,6 +117,7 @@ class EMA : public Algorithm {
   std::optional<EMAParameters> ema_model_;
   bool ema_weights_active_ = false;
   bool ema_started_ = false;
+  std::shared_ptr<dist::Strategy> sharded_by_;  // set while ema_model_'s parameters are this rank's parts
 };
 
 }  // namespace algorithms

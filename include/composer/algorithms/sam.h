@@ -8,6 +8,7 @@
 
 #include <torch/arg.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +22,11 @@ namespace algorithms {
 /// norm over all gradients), runs the closure again at w + e_w, takes e_w back and steps `base` with the gradient
 /// found there. A run whose loss is 0 skips the update, as Composer's `if loss:`. The other steps run the closure
 /// once and step `base`. The learning rates and parameters of this optimizer's groups (schedulers and surgery edit
-/// them) are passed to `base` before it steps; checkpoints hold and name `base` (checkpointed()).
+/// them) are passed to `base` before it steps; checkpoints hold and name `base` (checkpointed()). Under a strategy
+/// that holds the gradients in shards (FSDP, set_sharded_gradient_norm) a rank cannot perturb weights it holds only
+/// part of by its own gradient: the first closure then averages the gradients across ranks (so every rank perturbs
+/// its part by the global batch's gradient, as one process with that batch does) and the norm is over every rank's
+/// part.
 class SAMOptimizer : public optim::Optimizer {
  public:
   SAMOptimizer(std::shared_ptr<torch::optim::Optimizer> base, double rho = 0.05, double epsilon = 1e-12,
@@ -42,6 +47,9 @@ class SAMOptimizer : public optim::Optimizer {
   /// Steps taken; every interval-th (global_step + 1 divisible by interval) is a SAM step.
   int64_t global_step() const { return global_step_; }
   void set_global_step(int64_t step) { global_step_ = step; }
+  /// Under a strategy that holds the gradients in shards: `norm` gives the L2 norm of the gradients over every rank
+  /// (a collective); the first closure then syncs the gradients. Unset (the default): local gradients.
+  void set_sharded_gradient_norm(std::function<double()> norm) { sharded_norm_ = std::move(norm); }
 
  private:
   void first_step();
@@ -54,6 +62,7 @@ class SAMOptimizer : public optim::Optimizer {
   int64_t interval_;
   int64_t global_step_ = 0;
   std::vector<std::pair<at::Tensor, at::Tensor>> e_w_;  // (parameter, its perturbation) during a SAM step
+  std::function<double()> sharded_norm_;
 };
 
 struct SAMOptions {

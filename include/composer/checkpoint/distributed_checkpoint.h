@@ -14,6 +14,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -44,5 +45,12 @@ c10::IValue read_distributed_checkpoint(const std::string& dir);
 /// cover the range.
 c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
                                         std::vector<ShardedEntry>& parts);
+/// Puts the checkpoint's file `name` (".metadata", "__0_0.distcp", ...) into the directory before it is first read.
+using FetchCheckpointFile = std::function<void(const std::string& name)>;
+/// The same, for a directory that starts empty: `fetch` brings each file just before it is first read, so that only
+/// the files holding what is read arrive (a rank's part of a checkpoint in an object store: the .metadata, the files
+/// with the chunks that overlap its ranges, and those with the stored values).
+c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
+                                        std::vector<ShardedEntry>& parts, const FetchCheckpointFile& fetch);
 
 }  // namespace composer

@@ -114,6 +114,8 @@ class FullyShardedDataParallel final : public Strategy, public ShardedState {
   std::vector<std::pair<std::string, HeldRange>> local_ranges() const override;
   void load_local_parameters(const NamedParts& parts) override;
   NamedParts local_parameters() const override;
+  NamedParts held_parameters() override;
+  std::vector<std::pair<std::string, at::Tensor>> gather_held_parts(const NamedParts& parts) override;
   c10::IValue local_optimizer_state_dict(const c10::IValue& sharded, EntryParts& parts) const override;
   void keep_gathered_values() override;
 

@@ -44,6 +44,13 @@ class ShardedState {
   virtual std::vector<std::pair<std::string, HeldRange>> local_ranges() const = 0;
   /// This rank's part of each sharded parameter, without a collective.
   virtual NamedParts local_parameters() const = 0;
+  /// The part of each sharded parameter this rank computes with, as a view of what the optimizer steps (writing it
+  /// changes the weights): local_parameters(), but every replica gives its part (under NO_SHARD the whole parameter).
+  /// For algorithms that keep elementwise copies of the weights (EMA), sharded like the parameters.
+  virtual NamedParts held_parameters() = 0;
+  /// Whole tensors, by name, from parts shaped like held_parameters()'s (the same names and ranges, any floating
+  /// dtype): one all-gather over the shard group, every rank calling it with its parts.
+  virtual std::vector<std::pair<std::string, at::Tensor>> gather_held_parts(const NamedParts& parts) = 0;
   /// Writes parameters given as this rank's parts (each covering its local_ranges() range) into the shards, without
   /// a collective; std::invalid_argument for a part of the wrong shape or naming no sharded parameter.
   virtual void load_local_parameters(const NamedParts& parts) = 0;

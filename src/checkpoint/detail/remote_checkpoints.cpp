@@ -2,6 +2,7 @@
 
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/checkpoint_saver.h"
+#include "composer/checkpoint/distributed_checkpoint.h"
 #include "composer/core/format_name.h"
 #include "composer/core/state.h"
 #include "composer/storage/object_store.h"
@@ -54,8 +55,9 @@ std::vector<std::string> checkpoint_names_in_folder(ObjectStore& store, const st
 
 namespace {
 
-/// A sharded checkpoint in an object store (the objects under `key`/, .metadata among them): downloaded into a
-/// temporary folder, read as read_checkpoint reads a local one, and removed.
+/// A sharded checkpoint in an object store (the objects under `key`/, .metadata among them), read as a local one:
+/// each object is downloaded into a temporary folder just before it is first read, so a rank fetches only the
+/// .metadata and the files that hold its parts and the stored values (not the other ranks' files); then removed.
 c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, const std::string& key,
                                 const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
   const std::string dir = download_path(key);
@@ -67,12 +69,9 @@ c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, c
   c10::IValue payload;
   try {
     fs::create_directories(dir);
-    for (const auto& object : store.list_objects(key + "/")) {
-      const std::string name = object.name.substr(key.size() + 1);
-      if (name.find('/') != std::string::npos) continue;
-      store.download_object(object.name, (fs::path(dir) / name).string(), true);
-    }
-    payload = read_checkpoint(dir, wanted, parts);
+    payload = read_distributed_checkpoint(dir, wanted, parts, [&](const std::string& name) {
+      store.download_object(key + "/" + name, (fs::path(dir) / name).string(), true);
+    });
   } catch (const ObjectStoreError& e) {
     remove_dir();
     throw CheckpointError(std::string("cannot load sharded checkpoint ") + source + ": " + e.what());

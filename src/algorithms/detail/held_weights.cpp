@@ -1,0 +1,58 @@
+#include "algorithms/detail/held_weights.h"
+
+#include "composer/core/state.h"
+#include "composer/models/composer_model.h"
+
+#include <c10/util/Exception.h>
+
+#include <stdexcept>
+
+namespace composer::algorithms::detail {
+
+HeldWeights held_weights(const State& state) {
+  HeldWeights held;
+  if (!state.model) return held;
+  held.sharded = state.strategy ? state.strategy->sharded_state() : nullptr;
+  if (held.sharded) {
+    held.parts = held.sharded->held_parameters();
+    for (const auto& [name, part] : held.parts) held.parameters.emplace_back(name, part.values);
+  } else {
+    for (const auto& item : state.model->named_parameters())
+      if (item.value().requires_grad()) held.parameters.emplace_back(item.key(), item.value());
+  }
+  for (const auto& item : state.model->named_buffers()) held.buffers.emplace_back(item.key(), item.value());
+  return held;
+}
+
+std::map<std::string, at::Tensor> parts_of(const HeldWeights& held, const std::map<std::string, at::Tensor>& whole,
+                                           const std::string& what) {
+  std::map<std::string, at::Tensor> out;
+  for (const auto& [name, part] : held.parts) {
+    const auto it = whole.find(name);
+    if (it == whole.end())
+      throw std::invalid_argument(what + " has no '" + name + "' (a checkpoint of another model?)");
+    if (it->second.sizes() != c10::IntArrayRef(part.shape)) {
+      throw std::invalid_argument(what + ": '" + name + "' has shape " + c10::str(it->second.sizes()) +
+                                  ", the model's has " + c10::str(c10::IntArrayRef(part.shape)));
+    }
+    out[name] = it->second.reshape(-1).narrow(0, part.begin, part.end - part.begin).to(part.values.device()).clone();
+  }
+  return out;
+}
+
+std::map<std::string, at::Tensor> wholes_of(const HeldWeights& held, const std::map<std::string, at::Tensor>& parts) {
+  dist::NamedParts given;
+  for (const auto& [name, part] : held.parts) {
+    dist::LocalPart p = part;
+    const auto it = parts.find(name);
+    if (it == parts.end()) throw std::logic_error("wholes_of: no part of '" + name + "'");
+    p.values = it->second;
+    p.dtype = it->second.scalar_type();
+    given.emplace_back(name, std::move(p));
+  }
+  std::map<std::string, at::Tensor> out;
+  for (auto& [name, t] : held.sharded->gather_held_parts(given)) out[name] = std::move(t);
+  return out;
+}
+
+}  // namespace composer::algorithms::detail

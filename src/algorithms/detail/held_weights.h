@@ -1,0 +1,43 @@
+// The weights an algorithm that keeps elementwise copies of them (EMA) reads and writes: every trainable parameter
+// whole, or, under a strategy that splits them over the ranks (FSDP), this rank's part of each, as a view of the
+// flat shard the optimizer steps (writing it changes the weights); and every buffer whole. Copies kept of these are
+// sharded like the parameters, and an elementwise update of the parts equals one process's update of the whole.
+#pragma once
+
+#include "composer/dist/sharded_state.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace composer {
+struct State;
+}
+
+namespace composer::algorithms::detail {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+struct HeldWeights {
+  NamedTensors parameters;  // whole, or this rank's flattened part of each
+  NamedTensors buffers;
+  dist::ShardedState* sharded = nullptr;  // set when `parameters` are parts
+  dist::NamedParts parts;                 // then: each part's place in its whole parameter
+};
+
+/// What `state`'s model holds now: parts once a sharded strategy has split the model, else the trainable
+/// parameters (requires_grad) and buffers of the model.
+HeldWeights held_weights(const State& state);
+
+/// This rank's parts of whole tensors shaped like the parameters (clones), by `held.parts`; std::invalid_argument
+/// naming `what` for a parameter missing from `whole` or of another shape.
+std::map<std::string, at::Tensor> parts_of(const HeldWeights& held, const std::map<std::string, at::Tensor>& whole,
+                                           const std::string& what);
+
+/// The whole tensors from parts shaped like `held`'s (a collective over the shard group: every rank calls it).
+std::map<std::string, at::Tensor> wholes_of(const HeldWeights& held, const std::map<std::string, at::Tensor>& parts);
+
+}  // namespace composer::algorithms::detail
