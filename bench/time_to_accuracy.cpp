@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   using namespace composer;
   std::string data = "data/mnist";
   double target = 0.985;
-  int64_t max_epochs = 3, eval_every = 100, seed = 17, workers = 2, profile_batches = 30;
+  int64_t max_epochs = 3, eval_every = 100, seed = 17, profile_batches = 30;
+  int64_t workers = DatasetLoaderOptions(1).num_workers();  // the library's default unless --workers
   std::string profile_dir;
   std::string algorithm_names;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -27,8 +27,10 @@ struct DatasetLoaderOptions {
   TORCH_ARG(uint64_t, seed) = 0;
   /// Drop the last incomplete batch.
   TORCH_ARG(bool, drop_last) = false;
-  /// Worker threads; 0 makes batches on the calling thread.
-  TORCH_ARG(int64_t, num_workers) = 2;
+  /// Worker threads; 0 (the default, as torch's DataLoader) makes batches on the calling thread. On a CPU run whose
+  /// intra-op threads use every core, workers take time from the model's kernels (10 % of a CNN's training on 2
+  /// cores, bench/results/time_to_accuracy.md); give 2 or more where cores are spare (a GPU host).
+  TORCH_ARG(int64_t, num_workers) = 0;
   /// Batches made ahead, per worker.
   TORCH_ARG(int64_t, prefetch_factor) = 2;
   /// Distributed mode: ranks sharing the data and this rank (each reads a disjoint shard).
@@ -48,7 +50,7 @@ struct DatasetLoaderOptions {
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
     visit_batching_fields(self, visit);
-    visit("num_workers", self.num_workers_, "background threads preparing batches; 0: none");
+    visit("num_workers", self.num_workers_, "background threads preparing batches; 0: none (the calling thread)");
     visit("prefetch_factor", self.prefetch_factor_, "batches each worker prepares ahead");
     visit("pin_memory", self.pin_memory_, "page-locked batches for faster host-to-device copies");
   }

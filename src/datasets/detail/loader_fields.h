@@ -15,7 +15,7 @@ struct LoaderFields {
   std::optional<bool> shuffle;   // unset: the training data only
   std::optional<uint64_t> seed;  // unset: the run's seed
   bool drop_last = false;
-  int64_t num_workers = 2;
+  int64_t num_workers = 0;  // as torch's DataLoader: see DatasetLoaderOptions::num_workers
 
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
@@ -23,7 +23,7 @@ struct LoaderFields {
     visit("shuffle", self.shuffle, "reshuffle every epoch; unset: the training data only");
     visit("seed", self.seed, "shuffling seed; unset: the run's seed");
     visit("drop_last", self.drop_last, "drop the last incomplete batch");
-    visit("num_workers", self.num_workers, "background threads that prepare batches; 0: none");
+    visit("num_workers", self.num_workers, "background threads that prepare batches; 0: none (the training thread)");
   }
 };
 
