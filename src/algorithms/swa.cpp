@@ -1,10 +1,12 @@
 #include "composer/algorithms/swa.h"
 
 #include "algorithms/detail/common.h"
+#include "algorithms/detail/held_weights.h"
 #include "composer/core/fields.h"
 #include "composer/core/hparams.h"
 #include "composer/core/serialization.h"
 #include "composer/core/state.h"
+#include "composer/dist/strategy.h"
 #include "composer/models/composer_model.h"
 
 #include <ATen/ATen.h>
@@ -37,56 +39,75 @@ AveragedWeights AveragedWeights::of(const torch::nn::Module& model) {
   return w;
 }
 
-void update_averaged_weights(AveragedWeights& averaged, const torch::nn::Module& model) {
+namespace {
+
+using NamedTensors = algorithms::detail::NamedTensors;
+
+NamedTensors named_tensors_of(const torch::OrderedDict<std::string, at::Tensor>& items) {
+  NamedTensors out;
+  for (const auto& item : items) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+// update_averaged_weights over named tensors (a model's, or this rank's parts of a sharded one).
+void update_averaged(AveragedWeights& averaged, const NamedTensors& params, const NamedTensors& buffers) {
   at::NoGradGuard no_grad;
-  const auto params = model.named_parameters();
   if (averaged.n_averaged > 0) {  // every check before anything changes
-    for (const auto& item : params) {
-      auto it = averaged.parameters.find(item.key());
+    for (const auto& [name, value] : params) {
+      auto it = averaged.parameters.find(name);
       if (it == averaged.parameters.end())
-        throw std::invalid_argument("SWA: the average has no parameter '" + item.key() + "'");
-      if (it->second.sizes() != item.value().sizes()) {
-        throw std::invalid_argument("SWA: the averaged '" + item.key() + "' has shape " + c10::str(it->second.sizes()) +
-                                    ", the model's has " + c10::str(item.value().sizes()));
+        throw std::invalid_argument("SWA: the average has no parameter '" + name + "'");
+      if (it->second.sizes() != value.sizes()) {
+        throw std::invalid_argument("SWA: the averaged '" + name + "' has shape " + c10::str(it->second.sizes()) +
+                                    ", the model's has " + c10::str(value.sizes()));
       }
     }
   }
   const double n = static_cast<double>(averaged.n_averaged);
-  for (const auto& item : params) {
-    const at::Tensor current = item.value().detach().to(at::kCPU);
+  for (const auto& [name, value] : params) {
+    const at::Tensor current = value.detach().to(at::kCPU);
     if (averaged.n_averaged == 0) {
-      averaged.parameters[item.key()] = current.clone();
+      averaged.parameters[name] = current.clone();
     } else {
-      at::Tensor& avg = averaged.parameters.at(item.key());
+      at::Tensor& avg = averaged.parameters.at(name);
       avg.add_((current - avg) / (n + 1.0));
     }
   }
   // As torch's AveragedModel (use_buffers=False): buffers are not averaged; they follow the model's at every update.
-  for (const auto& item : model.named_buffers()) {
-    const at::Tensor current = item.value().detach().to(at::kCPU);
-    auto it = averaged.buffers.find(item.key());
+  for (const auto& [name, value] : buffers) {
+    const at::Tensor current = value.detach().to(at::kCPU);
+    auto it = averaged.buffers.find(name);
     if (it != averaged.buffers.end() && it->second.sizes() == current.sizes())
       it->second.copy_(current);
     else
-      averaged.buffers[item.key()] = current.clone();
+      averaged.buffers[name] = current.clone();
   }
   ++averaged.n_averaged;
 }
 
-void load_averaged_weights(const AveragedWeights& averaged, torch::nn::Module& model) {
+// load_averaged_weights into named tensors (writing a part writes the shard).
+void load_averaged(const AveragedWeights& averaged, const NamedTensors& params, const NamedTensors& buffers) {
   at::NoGradGuard no_grad;
-  auto params = model.named_parameters();
-  auto buffers = model.named_buffers();
   auto check = [](const std::string& name, const std::map<std::string, at::Tensor>& from, const at::Tensor& to) {
     auto it = from.find(name);
     if (it == from.end()) throw std::invalid_argument("SWA: the average has no '" + name + "'");
     if (it->second.sizes() != to.sizes())
       throw std::invalid_argument("SWA: the averaged '" + name + "' differs in shape from the model's");
   };
-  for (const auto& item : params) check(item.key(), averaged.parameters, item.value());
-  for (const auto& item : buffers) check(item.key(), averaged.buffers, item.value());
-  for (auto& item : params) item.value().copy_(averaged.parameters.at(item.key()));
-  for (auto& item : buffers) item.value().copy_(averaged.buffers.at(item.key()));
+  for (const auto& [name, value] : params) check(name, averaged.parameters, value);
+  for (const auto& [name, value] : buffers) check(name, averaged.buffers, value);
+  for (const auto& [name, value] : params) value.detach().copy_(averaged.parameters.at(name));
+  for (const auto& [name, value] : buffers) value.detach().copy_(averaged.buffers.at(name));
+}
+
+}  // namespace
+
+void update_averaged_weights(AveragedWeights& averaged, const torch::nn::Module& model) {
+  update_averaged(averaged, named_tensors_of(model.named_parameters()), named_tensors_of(model.named_buffers()));
+}
+
+void load_averaged_weights(const AveragedWeights& averaged, torch::nn::Module& model) {
+  load_averaged(averaged, named_tensors_of(model.named_parameters()), named_tensors_of(model.named_buffers()));
 }
 
 SWALR::SWALR(double swa_lr, int64_t anneal_epochs, AnnealStrategy strategy, int64_t step_count)
@@ -192,6 +213,17 @@ void SWA::start(State& state) {
     swa_scheduler_.emplace(*state.optimizer, swa_lr, options_.anneal_steps(), options_.anneal_strategy());
   }
   swa_model_ = functional::AveragedWeights::of(*state.model);
+  sharded_by_ = state.strategy && state.strategy->sharded_state() ? state.strategy : nullptr;
+}
+
+void SWA::hold_as_parts(const State& state) {
+  if (sharded_by_ || !swa_model_ || !state.strategy || !state.strategy->sharded_state()) return;
+  if (swa_model_->n_averaged > 0) {
+    const detail::HeldWeights held = detail::held_weights(state, /*frozen_too=*/true);
+    swa_model_->parameters = detail::parts_of(held, swa_model_->parameters, "SWA's averaged weights");
+    for (auto& [name, t] : swa_model_->parameters) t = t.to(at::kCPU);
+  }
+  sharded_by_ = state.strategy;
 }
 
 std::optional<int> SWA::apply(Event event, State& state, Logger&) {
@@ -201,14 +233,17 @@ std::optional<int> SWA::apply(Event event, State& state, Logger&) {
     start(state);
     swa_started_ = true;
   }
+  hold_as_parts(state);
+  // The model's parameters and buffers, or under a sharded strategy this rank's parts of the sharded ones.
+  const detail::HeldWeights held = detail::held_weights(state, /*frozen_too=*/true);
   if (step_counter_ % options_.update_interval().int_value() == 0) {
-    functional::update_averaged_weights(*swa_model_, *state.model);
+    functional::update_averaged(*swa_model_, held.parameters, held.buffers);
     if (swa_scheduler_) swa_scheduler_->step(*state.optimizer);
   }
   ++step_counter_;
   if (time_in_start_unit(state) >= options_.swa_end().value()) {
     swa_completed_ = true;
-    functional::load_averaged_weights(*swa_model_, *state.model);
+    functional::load_averaged(*swa_model_, held.parameters, held.buffers);
   }
   return std::nullopt;
 }
@@ -218,8 +253,15 @@ std::string SWA::repr() const { return options_repr("SWA", options_); }
 c10::IValue SWA::state_dict() const {
   Dict d = Algorithm::state_dict().toGenericDict();
   if (swa_model_) {
-    Dict m = new_dict();  // AveragedModel's state_dict: module.<name> and n_averaged
-    for (const auto& [name, t] : swa_model_->parameters) m.insert("module." + name, t);
+    Dict m = new_dict();                      // AveragedModel's state_dict: module.<name> and n_averaged
+    std::map<std::string, at::Tensor> whole;  // under a sharded strategy, gathered from every rank's parts
+    if (sharded_by_ && swa_model_->n_averaged > 0) {
+      detail::HeldWeights held;
+      held.sharded = sharded_by_->sharded_state();
+      held.parts = held.sharded->held_parameters();
+      whole = detail::wholes_of(held, swa_model_->parameters);
+    }
+    for (const auto& [name, t] : whole.empty() ? swa_model_->parameters : whole) m.insert("module." + name, t);
     for (const auto& [name, t] : swa_model_->buffers) m.insert("module." + name, t);
     m.insert("n_averaged", at::scalar_tensor(swa_model_->n_averaged, at::kLong));
     Dict kinds = new_dict();  // which module.* entries are buffers (not averaged)
@@ -290,6 +332,7 @@ void SWA::load_state_dict(const c10::IValue& state) {
   swa_started_ = started;
   step_counter_ = counter;
   swa_model_ = std::move(model);
+  sharded_by_ = nullptr;  // whole: cut to this rank's parts at the next update
   swa_scheduler_.reset();
   if (has_scheduler) swa_scheduler_.emplace(sched_lr, options_.anneal_steps(), options_.anneal_strategy(), sched_steps);
 }

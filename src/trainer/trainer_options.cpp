@@ -133,14 +133,6 @@ void TrainerOptions::validate() const {
           ": not supported yet (a rank that runs out of memory inside a parameter all-gather would leave the others "
           "waiting); give a number");
     }
-    for (const auto& a : algorithms_) {
-      const std::string n = a->name();
-      if (n == "SWA") {  // EMA and SAM work on each rank's parts
-        throw std::invalid_argument("TrainerOptions.algorithms " + n + " with " + *sharded +
-                                    ": it reads or moves the whole model's weights between steps, which the strategy "
-                                    "keeps sharded; not supported yet (EMA and SAM are)");
-      }
-    }
   }
   if (console_log_interval_.unit() != TimeUnit::BATCH && console_log_interval_.unit() != TimeUnit::EPOCH) {
     throw std::invalid_argument("TrainerOptions.console_log_interval '" + console_log_interval_.to_string() +

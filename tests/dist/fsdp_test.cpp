@@ -53,6 +53,7 @@ struct FsdpTest : ::testing::Test {
   void SetUp() override { fs::create_directories(dir); }
   void TearDown() override { fs::remove_all(dir); }
   std::map<std::string, std::string> reference_output_;  // what each reference run printed
+  void expect_resumes_with(const std::string& algorithm, testing::ScopedEnv& env);
 
   // FSDP_WORKER_ALGORITHM, for the runs' file names.
   static std::string algorithm_tag() {
@@ -150,27 +151,30 @@ TEST_F(FsdpTest, MicrobatchesAndNormClippingEqualOneProcess) {
   EXPECT_GT(moved, 1e-4);
 }
 
-// EMA and SAM under FSDP. EMA: each rank averages its part of each parameter (the averaged copy is sharded like
-// them), evaluates with the averaged weights and gathers them whole for its checkpoint state. SAM: the first closure's
-// gradients are averaged across ranks and the ascent's norm is over every rank's part, so each rank perturbs its part
-// as one process with the global batch does. The weights, EMA's averaged weights and the evaluation equal one process
-// within 1e-10, and a moved SAM or EMA run is not the plain one.
+// EMA, SAM and SWA under FSDP. EMA and SWA: each rank averages its part of each parameter (the averaged copy is
+// sharded like them); EMA evaluates with the averaged weights, SWA loads them into the shards at swa_end; both gather
+// them whole for their checkpoint state. SAM: the first closure's gradients are averaged across ranks and the ascent's
+// norm is over every rank's part, so each rank perturbs its part as one process with the global batch does. The
+// weights (SWA's: the average), EMA's averaged weights and the evaluation equal one process within 1e-10, and the SAM
+// and SWA runs are not the plain one.
 TEST_F(FsdpTest, EmaAndSamEqualOneProcess) {
   testing::ScopedEnv env;
-  for (const char* algorithm : {"ema", "sam"}) {
+  for (const char* algorithm : {"ema", "sam", "swa"}) {
     env.set("FSDP_WORKER_ALGORITHM", algorithm);
     expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
     expect_equal_to_one_process(3, "SHARD_GRAD_OP", "sgdw", "0");
     expect_equal_to_one_process(2, "NO_SHARD", "adamw", "0");
     expect_equal_to_one_process(4, "FULL_SHARD", "adamw", "0", "", /*replicas=*/2);
   }
-  env.set("FSDP_WORKER_ALGORITHM", "sam");
-  const auto sam = testing::read_pickled_tensors(reference("adamw", "0", ""));
   env.set("FSDP_WORKER_ALGORITHM", "");
   const auto plain = testing::read_pickled_tensors(reference("adamw", "0", ""));
-  double moved = 0;
-  for (const auto& [name, t] : sam) moved = std::max(moved, (t - plain.at(name)).abs().max().item<double>());
-  EXPECT_GT(moved, 1e-6);
+  for (const char* algorithm : {"sam", "swa"}) {
+    env.set("FSDP_WORKER_ALGORITHM", algorithm);
+    double moved = 0;
+    for (const auto& [name, t] : testing::read_pickled_tensors(reference("adamw", "0", "")))
+      moved = std::max(moved, (t - plain.at(name)).abs().max().item<double>());
+    EXPECT_GT(moved, 1e-6) << algorithm;
+  }
 }
 
 // OptimizerMonitor under FSDP: the gradients and DecoupledAdamW's moments live in the flat shards (the model's
@@ -498,17 +502,27 @@ TEST_F(FsdpTest, FullCheckpointsResumeOnAnotherWorldSize) {
   }
 }
 
-// EMA's checkpoint state under FSDP holds the whole averaged weights (gathered from the ranks' parts while it saves):
-// saved at batch 3 on 2 ranks (state_dict_type full and sharded), the run resumes on 3 ranks, each cutting its parts,
-// to the uninterrupted one-process run's weights and averaged weights (within 1e-10).
-TEST_F(FsdpTest, EmaCheckpointsResumeOnAnotherWorldSize) {
+// EMA's and SWA's checkpoint state under FSDP holds the whole averaged weights (gathered from the ranks' parts while
+// it saves): saved at batch 3 on 2 ranks (state_dict_type full and sharded), the run resumes on 3 ranks, each cutting
+// its parts, to the uninterrupted one-process run's weights and (EMA's) averaged weights (within 1e-10).
+TEST_F(FsdpTest, EmaAndSwaCheckpointsResumeOnAnotherWorldSize) {
   testing::ScopedEnv env;
-  env.set("FSDP_WORKER_ALGORITHM", "ema");
+  for (const std::string algorithm : {"ema", "swa"}) {
+    env.set("FSDP_WORKER_ALGORITHM", algorithm);
+    env.set("FSDP_WORKER_SHARDED", "");
+    env.set("FSDP_WORKER_LOAD", "");
+    fs::remove_all(dir / "one");
+    expect_resumes_with(algorithm, env);
+  }
+}
+
+// Saves at batch 3 on 2 ranks (full and sharded checkpoints) and resumes on 3, for FSDP_WORKER_ALGORITHM `algorithm`.
+void FsdpTest::expect_resumes_with(const std::string& algorithm, testing::ScopedEnv& env) {
   const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
-  ASSERT_TRUE(fs::exists(one + ".ema"));
+  if (algorithm == "ema") ASSERT_TRUE(fs::exists(one + ".ema"));
   for (const std::string sharded : {"", "1"}) {
     env.set("FSDP_WORKER_SHARDED", sharded);
-    const std::string tag = sharded.empty() ? "full" : "sharded";
+    const std::string tag = algorithm + "-" + (sharded.empty() ? "full" : "sharded");
     const fs::path folder = dir / ("ema-" + tag);
     env.set("FSDP_WORKER_SAVE", folder.string());
     env.set("FSDP_WORKER_LOAD", "");
@@ -522,8 +536,9 @@ TEST_F(FsdpTest, EmaCheckpointsResumeOnAnotherWorldSize) {
     const std::string resumed = (dir / ("ema-resumed-" + tag + ".pt")).string();
     const auto resuming = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
     ASSERT_EQ(resuming.status, 0) << resuming.output;
-    expect_weights_near(one, resumed, " resumed with EMA from a " + tag + " checkpoint");
-    expect_weights_near(one + ".ema", resumed + ".ema", " (EMA's) resumed from a " + tag + " checkpoint");
+    expect_weights_near(one, resumed, " resumed from a " + tag + " checkpoint");
+    if (algorithm == "ema")
+      expect_weights_near(one + ".ema", resumed + ".ema", " (EMA's) resumed from a " + tag + " checkpoint");
   }
 }
 

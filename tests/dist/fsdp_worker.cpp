@@ -29,7 +29,8 @@
 // update norms). Under FSDP every rank also prints "per_unit
 // N" (units gathered on their own), "peak_gathered B" (the most gathered parameter bytes at once in training passes),
 // "strategy NAME" (the one in effect) and "mesh R S" (replicas, shard group size). FSDP_WORKER_ALGORITHM=ema adds EMA
-// (smoothing 0.6 every batch; rank 0 also writes EMA's averaged weights, whole, to OUT.ema), =sam adds SAM (rho 0.05).
+// (smoothing 0.6 every batch; rank 0 also writes EMA's averaged weights, whole, to OUT.ema), =sam adds SAM (rho 0.05),
+// =swa adds SWA (averaging every batch from 0.3dur, the average loaded into the model at 0.99dur: after batch 6).
 #include "support/clipping_spec.h"
 
 #include "composer/composer.h"
@@ -142,8 +143,14 @@ int main(int argc, char** argv) try {
     algos.push_back(ema);
   } else if (algorithm == "sam") {
     algos.push_back(std::make_shared<algorithms::SAM>(algorithms::SAMOptions().rho(0.05)));
+  } else if (algorithm == "swa") {  // averages batches 2..6 (elapsed 1/3 on), loaded into the model after batch 6
+    algos.push_back(std::make_shared<algorithms::SWA>(algorithms::SWAOptions()
+                                                          .swa_start(Time::from_duration(0.3))
+                                                          .swa_end(Time::from_duration(0.99))
+                                                          .update_interval(Time::from_batch(1))
+                                                          .schedule_swa_lr(false)));
   } else if (!algorithm.empty()) {
-    throw std::invalid_argument("FSDP_WORKER_ALGORITHM must be ema or sam, got " + algorithm);
+    throw std::invalid_argument("FSDP_WORKER_ALGORITHM must be ema, sam or swa, got " + algorithm);
   }
   TrainerOptions options = TrainerOptions(model)
                                .algorithms(algos)

@@ -10,6 +10,7 @@
 #include <torch/nn/module.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,9 @@ class Optimizer;
 }
 
 namespace composer {
+namespace dist {
+class Strategy;
+}
 namespace functional {
 
 enum class AnnealStrategy { LINEAR, COS };
@@ -104,7 +108,9 @@ struct SWAOptions {
 /// without a scheduler, as Composer); then every update_interval-th time averages the weights and steps the SWALR.
 /// At swa_end the averaged weights (and the buffers of the last update) are loaded into the model and SWA stops. The
 /// state (average, counters, SWALR) is in the checkpoint. Requires one parameter group and at most one scheduler
-/// when schedule_swa_lr is set.
+/// when schedule_swa_lr is set. Under a strategy that splits the parameters over the ranks (FSDP) each rank averages
+/// its part of each sharded parameter (swa_model() then holds parts, flattened); the checkpoint state holds the whole
+/// averages, gathered while it is saved (state_dict() is then a collective, which every rank's checkpoint code calls).
 class SWA : public Algorithm {
  public:
   explicit SWA(SWAOptions options = SWAOptions());
@@ -121,6 +127,8 @@ class SWA : public Algorithm {
  private:
   double time_in_start_unit(const State& state) const;
   void start(State& state);
+  // Under a sharded strategy: the whole averages (loaded) cut to this rank's parts, once.
+  void hold_as_parts(const State& state);
 
   SWAOptions options_;
   Event update_event_;
@@ -129,6 +137,7 @@ class SWA : public Algorithm {
   bool swa_started_ = false;
   bool swa_completed_ = false;
   int64_t step_counter_ = 0;
+  std::shared_ptr<dist::Strategy> sharded_by_;  // set while swa_model_'s sharded parameters are this rank's parts
 };
 
 }  // namespace algorithms

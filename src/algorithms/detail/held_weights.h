@@ -29,15 +29,18 @@ struct HeldWeights {
 };
 
 /// What `state`'s model holds now: parts once a sharded strategy has split the model, else the trainable
-/// parameters (requires_grad) and buffers of the model.
-HeldWeights held_weights(const State& state);
+/// parameters (requires_grad) and buffers of the model. `frozen_too`: the parameters that need no gradient as well
+/// (whole: a sharded strategy leaves them so).
+HeldWeights held_weights(const State& state, bool frozen_too = false);
 
-/// This rank's parts of whole tensors shaped like the parameters (clones), by `held.parts`; std::invalid_argument
-/// naming `what` for a parameter missing from `whole` or of another shape.
+/// `whole` with each sharded parameter replaced by this rank's part of it (a clone, on the part's device), by
+/// `held.parts`; std::invalid_argument naming `what` for a sharded parameter missing from `whole` or of another
+/// shape.
 std::map<std::string, at::Tensor> parts_of(const HeldWeights& held, const std::map<std::string, at::Tensor>& whole,
                                            const std::string& what);
 
-/// The whole tensors from parts shaped like `held`'s (a collective over the shard group: every rank calls it).
+/// `parts` with each sharded parameter's part replaced by the whole tensor, gathered from every rank's part (a
+/// collective over the shard group: every rank calls it), on the part's device.
 std::map<std::string, at::Tensor> wholes_of(const HeldWeights& held, const std::map<std::string, at::Tensor>& parts);
 
 }  // namespace composer::algorithms::detail
