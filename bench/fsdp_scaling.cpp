@@ -2,10 +2,13 @@
 // composer-cpp launch -n N; bench/fsdp_scaling.sh runs 1, 2 and 4 ranks).
 //   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
 //                [--batch 2] [--steps 4] [--activation-checkpointing 0|1] [--backward-prefetch PRE|POST|NONE]
-//                [--forward-prefetch 0|1] [--checkpoint full|sharded --checkpoint-dir DIR]
-// A GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at seq 1024; the position table
-// is --seq long here) on random tokens, DecoupledAdamW, float32. Prints on every rank, after the steps:
-//   RESULT fsdp_scaling strategy=S activation_checkpointing=A world=N step_ms=T param_bytes=P grad_bytes=G
+//                [--forward-prefetch 0|1] [--checkpoint full|sharded --checkpoint-dir DIR] [--model gpt2|smollm2]
+// --model gpt2 (the default): a GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at
+// seq 1024; the position table is --seq long here; --layers, --d-model, --heads change it); --model smollm2: the
+// SmolLM2-135M-shaped Llama (vocab 49152, 30 layers, hidden 576, 9 query and 3 key-value heads, MLP 1536, tied
+// embeddings: 134.5M parameters; --layers changes the depth). Random tokens, DecoupledAdamW, float32. Prints on every
+// rank, after the steps:
+//   RESULT fsdp_scaling model=M strategy=S activation_checkpointing=A world=N step_ms=T param_bytes=P grad_bytes=G
 //   optim_bytes=O peak_rss_mib=R per_unit=U peak_gathered_mib=M
 // param_bytes/grad_bytes/optim_bytes: what the rank keeps between steps (FSDP: its shards; DDP: full replicas);
 // step_ms: the median of the steps after the first; peak_rss_mib: the process's high-water resident memory;
@@ -85,8 +88,8 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string strategy = "ddp", checkpoint, checkpoint_dir, backward_prefetch = "BACKWARD_POST";
-  int64_t layers = 12, d_model = 768, heads = 12, seq = 64, batch = 2, steps = 4;
+  std::string strategy = "ddp", checkpoint, checkpoint_dir, backward_prefetch = "BACKWARD_POST", model_name = "gpt2";
+  int64_t layers = -1, d_model = 768, heads = 12, seq = 64, batch = 2, steps = 4;
   bool activation_checkpointing = false, forward_prefetch = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -114,16 +117,42 @@ int main(int argc, char** argv) try {
       checkpoint = v;
     else if (k == "--checkpoint-dir")
       checkpoint_dir = v;
+    else if (k == "--model")
+      model_name = v;
     else
       throw std::invalid_argument("unknown option " + k);
   }
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
   torch::manual_seed(0);
-  auto model = std::make_shared<ComposerLanguageModel>(std::make_shared<models::GPT>(
-      models::TransformerConfig().vocab_size(50257).max_seq_len(seq).n_layer(layers).n_head(heads).d_model(d_model)));
+  std::shared_ptr<ComposerLanguageModel> model;
+  int64_t vocab = 50257;
+  if (model_name == "smollm2") {
+    vocab = 49152;
+    model = std::make_shared<ComposerLanguageModel>(
+        std::make_shared<models::Llama>(models::LlamaConfig()
+                                            .vocab_size(vocab)
+                                            .hidden_size(576)
+                                            .intermediate_size(1536)
+                                            .num_hidden_layers(layers > 0 ? layers : 30)
+                                            .num_attention_heads(9)
+                                            .num_key_value_heads(3)
+                                            .max_position_embeddings(std::max<int64_t>(seq, 2048))
+                                            .rms_norm_eps(1e-5)
+                                            .rope_theta(100000)
+                                            .tie_word_embeddings(true)));
+  } else if (model_name == "gpt2") {
+    model = std::make_shared<ComposerLanguageModel>(std::make_shared<models::GPT>(models::TransformerConfig()
+                                                                                      .vocab_size(vocab)
+                                                                                      .max_seq_len(seq)
+                                                                                      .n_layer(layers > 0 ? layers : 12)
+                                                                                      .n_head(heads)
+                                                                                      .d_model(d_model)));
+  } else {
+    throw std::invalid_argument("--model must be gpt2 or smollm2, got " + model_name);
+  }
   auto opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-4));
   auto gen = at::detail::createCPUGenerator(1);
-  const at::Tensor tokens = at::randint(50257, {(seq + 1) * batch * world * (steps + 1)}, gen, at::kLong);
+  const at::Tensor tokens = at::randint(vocab, {(seq + 1) * batch * world * (steps + 1)}, gen, at::kLong);
   auto loader = std::make_shared<DatasetLoader>(
       make_lm_dataset(tokens, seq),
       DatasetLoaderOptions(batch).shuffle(false).num_workers(0).num_replicas(world).rank(rank).drop_last(true));
@@ -189,10 +218,11 @@ int main(int argc, char** argv) try {
          << " save_peak_mib=" << save_peak << " load_peak_mib=" << peak_rss_mib()
          << " disk_mib=" << static_cast<double>(disk_bytes(path)) / (1024.0 * 1024.0);
   }
-  std::cout << "RESULT fsdp_scaling strategy=" << strategy << " activation_checkpointing=" << activation_checkpointing
-            << " world=" << world << " rank=" << rank << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2])
-            << " param_bytes=" << param_bytes << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes
-            << " peak_rss_mib=" << run_peak << " per_unit=" << per_unit
+  std::cout << "RESULT fsdp_scaling model=" << model_name << " strategy=" << strategy
+            << " activation_checkpointing=" << activation_checkpointing << " world=" << world << " rank=" << rank
+            << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2]) << " param_bytes=" << param_bytes
+            << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << run_peak
+            << " per_unit=" << per_unit
             << " peak_gathered_mib=" << static_cast<double>(peak_gathered) / (1024.0 * 1024.0) << ckpt.str()
             << std::endl;
   trainer.close();

@@ -9,6 +9,7 @@
 #include "composer/models/composer_model.h"
 #include "composer/trainer/microbatch_search.h"
 #include "trainer/detail/batch_agreement.h"
+#include "trainer/detail/cpu_eval_chunks.h"
 #include "trainer/detail/forward_inputs.h"
 #include "trainer/detail/global_metric.h"
 #include "trainer/detail/loader_swap.h"
@@ -89,6 +90,9 @@ void EvalLoop::run(Evaluator& evaluator) {
     const Batch full = s.batch;
     auto run_microbatches = [&] {
       const int64_t mb_size = evaluator.device_eval_microbatch_size.value_or(0);
+      // Unsplit on the CPU: the forward's arithmetic in cache-sized pieces (detail/cpu_eval_chunks.h); not while
+      // automatic microbatching searches for the largest size that fits.
+      const bool in_pieces = mb_size == 0 && s.device.is_cpu() && !evaluator.auto_microbatching;
       for (const Batch& mb :
            mb_size > 0 ? loader.split_batch(full, static_cast<double>(mb_size)) : std::vector<Batch>{full}) {
         s.batch = loader.transform_microbatch(mb);
@@ -96,7 +100,8 @@ void EvalLoop::run(Evaluator& evaluator) {
         {
           auto scope = s.strategy->enter(dist::Phase::EVAL_FORWARD);
           auto autocast = precision_.enter();
-          s.outputs = s.model->eval_forward(detail::forward_inputs(s.batch, *s.strategy));
+          const Batch inputs = detail::forward_inputs(s.batch, *s.strategy);
+          s.outputs = in_pieces ? detail::eval_forward_in_chunks(*s.model, inputs) : s.model->eval_forward(inputs);
         }
         engine_.run_event(Event::EVAL_AFTER_FORWARD);
         for (auto& [name, m] : metrics) s.model->update_metric(s.batch, s.outputs, *m);

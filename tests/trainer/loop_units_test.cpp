@@ -1,6 +1,7 @@
 // Each loop unit on its own: built from a hand-assembled State, Engine and Logger (no Trainer), the events it
 // fires, what it computes, and the strategy calls it makes.
 #include "support/test_support.h"
+#include "trainer/detail/cpu_eval_chunks.h"
 
 #include <gtest/gtest.h>
 
@@ -207,6 +208,56 @@ TEST(EvalLoopTest, EvaluatesAloneAndLogsMetricsOverTheStrategy) {
   EXPECT_EQ(std::count(strategy->calls.begin(), strategy->calls.end(), "sum_metric_state"),
             2);  // Accuracy, CrossEntropy
   EXPECT_TRUE(model->is_training()) << "the model's mode is restored";
+}
+
+// On the CPU an unsplit evaluation batch of more than 256 samples runs through the model in pieces of 256
+// (detail/cpu_eval_chunks.h) whose outputs are concatenated: the events fire once per batch, State::outputs holds
+// every row of the batch, and the metrics equal one whole forward's (device_eval_microbatch_size = the batch, which
+// runs it whole). A model with one output for the whole batch is run whole.
+TEST(EvalLoopTest, LargeCpuBatchesRunInPiecesThatSeeTheWholeBatch) {
+  auto mlp = testing::make_mlp(8, 16, 4, /*seed=*/3);
+  std::vector<int64_t> sizes;
+  bool pooled = false;  // the model's output: one row for the whole batch
+  auto model = std::make_shared<ComposerClassifier>(mlp.ptr(), [&](const at::Tensor& x) {
+    sizes.push_back(x.size(0));
+    const at::Tensor out = mlp->forward(x);
+    return pooled ? out.mean(0, /*keepdim=*/true) : out;
+  });
+  const Batch data = testing::make_blobs(1300);
+  struct Run {
+    std::vector<std::string> events;
+    int64_t output_rows = 0;
+    std::map<std::string, double> metrics;
+  };
+  auto evaluate = [&](std::optional<int64_t> microbatch) {
+    sizes.clear();
+    Rig rig(model);
+    Evaluator val;
+    val.label = "val";
+    val.dataloader = testing::make_loader(data, 1000, /*shuffle=*/false);
+    val.device_eval_microbatch_size = microbatch;
+    rig.state.evaluators.push_back(val);
+    rig.state.eval_metrics["val"] = model->get_metrics(false);
+    EvalLoop eval(rig.state, rig.engine, rig.logger);
+    if (pooled) {
+      rig.state.batch = Batch(data.input().narrow(0, 0, 1000), data.target().narrow(0, 0, 1000));
+      return Run{{}, detail::eval_forward_in_chunks(*model, rig.state.batch).size(0), {}};
+    }
+    eval.run(rig.state.evaluators[0]);
+    return Run{names(rig.recorder->events), rig.state.outputs.size(0), rig.state.eval_metric_values};
+  };
+  const Run pieces = evaluate(std::nullopt);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{256, 256, 256, 232, 256, 44}));  // batches of 1000 and 300
+  EXPECT_EQ(pieces.output_rows, 300);                                     // the last batch, whole
+  const Run whole = evaluate(1000);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{1000, 300}));
+  EXPECT_EQ(pieces.events, whole.events);
+  ASSERT_EQ(pieces.metrics.size(), 2u);
+  for (const auto& [name, value] : whole.metrics) EXPECT_NEAR(pieces.metrics.at(name), value, 1e-6) << name;
+  pooled = true;
+  const Run pooled_run = evaluate(std::nullopt);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{256, 1000})) << "a pooled output: the first piece, then the batch whole";
+  EXPECT_EQ(pooled_run.output_rows, 1);
 }
 
 TEST(PredictLoopTest, ReturnsEveryBatchsOutputs) {

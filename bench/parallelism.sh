@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# bench/parallelism.sh [BUILD_DIR] -- issue 44 item 6: per-rank memory and step time of the SmolLM2-135M-shaped
+# Llama (bench/fsdp_scaling --model smollm2: 30 layers, hidden 576, GQA 9/3 heads, tied 49152-token embedding) under
+# DDP, FULL_SHARD and SHARD_GRAD_OP on 1, 2 and 4 ranks (composer-cpp launch), the strategies interleaved at each
+# world size and reversed every other round. On the 2-core CPU the ranks share the cores: step times compare
+# strategies at one world size, not scaling. Tensor parallelism and FSDP x TP are not built yet (issue 44 item 2),
+# nor deferred initialization (item 1: the larger configuration that does not fit one process under a memory limit).
+# Environment: ROUNDS (default 1), STEPS (default 3), SEQ (default 64), BATCH (default 2 per rank), WORLDS
+# (default "1 2 4"). Prints each RESULT line, then a table of medians per (world, strategy).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${1:-build}"
+ROUNDS="${ROUNDS:-1}"
+STEPS="${STEPS:-3}"
+SEQ="${SEQ:-64}"
+BATCH="${BATCH:-2}"
+WORLDS="${WORLDS:-1 2 4}"
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+echo "parallelism: smollm2 shape, $ROUNDS round(s), $STEPS steps, seq $SEQ, batch $BATCH per rank, $(nproc) cores; $(date -u +%FT%TZ)"
+for n in $WORLDS; do
+  for round in $(seq 1 "$ROUNDS"); do
+    order="ddp FULL_SHARD SHARD_GRAD_OP"
+    if ((round % 2 == 0)); then order="SHARD_GRAD_OP FULL_SHARD ddp"; fi
+    for s in $order; do
+      "$BUILD/tools/composer-cpp" launch -n "$n" -- "$BUILD/bench/fsdp_scaling" --model smollm2 --strategy "$s" \
+        --steps "$STEPS" --seq "$SEQ" --batch "$BATCH" | grep "RESULT" | tee -a "$out"
+    done
+  done
+done
+python3 - "$out" <<'PYEOF'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    kv = dict(x.split("=", 1) for x in line.split() if "=" in x)
+    rows.setdefault((int(kv["world"]), kv["strategy"]), []).append(kv)
+mib = lambda b: float(b) / 2**20
+print("| ranks | strategy | step s (median) | params MiB / rank | grads MiB / rank | optimizer MiB / rank | peak RSS MiB / rank (max) |")
+print("|---|---|---|---|---|---|---|")
+for (world, strategy), sel in sorted(rows.items()):
+    med = lambda k: statistics.median(float(r[k]) for r in sel)
+    print(f"| {world} | {strategy} | {med('step_ms') / 1000:.2f} | {mib(med('param_bytes')):.0f} | "
+          f"{mib(med('grad_bytes')):.0f} | {mib(med('optim_bytes')):.0f} | {max(float(r['peak_rss_mib']) for r in sel):.0f} |")
+PYEOF
