@@ -43,34 +43,11 @@ void average_into(at::Tensor& ema, const at::Tensor& weight, double smoothing) {
 
 namespace algorithms {
 
-EMAParameters EMAParameters::of(const torch::nn::Module& model) {
-  EMAParameters p;
-  at::NoGradGuard no_grad;
-  for (const auto& item : model.named_parameters()) {
-    if (item.value().requires_grad()) p.named_parameters_dict[item.key()] = item.value().detach().clone();
-  }
-  for (const auto& item : model.named_buffers()) p.named_buffers_dict[item.key()] = item.value().detach().clone();
-  return p;
-}
-
 namespace {
 
-// fn(name, the model's tensor, the held one) for each parameter and buffer of `model` that `held` has.
-template <class Held, class Fn>
-void for_each_held(const torch::nn::Module& model, Held& held, Fn&& fn) {
-  for (const auto& item : model.named_parameters()) {
-    auto it = held.named_parameters_dict.find(item.key());
-    if (it != held.named_parameters_dict.end()) fn(item.key(), item.value(), it->second);
-  }
-  for (const auto& item : model.named_buffers()) {
-    auto it = held.named_buffers_dict.find(item.key());
-    if (it != held.named_buffers_dict.end()) fn(item.key(), item.value(), it->second);
-  }
-}
-
 // fn(name, the held tensor, the averaged copy) for each held parameter and buffer that `ema` has.
-template <class Fn>
-void for_each_copy(const detail::HeldWeights& held, EMAParameters& ema, Fn&& fn) {
+template <class Ema, class Fn>
+void for_each_copy(const detail::HeldWeights& held, Ema& ema, Fn&& fn) {
   for (const auto& [name, t] : held.parameters) {
     auto it = ema.named_parameters_dict.find(name);
     if (it != ema.named_parameters_dict.end()) fn(name, t, it->second);
@@ -96,26 +73,42 @@ void swap_held(const detail::HeldWeights& held, EMAParameters& ema) {
   });
 }
 
+void move_to_held_devices(const detail::HeldWeights& held, EMAParameters& ema) {
+  for_each_copy(held, ema, [](const std::string&, const at::Tensor& weight, at::Tensor& copy) {
+    copy = copy.to(weight.device());
+  });
+}
+
+// compute_ema over held weights.
+void average_held(const detail::HeldWeights& held, EMAParameters& ema, double smoothing) {
+  at::NoGradGuard no_grad;
+  for_each_copy(held, ema, [&](const std::string& name, const at::Tensor& weight, at::Tensor& copy) {
+    require_same_shape(name, weight, copy);
+    average_into(copy, weight, smoothing);
+  });
+}
+
 }  // namespace
 
+EMAParameters EMAParameters::of(const torch::nn::Module& model) {
+  return copies_of(detail::weights_of(model, /*frozen_too=*/false));
+}
+
 void EMAParameters::swap_params(torch::nn::Module& model) {
-  at::NoGradGuard no_grad;
-  for_each_held(model, *this, [](const std::string& name, const at::Tensor& weight, at::Tensor& ema) {
-    swap_into(name, weight, ema);
-  });
+  swap_held(detail::weights_of(model, /*frozen_too=*/true), *this);
 }
 
 void EMAParameters::transfer_ema_params(torch::nn::Module& model) const {
   at::NoGradGuard no_grad;
-  for_each_held(model, *this, [](const std::string& name, const at::Tensor& weight, const at::Tensor& ema) {
-    require_same_shape(name, weight, ema);
-    weight.copy_(ema);
-  });
+  for_each_copy(detail::weights_of(model, /*frozen_too=*/true), *this,
+                [](const std::string& name, const at::Tensor& weight, const at::Tensor& ema) {
+                  require_same_shape(name, weight, ema);
+                  weight.copy_(ema);
+                });
 }
 
 void EMAParameters::move_params_to_device(const torch::nn::Module& model) {
-  for_each_held(model, *this,
-                [](const std::string&, const at::Tensor& weight, at::Tensor& ema) { ema = ema.to(weight.device()); });
+  move_to_held_devices(detail::weights_of(model, /*frozen_too=*/true), *this);
 }
 
 }  // namespace algorithms
@@ -140,17 +133,7 @@ void compute_ema(const torch::nn::Module& model, torch::nn::Module& ema_model, d
 
 void compute_ema(const torch::nn::Module& model, algorithms::EMAParameters& ema_model, double smoothing) {
   algorithms::detail::require_range("compute_ema", "smoothing", smoothing, 0.0, 1.0);
-  at::NoGradGuard no_grad;
-  auto visit = [&](const std::string& name, const at::Tensor& weight) {
-    for (auto* dict : {&ema_model.named_parameters_dict, &ema_model.named_buffers_dict}) {
-      auto it = dict->find(name);
-      if (it == dict->end()) continue;
-      require_same_shape(name, weight, it->second);
-      average_into(it->second, weight, smoothing);
-    }
-  };
-  for (const auto& item : model.named_parameters()) visit(item.key(), item.value());
-  for (const auto& item : model.named_buffers()) visit(item.key(), item.value());
+  algorithms::average_held(algorithms::detail::weights_of(model, /*frozen_too=*/true), ema_model, smoothing);
 }
 
 }  // namespace functional
@@ -266,14 +249,11 @@ std::optional<int> EMA::apply(Event event, State& state, Logger&) {
   }
   if (!ema_model_) return std::nullopt;
   hold_as_parts(state);
-  const detail::HeldWeights held = detail::held_weights(state);
   switch (event) {
     case Event::FIT_START:
     case Event::PREDICT_START:
     case Event::EVAL_START:
-      for_each_copy(held, *ema_model_, [](const std::string&, const at::Tensor& weight, at::Tensor& copy) {
-        copy = copy.to(weight.device());
-      });
+      move_to_held_devices(detail::held_weights(state), *ema_model_);
       if (event == Event::EVAL_START) ensure_ema_weights_active(state);
       break;
     case Event::BATCH_START:
@@ -281,14 +261,9 @@ std::optional<int> EMA::apply(Event event, State& state, Logger&) {
       ensure_training_weights_active(state);
       break;
     case Event::BATCH_END:
-    case Event::EPOCH_END: {
-      at::NoGradGuard no_grad;
-      for_each_copy(held, *ema_model_, [&](const std::string& name, const at::Tensor& weight, at::Tensor& copy) {
-        require_same_shape(name, weight, copy);
-        average_into(copy, weight, smoothing_);
-      });
+    case Event::EPOCH_END:
+      average_held(detail::held_weights(state), *ema_model_, smoothing_);
       break;
-    }
     case Event::BATCH_CHECKPOINT:
     case Event::EPOCH_CHECKPOINT:
       ensure_ema_weights_active(state);

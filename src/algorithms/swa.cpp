@@ -43,12 +43,6 @@ namespace {
 
 using NamedTensors = algorithms::detail::NamedTensors;
 
-NamedTensors named_tensors_of(const torch::OrderedDict<std::string, at::Tensor>& items) {
-  NamedTensors out;
-  for (const auto& item : items) out.emplace_back(item.key(), item.value());
-  return out;
-}
-
 // update_averaged_weights over named tensors (a model's, or this rank's parts of a sharded one).
 void update_averaged(AveragedWeights& averaged, const NamedTensors& params, const NamedTensors& buffers) {
   at::NoGradGuard no_grad;
@@ -103,11 +97,13 @@ void load_averaged(const AveragedWeights& averaged, const NamedTensors& params, 
 }  // namespace
 
 void update_averaged_weights(AveragedWeights& averaged, const torch::nn::Module& model) {
-  update_averaged(averaged, named_tensors_of(model.named_parameters()), named_tensors_of(model.named_buffers()));
+  const auto held = algorithms::detail::weights_of(model, /*frozen_too=*/true);
+  update_averaged(averaged, held.parameters, held.buffers);
 }
 
 void load_averaged_weights(const AveragedWeights& averaged, torch::nn::Module& model) {
-  load_averaged(averaged, named_tensors_of(model.named_parameters()), named_tensors_of(model.named_buffers()));
+  const auto held = algorithms::detail::weights_of(model, /*frozen_too=*/true);
+  load_averaged(averaged, held.parameters, held.buffers);
 }
 
 SWALR::SWALR(double swa_lr, int64_t anneal_epochs, AnnealStrategy strategy, int64_t step_count)

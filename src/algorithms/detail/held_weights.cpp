@@ -3,6 +3,8 @@
 #include "composer/core/state.h"
 #include "composer/models/composer_model.h"
 
+#include <torch/nn/module.h>
+
 #include <c10/util/Exception.h>
 
 #include <set>
@@ -10,24 +12,30 @@
 
 namespace composer::algorithms::detail {
 
-HeldWeights held_weights(const State& state, bool frozen_too) {
+HeldWeights weights_of(const torch::nn::Module& model, bool frozen_too) {
   HeldWeights held;
-  if (!state.model) return held;
-  held.sharded = state.strategy ? state.strategy->sharded_state() : nullptr;
+  for (const auto& item : model.named_parameters())
+    if (frozen_too || item.value().requires_grad()) held.parameters.emplace_back(item.key(), item.value());
+  for (const auto& item : model.named_buffers()) held.buffers.emplace_back(item.key(), item.value());
+  return held;
+}
+
+HeldWeights held_weights(const State& state, bool frozen_too) {
+  if (!state.model) return HeldWeights();
+  dist::ShardedState* sharded = state.strategy ? state.strategy->sharded_state() : nullptr;
+  if (!sharded) return weights_of(*state.model, frozen_too);
+  HeldWeights held;
+  held.sharded = sharded;
+  held.parts = sharded->held_parameters();
   std::set<std::string> parted;
-  if (held.sharded) {
-    held.parts = held.sharded->held_parameters();
-    for (const auto& [name, part] : held.parts) {
-      held.parameters.emplace_back(name, part.values);
-      parted.insert(name);
-    }
+  for (const auto& [name, part] : held.parts) {
+    held.parameters.emplace_back(name, part.values);
+    parted.insert(name);
   }
-  for (const auto& item : state.model->named_parameters()) {
-    if (parted.count(item.key())) continue;
-    // Unsharded, every trainable parameter; sharded, the strategy left only frozen ones whole.
-    if (frozen_too || (!held.sharded && item.value().requires_grad()))
-      held.parameters.emplace_back(item.key(), item.value());
-  }
+  // The strategy left only frozen parameters whole.
+  if (frozen_too)
+    for (const auto& item : state.model->named_parameters())
+      if (!parted.count(item.key())) held.parameters.emplace_back(item.key(), item.value());
   for (const auto& item : state.model->named_buffers()) held.buffers.emplace_back(item.key(), item.value());
   return held;
 }

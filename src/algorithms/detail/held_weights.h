@@ -13,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+namespace torch::nn {
+class Module;
+}
 namespace composer {
 struct State;
 }
@@ -27,6 +30,9 @@ struct HeldWeights {
   dist::ShardedState* sharded = nullptr;  // set when `parameters` are parts
   dist::NamedParts parts;                 // then: each part's place in its whole parameter
 };
+
+/// `model`'s parameters (those that require gradients, or with `frozen_too` all of them) and buffers, whole.
+HeldWeights weights_of(const torch::nn::Module& model, bool frozen_too);
 
 /// What `state`'s model holds now: parts once a sharded strategy has split the model, else the trainable
 /// parameters (requires_grad) and buffers of the model. `frozen_too`: the parameters that need no gradient as well
