@@ -44,15 +44,18 @@ void SAMOptimizer::pass_groups_to_base() {
 
 void SAMOptimizer::first_step() {
   at::NoGradGuard no_grad;
-  std::vector<at::Tensor> norms;
-  for (const auto& group : param_groups())
-    for (const auto& p : group.params())
-      if (p.grad().defined()) norms.push_back(p.grad().norm(2));
   e_w_.clear();
-  if (norms.empty() && !sharded_norm_) return;
-  // Sharded: every rank joins the norm's collective, whether or not it holds a gradient.
-  const at::Tensor grad_norm =
-      sharded_norm_ ? at::scalar_tensor(sharded_norm_(), at::kDouble) : at::stack(norms).norm(2);
+  at::Tensor grad_norm;
+  if (sharded_norm_) {  // every rank joins the norm's collective, whether or not it holds a gradient
+    grad_norm = at::scalar_tensor(sharded_norm_(), at::kDouble);
+  } else {
+    std::vector<at::Tensor> norms;
+    for (const auto& group : param_groups())
+      for (const auto& p : group.params())
+        if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+    if (norms.empty()) return;
+    grad_norm = at::stack(norms).norm(2);
+  }
   const at::Tensor scale = rho_ / (grad_norm + epsilon_);
   for (const auto& group : param_groups()) {
     for (const auto& p : group.params()) {
