@@ -3,13 +3,16 @@
 //   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
 //                [--batch 2] [--steps 4] [--activation-checkpointing 0|1] [--backward-prefetch PRE|POST|NONE]
 //                [--forward-prefetch 0|1] [--checkpoint full|sharded --checkpoint-dir DIR] [--model gpt2|smollm2]
+//                [--deferred 0|1]
 // --model gpt2 (the default): a GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at
 // seq 1024; the position table is --seq long here; --layers, --d-model, --heads change it); --model smollm2: the
 // SmolLM2-135M-shaped Llama (vocab 49152, 30 layers, hidden 576, 9 query and 3 key-value heads, MLP 1536, tied
 // embeddings: 134.5M parameters; --layers changes the depth). Random tokens, DecoupledAdamW, float32. Prints on every
 // rank, after the steps:
-//   RESULT fsdp_scaling model=M strategy=S activation_checkpointing=A world=N step_ms=T param_bytes=P grad_bytes=G
-//   optim_bytes=O peak_rss_mib=R per_unit=U peak_gathered_mib=M
+//   RESULT fsdp_scaling model=M strategy=S activation_checkpointing=A deferred=D world=N rank=K setup_peak_mib=I
+//   step_ms=T param_bytes=P grad_bytes=G optim_bytes=O peak_rss_mib=R per_unit=U peak_gathered_mib=M
+// --deferred 1 builds the model under nn::DeferredInit (FSDP draws it unit by unit, each sharded as it is drawn);
+// setup_peak_mib: the resident high-water mark from building the model to the end of the Trainer's construction.
 // param_bytes/grad_bytes/optim_bytes: what the rank keeps between steps (FSDP: its shards; DDP: full replicas);
 // step_ms: the median of the steps after the first; peak_rss_mib: the process's high-water resident memory;
 // per_unit: the sharding units gathered around their own passes; peak_gathered_mib: the most gathered parameter
@@ -90,7 +93,7 @@ double peak_rss_mib() {
 int main(int argc, char** argv) try {
   std::string strategy = "ddp", checkpoint, checkpoint_dir, backward_prefetch = "BACKWARD_POST", model_name = "gpt2";
   int64_t layers = -1, d_model = 768, heads = 12, seq = 64, batch = 2, steps = 4;
-  bool activation_checkpointing = false, forward_prefetch = false;
+  bool activation_checkpointing = false, forward_prefetch = false, deferred = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--strategy")
@@ -119,6 +122,8 @@ int main(int argc, char** argv) try {
       checkpoint_dir = v;
     else if (k == "--model")
       model_name = v;
+    else if (k == "--deferred")
+      deferred = v == "1";
     else
       throw std::invalid_argument("unknown option " + k);
   }
@@ -126,6 +131,9 @@ int main(int argc, char** argv) try {
   torch::manual_seed(0);
   std::shared_ptr<ComposerLanguageModel> model;
   int64_t vocab = 50257;
+  reset_peak_rss();  // the setup's high-water mark: from building the model to the Trainer built
+  std::optional<nn::DeferredInit> deferring;
+  if (deferred) deferring.emplace();
   if (model_name == "smollm2") {
     vocab = 49152;
     model = std::make_shared<ComposerLanguageModel>(
@@ -150,6 +158,7 @@ int main(int argc, char** argv) try {
   } else {
     throw std::invalid_argument("--model must be gpt2 or smollm2, got " + model_name);
   }
+  deferring.reset();
   auto opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-4));
   auto gen = at::detail::createCPUGenerator(1);
   const at::Tensor tokens = at::randint(vocab, {(seq + 1) * batch * world * (steps + 1)}, gen, at::kLong);
@@ -173,6 +182,7 @@ int main(int argc, char** argv) try {
             .forward_prefetch(forward_prefetch)));
   }
   Trainer trainer(options);
+  const double setup_peak = peak_rss_mib();
   trainer.fit();
 
   int64_t param_bytes = 0, per_unit = 0, peak_gathered = 0;
@@ -219,7 +229,8 @@ int main(int argc, char** argv) try {
          << " disk_mib=" << static_cast<double>(disk_bytes(path)) / (1024.0 * 1024.0);
   }
   std::cout << "RESULT fsdp_scaling model=" << model_name << " strategy=" << strategy
-            << " activation_checkpointing=" << activation_checkpointing << " world=" << world << " rank=" << rank
+            << " activation_checkpointing=" << activation_checkpointing << " deferred=" << deferred
+            << " world=" << world << " rank=" << rank << " setup_peak_mib=" << setup_peak
             << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2]) << " param_bytes=" << param_bytes
             << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << run_peak
             << " per_unit=" << per_unit

@@ -3,8 +3,11 @@
 # Llama (bench/fsdp_scaling --model smollm2: 30 layers, hidden 576, GQA 9/3 heads, tied 49152-token embedding) under
 # DDP, FULL_SHARD and SHARD_GRAD_OP on 1, 2 and 4 ranks (composer-cpp launch), the strategies interleaved at each
 # world size and reversed every other round. On the 2-core CPU the ranks share the cores: step times compare
-# strategies at one world size, not scaling. Tensor parallelism and FSDP x TP are not built yet (issue 44 item 2),
-# nor deferred initialization (item 1: the larger configuration that does not fit one process under a memory limit).
+# strategies at one world size, not scaling. Tensor parallelism and FSDP x TP are not built yet (issue 44 item 2).
+# Each world size also runs FULL_SHARD with the model built under nn::DeferredInit ("FULL_SHARD+deferred": drawn unit
+# by unit, each sharded as drawn); "setup peak" is the resident high-water mark from building the model to the end of
+# the Trainer's construction. (The larger configuration that does not fit one process under a memory limit is
+# tests/dist/deferred_init_dist_test.cpp's: 4 ranks under RLIMIT_AS.)
 # Environment: ROUNDS (default 1), STEPS (default 3), SEQ (default 64), BATCH (default 2 per rank), WORLDS
 # (default "1 2 4"). Prints each RESULT line, then a table of medians per (world, strategy).
 set -euo pipefail
@@ -20,11 +23,13 @@ trap 'rm -f "$out"' EXIT
 echo "parallelism: smollm2 shape, $ROUNDS round(s), $STEPS steps, seq $SEQ, batch $BATCH per rank, $(nproc) cores; $(date -u +%FT%TZ)"
 for n in $WORLDS; do
   for round in $(seq 1 "$ROUNDS"); do
-    order="ddp FULL_SHARD SHARD_GRAD_OP"
-    if ((round % 2 == 0)); then order="SHARD_GRAD_OP FULL_SHARD ddp"; fi
+    order="ddp FULL_SHARD SHARD_GRAD_OP FULL_SHARD+deferred"
+    if ((round % 2 == 0)); then order="FULL_SHARD+deferred SHARD_GRAD_OP FULL_SHARD ddp"; fi
     for s in $order; do
-      "$BUILD/tools/composer-cpp" launch -n "$n" -- "$BUILD/bench/fsdp_scaling" --model smollm2 --strategy "$s" \
-        --steps "$STEPS" --seq "$SEQ" --batch "$BATCH" | grep "RESULT" | tee -a "$out"
+      deferred=0
+      if [[ "$s" == *+deferred ]]; then deferred=1; fi
+      "$BUILD/tools/composer-cpp" launch -n "$n" -- "$BUILD/bench/fsdp_scaling" --model smollm2 --strategy "${s%+deferred}" \
+        --deferred "$deferred" --steps "$STEPS" --seq "$SEQ" --batch "$BATCH" | grep "RESULT" | tee -a "$out"
     done
   done
 done
@@ -33,12 +38,14 @@ import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     kv = dict(x.split("=", 1) for x in line.split() if "=" in x)
-    rows.setdefault((int(kv["world"]), kv["strategy"]), []).append(kv)
+    name = kv["strategy"] + ("+deferred" if kv.get("deferred") == "1" else "")
+    rows.setdefault((int(kv["world"]), name), []).append(kv)
 mib = lambda b: float(b) / 2**20
-print("| ranks | strategy | step s (median) | params MiB / rank | grads MiB / rank | optimizer MiB / rank | peak RSS MiB / rank (max) |")
-print("|---|---|---|---|---|---|---|")
+print("| ranks | strategy | step s (median) | params MiB / rank | grads MiB / rank | optimizer MiB / rank | setup peak RSS MiB / rank (max) | peak RSS MiB / rank (max) |")
+print("|---|---|---|---|---|---|---|---|")
 for (world, strategy), sel in sorted(rows.items()):
     med = lambda k: statistics.median(float(r[k]) for r in sel)
     print(f"| {world} | {strategy} | {med('step_ms') / 1000:.2f} | {mib(med('param_bytes')):.0f} | "
-          f"{mib(med('grad_bytes')):.0f} | {mib(med('optim_bytes')):.0f} | {max(float(r['peak_rss_mib']) for r in sel):.0f} |")
+          f"{mib(med('grad_bytes')):.0f} | {mib(med('optim_bytes')):.0f} | {max(float(r['setup_peak_mib']) for r in sel):.0f} | "
+          f"{max(float(r['peak_rss_mib']) for r in sel):.0f} |")
 PYEOF

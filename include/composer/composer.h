@@ -93,6 +93,7 @@
 #include "composer/models/transformer.h"
 #include "composer/models/vision.h"
 #include "composer/nn/checkpoint.h"
+#include "composer/nn/deferred_init.h"
 #include "composer/nn/layer.h"
 #include "composer/nn/layers.h"
 #include "composer/nn/rms_norm.h"

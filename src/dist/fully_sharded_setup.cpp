@@ -5,6 +5,7 @@
 #include "composer/dist/dist.h"
 #include "composer/dist/gradient_reducer.h"
 #include "composer/nn/checkpoint.h"
+#include "composer/nn/deferred_init.h"
 #include "dist/detail/fully_sharded_impl.h"
 
 #include <ATen/ATen.h>
@@ -99,6 +100,28 @@ std::map<std::pair<int64_t, int>, FlatParam> lay_out_unit(const std::vector<at::
   return by_group;
 }
 
+// Whether the model's initialization is deferred (nn::DeferredInit), agreed on by every rank; each rank then draws
+// from rank 0's generator states, so that all of them hold shards of one model (sync_module_states for the values
+// that do not exist yet).
+bool agree_on_deferred_init(torch::nn::Module& model) {
+  std::vector<at::Tensor> states = nn::deferred_generator_states(model);
+  const auto records = static_cast<int64_t>(states.size());
+  at::Tensor counts = at::tensor({records, -records}, at::kLong);
+  all_reduce(counts, ReduceOp::MAX);
+  if (counts[0].item<int64_t>() != records || -counts[1].item<int64_t>() != records) {
+    throw std::invalid_argument(
+        "FSDP: the ranks built their models differently: some with nn::DeferredInit, some without (or from a "
+        "different number of DeferredInit records); build the same model the same way on every rank");
+  }
+  if (records == 0) return false;
+  for (auto& state : states) {
+    state = state.clone();
+    broadcast(state, 0);
+  }
+  nn::set_deferred_generator_states(model, states);
+  return true;
+}
+
 }  // namespace
 
 // The mesh of shard and replica groups, the strategy it switches to (as Composer), and torch FSDP's gradient
@@ -143,10 +166,16 @@ void FullyShardedDataParallel::Impl::configure_mesh(const FSDPOptions& o) {
 void FullyShardedDataParallel::Impl::shard_flat(FlatParam& f) {
   const int64_t parts = sharded() ? world : 1;
   f.shard_numel = (f.numel + parts - 1) / parts;
-  at::Tensor flat = at::zeros({f.shard_numel * parts}, f.params[0].options().requires_grad(false));
-  for (size_t i = 0; i < f.params.size(); ++i)
-    flat.narrow(0, f.offsets[i], f.params[i].numel()).copy_(f.params[i].detach().reshape(-1));
-  f.shard = (sharded() ? flat.narrow(0, rank * f.shard_numel, f.shard_numel).clone() : flat);
+  // Only this rank's part is built: the elements of each parameter that fall into it, the padding zeros.
+  const int64_t begin = sharded() ? rank * f.shard_numel : 0;
+  f.shard = at::zeros({f.shard_numel}, f.params[0].options().requires_grad(false));
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    const int64_t lo = std::max(begin, f.offsets[i]);
+    const int64_t hi = std::min(begin + f.shard_numel, f.offsets[i] + f.params[i].numel());
+    if (lo < hi)
+      f.shard.narrow(0, lo - begin, hi - lo)
+          .copy_(f.params[i].detach().reshape(-1).narrow(0, lo - f.offsets[i], hi - lo));
+  }
   f.shard.set_requires_grad(true);
   const at::ScalarType own = f.shard.scalar_type();
   f.compute_dtype = mixed_precision.param_dtype && at::isFloatingType(own) ? *mixed_precision.param_dtype : own;
@@ -209,8 +238,11 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
   ParamNames name_of;
   for (const auto& p : model.named_parameters(/*recurse=*/true))
     name_of.emplace(p.value().unsafeGetTensorImpl(), p.key());
+  const bool deferred = agree_on_deferred_init(model);
   if (options_.sync_module_states()) {
-    std::vector<at::Tensor> tensors = model.parameters();
+    std::vector<at::Tensor> tensors;
+    for (const auto& p : model.parameters())
+      if (!nn::is_deferred(p)) tensors.push_back(p);  // deferred ones: every rank draws rank 0's stream
     for (const auto& b : model.buffers()) tensors.push_back(b);
     broadcast_module(tensors);
   }
@@ -226,11 +258,22 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
   const GroupOf group_of = optimizer_groups(groups);
   std::vector<std::vector<int64_t>> group_flats(groups.size());
   at::NoGradGuard no_grad;
+  // Each unit laid out and sharded as soon as its parameters hold values: a deferred model is drawn unit by unit,
+  // each unit's whole parameters freed (release) before the next one's are drawn.
+  std::vector<std::map<std::pair<int64_t, int>, FlatParam>> laid(plan.params.size());
+  const auto shard_unit = [&](size_t u) {
+    laid[u] = lay_out_unit(plan.params[u], group_of, name_of);
+    for (auto& entry : laid[u]) m.shard_flat(entry.second);
+  };
+  if (deferred) {
+    nn::materialize(model, plan.params, shard_unit);
+  } else {
+    for (size_t u = 0; u < plan.params.size(); ++u) shard_unit(u);
+  }
   for (size_t u = 0; u < plan.params.size(); ++u) {
     m.units.emplace_back();
     m.units.back().name = plan.names[u];
-    for (auto& [key, f] : lay_out_unit(plan.params[u], group_of, name_of)) {
-      m.shard_flat(f);
+    for (auto& [key, f] : laid[u]) {
       if (key.first >= 0) group_flats[static_cast<size_t>(key.first)].push_back(static_cast<int64_t>(m.flats.size()));
       f.unit = static_cast<int64_t>(u);
       m.units[u].flats.push_back(static_cast<int64_t>(m.flats.size()));

@@ -25,12 +25,17 @@ using GenericList = c10::impl::GenericList;
 GenericDict string_keyed() { return GenericDict(c10::StringType::get(), c10::AnyType::get()); }
 
 GenericDict indexed_form(const c10::IValue& sd, const char* what) {
-  if (!sd.isGenericDict() || !sd.toGenericDict().contains("state") || !sd.toGenericDict().contains("param_groups")) {
+  if (!sd.isGenericDict() || !sd.toGenericDict().contains("param_groups")) {
     throw std::invalid_argument(std::string("FSDP: ") + what +
                                 " is not in torch's form ({state, param_groups}); under FSDP the optimizer must be "
                                 "one of composer::optim's (LibTorch's own optimizers keep an opaque archive)");
   }
-  return sd.toGenericDict();
+  GenericDict d = sd.toGenericDict();
+  if (!d.contains("state")) {  // an optimizer without state (SGD without momentum): a DCP checkpoint has no entry
+    d = d.copy();
+    d.insert("state", GenericDict(c10::AnyType::get(), c10::AnyType::get()));
+  }
+  return d;
 }
 
 // {"state": state, "param_groups": groups}: torch's optimizer state dict.

@@ -3,6 +3,7 @@
 #include "models/detail/cached_attention.h"
 #include "models/detail/embedding_weight.h"
 
+#include "composer/nn/deferred_init.h"
 #include "composer/nn/layers.h"
 #include "composer/nn/rms_norm.h"
 
@@ -17,13 +18,15 @@ namespace {
 
 // Hugging Face's LlamaPreTrainedModel._init_weights: normal(0, initializer_range) weights, zero biases.
 void init_llama(torch::nn::Module& m, double std) {
-  at::NoGradGuard no_grad;
+  const auto normal = [std](at::Tensor& w) { w.normal_(0.0, std); };
   for (auto& item : m.named_modules("", false)) {
     if (auto* l = dynamic_cast<nn::Linear*>(item.value().get())) {
-      l->weight.normal_(0.0, std);
-      if (l->bias.defined()) l->bias.zero_();
+      nn::initialize(l->weight, normal, true);
+      if (l->bias.defined())
+        nn::initialize(
+            l->bias, [](at::Tensor& b) { b.zero_(); }, false);
     } else if (auto* e = dynamic_cast<nn::Embedding*>(item.value().get())) {
-      e->weight.normal_(0.0, std);
+      nn::initialize(e->weight, normal, true);
     }
   }
 }

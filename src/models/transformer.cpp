@@ -3,6 +3,7 @@
 #include "models/detail/cached_attention.h"
 #include "models/detail/embedding_weight.h"
 
+#include "composer/nn/deferred_init.h"
 #include "composer/utils/compat.h"
 
 #include <torch/torch.h>
@@ -15,14 +16,16 @@ namespace {
 
 // GPT-2 initialisation: N(0, 0.02) weights, zero biases, residual projections scaled by 1/sqrt(2 * n_layer).
 void init_transformer(torch::nn::Module& m, int64_t n_layer) {
-  torch::NoGradGuard no_grad;
+  const auto normal = [](double std) { return [std](at::Tensor& w) { w.normal_(0.0, std); }; };
   for (auto& item : m.named_modules("", false)) {
     if (auto* l = dynamic_cast<nn::Linear*>(item.value().get())) {
       const bool residual = item.key().size() >= 6 && item.key().compare(item.key().size() - 6, 6, "c_proj") == 0;
-      l->weight.normal_(0.0, residual ? 0.02 / std::sqrt(2.0 * static_cast<double>(n_layer)) : 0.02);
-      if (l->bias.defined()) l->bias.zero_();
+      nn::initialize(l->weight, normal(residual ? 0.02 / std::sqrt(2.0 * static_cast<double>(n_layer)) : 0.02), true);
+      if (l->bias.defined())
+        nn::initialize(
+            l->bias, [](at::Tensor& b) { b.zero_(); }, false);
     } else if (auto* e = dynamic_cast<nn::Embedding*>(item.value().get())) {
-      e->weight.normal_(0.0, 0.02);
+      nn::initialize(e->weight, normal(0.02), true);
     }
   }
 }
@@ -185,7 +188,9 @@ BertMLM::BertMLM(TransformerConfig config) : config_(config) {
   head->add("gelu", std::make_shared<nn::GELU>());
   head->add("ln", std::make_shared<nn::LayerNorm>(config_.d_model(), 1e-12));
   add("head", head);
-  decoder_bias_ = register_parameter("decoder_bias", torch::zeros({config_.vocab_size()}));
+  decoder_bias_ = register_parameter("decoder_bias", nn::new_parameter({config_.vocab_size()}));
+  nn::initialize(
+      decoder_bias_, [](at::Tensor& b) { b.zero_(); }, false);
   init_transformer(*this, config_.n_layer());
 }
 

@@ -1,5 +1,7 @@
 #include "composer/nn/layers.h"
 
+#include "composer/nn/deferred_init.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
@@ -11,19 +13,28 @@ namespace {
 
 // PyTorch's default for Linear/Conv: kaiming_uniform_(a=sqrt(5)) weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) bias.
 void default_init(at::Tensor& weight, at::Tensor& bias, int64_t fan_in) {
-  torch::NoGradGuard no_grad;
-  torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
+  initialize(
+      weight, [](at::Tensor& w) { torch::nn::init::kaiming_uniform_(w, std::sqrt(5.0)); }, true);
   if (bias.defined()) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-    bias.uniform_(-bound, bound);
+    initialize(
+        bias, [bound](at::Tensor& b) { b.uniform_(-bound, bound); }, true);
   }
+}
+
+// A parameter of ones or zeros (deferred under a DeferredInit).
+at::Tensor filled(at::IntArrayRef shape, double value) {
+  at::Tensor p = new_parameter(shape);
+  initialize(
+      p, [value](at::Tensor& t) { t.fill_(value); }, false);
+  return p;
 }
 
 }  // namespace
 
 Linear::Linear(const LinearOptions& o) : in_features(o.in_features()), out_features(o.out_features()) {
-  weight = register_parameter("weight", torch::empty({out_features, in_features}));
-  if (o.bias()) bias = register_parameter("bias", torch::empty({out_features}));
+  weight = register_parameter("weight", new_parameter({out_features, in_features}));
+  if (o.bias()) bias = register_parameter("bias", new_parameter({out_features}));
   default_init(weight, bias, in_features);
 }
 
@@ -41,8 +52,8 @@ Conv2d::Conv2d(const Conv2dOptions& o)
                                 std::to_string(in_channels) + " and out_channels " + std::to_string(out_channels));
   }
   const int64_t k = kernel_size;
-  weight = register_parameter("weight", torch::empty({out_channels, in_channels / groups, k, k}));
-  if (o.bias()) bias = register_parameter("bias", torch::empty({out_channels}));
+  weight = register_parameter("weight", new_parameter({out_channels, in_channels / groups, k, k}));
+  if (o.bias()) bias = register_parameter("bias", new_parameter({out_channels}));
   default_init(weight, bias, in_channels / groups * k * k);
 }
 
@@ -59,8 +70,8 @@ at::Tensor Conv2d::forward(const at::Tensor& x) {
 }
 
 BatchNorm2d::BatchNorm2d(int64_t n, double e, double m) : num_features(n), eps(e), momentum(m) {
-  weight = register_parameter("weight", torch::ones({n}));
-  bias = register_parameter("bias", torch::zeros({n}));
+  weight = register_parameter("weight", filled({n}, 1));
+  bias = register_parameter("bias", filled({n}, 0));
   running_mean = register_buffer("running_mean", torch::zeros({n}));
   running_var = register_buffer("running_var", torch::ones({n}));
   num_batches_tracked = register_buffer("num_batches_tracked", torch::zeros({}, torch::kLong));
@@ -76,8 +87,8 @@ at::Tensor BatchNorm2d::forward(const at::Tensor& x) {
 }
 
 LayerNorm::LayerNorm(int64_t d, double e) : dim(d), eps(e) {
-  weight = register_parameter("weight", torch::ones({d}));
-  bias = register_parameter("bias", torch::zeros({d}));
+  weight = register_parameter("weight", filled({d}, 1));
+  bias = register_parameter("bias", filled({d}, 0));
 }
 
 at::Tensor LayerNorm::forward(const at::Tensor& x) { return at::layer_norm(x, {dim}, weight, bias, eps); }
@@ -89,15 +100,17 @@ GroupNorm::GroupNorm(int64_t groups, int64_t channels, double e, bool aff)
                                 ") must be divisible by num_groups (" + std::to_string(groups) + ")");
   }
   if (affine) {
-    weight = register_parameter("weight", torch::ones({channels}));
-    bias = register_parameter("bias", torch::zeros({channels}));
+    weight = register_parameter("weight", filled({channels}, 1));
+    bias = register_parameter("bias", filled({channels}, 0));
   }
 }
 
 at::Tensor GroupNorm::forward(const at::Tensor& x) { return at::group_norm(x, num_groups, weight, bias, eps); }
 
 Embedding::Embedding(int64_t n, int64_t d, double init_std) {
-  weight = register_parameter("weight", torch::randn({n, d}) * init_std);
+  weight = register_parameter("weight", new_parameter({n, d}));
+  initialize(
+      weight, [init_std](at::Tensor& w) { w.normal_().mul_(init_std); }, true);
 }
 
 at::Tensor Embedding::forward(const at::Tensor& ids) { return at::embedding(weight, ids); }

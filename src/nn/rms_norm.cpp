@@ -1,11 +1,15 @@
 #include "composer/nn/rms_norm.h"
 
+#include "composer/nn/deferred_init.h"
+
 #include <ATen/ATen.h>
 
 namespace composer::nn {
 
 RMSNorm::RMSNorm(int64_t dim_, double eps_) : dim(dim_), eps(eps_) {
-  weight = register_parameter("weight", at::ones({dim}));
+  weight = register_parameter("weight", new_parameter({dim}));
+  initialize(
+      weight, [](at::Tensor& w) { w.fill_(1); }, false);
 }
 
 at::Tensor RMSNorm::forward(const at::Tensor& x) {

@@ -12,6 +12,7 @@
 #include "composer/loggers/progress_bar_logger.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
+#include "composer/nn/deferred_init.h"
 #include "composer/optim/decoupled_sgdw.h"
 #include "composer/optim/grad_scaler.h"
 #include "composer/optim/optimizer.h"
@@ -211,7 +212,14 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   seed_all(s.seed);
   if (o.deterministic_mode()) at::globalContext().setDeterministicAlgorithms(true, false);
   s.model = o.model();
-  s.model->to(s.device);
+  if (nn::has_deferred_parameters(*s.model)) {
+    // A strategy that shards the state draws a deferred model unit by unit as it shards it (FSDP); with the
+    // others every rank holds it whole, drawn now.
+    nn::to_device(*s.model, s.device);
+    if (!s.strategy->shards_state()) nn::materialize(*s.model);
+  } else {
+    s.model->to(s.device);
+  }
   s.algorithms = o.algorithms();
   s.optimizer = o.optimizer();  // before INIT, so surgery moves its parameters (the default one is built after)
   detail::install_callbacks(t);

@@ -209,6 +209,19 @@ TEST_F(CliTest, HostileValuesNameTheirKeys) {
       << err.str();
 }
 
+// llm-foundry's init_device: meta builds the model under nn::DeferredInit and FSDP draws it unit by unit; without
+// FSDP the Trainer draws it whole. A pretrained model cannot be deferred, another value is an error naming the key.
+TEST_F(CliTest, InitDeviceMetaDefersTheModelsWeights) {
+  EXPECT_EQ(train(config("a.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: FULL_SHARD}}\n")),
+                  {"model.init_device=meta"}),
+            0)
+      << err.str();
+  EXPECT_EQ(train(config("b.yaml", synthetic()), {"model.init_device=meta"}), 0) << err.str();
+  EXPECT_EQ(train(config("c.yaml", synthetic()), {"model.init_device=gpu"}), 2);
+  EXPECT_NE(err.str().find("model.init_device: 'gpu'; expected cpu (build the weights now) or meta"), std::string::npos)
+      << err.str();
+}
+
 // parallelism_config.fsdp trains (one process: every shard is the whole buffer); Composer's other FSDP keys are
 // accepted at Composer's default only.
 TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {

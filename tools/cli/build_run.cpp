@@ -57,9 +57,29 @@ void check_model_fits_images(const ConfigNode& n, const std::string& name, const
 }
 
 // The model's shape defaults follow the data (models::ModelInputs); explicit keys that contradict it are errors here.
+// llm-foundry's init_device: "meta" builds the model under nn::DeferredInit (no weights until the Trainer draws
+// them: unit by unit, each sharded as it is drawn, under FSDP); "cpu", the default, builds it whole.
+bool deferred_init(const ConfigNode& n) {
+  const std::string device = n.get_string("init_device", "cpu");
+  if (device != "cpu" && device != "meta") {
+    throw ConfigError(n.key_path("init_device") + ": '" + device +
+                      "'; expected cpu (build the weights now) or meta (draw them when training starts, unit by unit "
+                      "under FSDP)");
+  }
+  return device == "meta";
+}
+
+// The section without `key`, which the CLI reads itself (not a hyperparameter of the registry's entry).
+ConfigNode without_key(const ConfigNode& n, const std::string& key) {
+  YAML::Node y = YAML::Clone(n.yaml());
+  if (y.IsMap()) y.remove(key);
+  return ConfigNode(y, n.path());
+}
+
 std::shared_ptr<ComposerModel> model_from(const ConfigNode& n, const DataSpec& data) {
   const std::string name = n.require_string("name");
-  if (models::model_registry().find(name)) check_model_fits_images(n, name, data);
+  const ConfigNode keys = without_key(n, "init_device");
+  if (models::model_registry().find(name)) check_model_fits_images(keys, name, data);
   models::ModelInputs inputs;
   if (!data.language) {
     inputs.channels = data.channels;
@@ -67,7 +87,19 @@ std::shared_ptr<ComposerModel> model_from(const ConfigNode& n, const DataSpec& d
   }
   inputs.num_classes = data.num_classes;
   inputs.vocab_size = data.vocab_size;
-  auto model = build_from(models::model_registry(), n, name, "name", inputs);
+  std::shared_ptr<ComposerModel> model;
+  if (deferred_init(n)) {
+    nn::DeferredInit deferred;
+    try {
+      model = build_from(models::model_registry(), keys, name, "name", inputs);
+    } catch (const c10::Error&) {  // a deferred parameter written while building: weights read from a file
+      throw ConfigError(n.key_path("init_device") + ": meta: model '" + name +
+                        "' writes its weights while it is built (pretrained weights?); meta builds only models "
+                        "initialized at random; use init_device: cpu");
+    }
+  } else {
+    model = build_from(models::model_registry(), keys, name, "name", inputs);
+  }
   // A language model carries its data's tokenizer, as Composer's HuggingFaceModel does (the Generate callback), unless
   // it came with its own (a pretrained model's).
   if (auto* lm = dynamic_cast<ComposerLanguageModel*>(model.get()); lm && data.tokenizer && !lm->tokenizer())

@@ -1,0 +1,249 @@
+#include "composer/nn/deferred_init.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/module.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+namespace composer::nn {
+
+// One DeferredInit's record: where the generator stood, the parameters made, and their initializations in order.
+struct DeferredRecord {
+  struct Entry {
+    at::Tensor target;
+    std::function<void(at::Tensor&)> init;
+    bool random = false;
+  };
+  at::Tensor generator_state;
+  std::vector<at::Tensor> params;                    // in the order made
+  std::map<const c10::TensorImpl*, int64_t> version;  // each parameter's version counter when made
+  std::vector<Entry> entries;
+  bool drew_outside = false;  // the generator moved while recording: something drew outside initialize()
+  c10::Device device = c10::Device(c10::kCPU);
+};
+
+namespace {
+
+thread_local std::shared_ptr<DeferredRecord> recording;
+
+// Every deferred parameter's record, until materialized.
+std::mutex registry_mutex;
+std::map<const c10::TensorImpl*, std::shared_ptr<DeferredRecord>>& registry() {
+  static std::map<const c10::TensorImpl*, std::shared_ptr<DeferredRecord>> records;
+  return records;
+}
+
+std::shared_ptr<DeferredRecord> record_of(const at::Tensor& t) {
+  if (!t.defined()) return nullptr;
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  const auto it = registry().find(t.unsafeGetTensorImpl());
+  return it == registry().end() ? nullptr : it->second;
+}
+
+at::Tensor generator_state() {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_generator_state(const at::Tensor& state) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+// Puts the generator where a record started and back where it was when the scope ends.
+class GeneratorAt {
+ public:
+  explicit GeneratorAt(const at::Tensor& state) : saved_(generator_state()) { set_generator_state(state); }
+  ~GeneratorAt() { set_generator_state(saved_); }
+  GeneratorAt(const GeneratorAt&) = delete;
+  GeneratorAt& operator=(const GeneratorAt&) = delete;
+
+ private:
+  at::Tensor saved_;
+};
+
+using Names = std::map<const c10::TensorImpl*, std::string>;
+
+std::string name_in(const Names& names, const at::Tensor& p) {
+  const auto it = names.find(p.unsafeGetTensorImpl());
+  return it == names.end() ? std::string("(a parameter of another module)") : "'" + it->second + "'";
+}
+
+// The checks that the record reproduces a normal build.
+void check_replayable(const DeferredRecord& r, const Names& names) {
+  if (r.drew_outside) {
+    throw std::invalid_argument(
+        "nn::materialize: random numbers were drawn outside nn::initialize while the model's initialization was "
+        "deferred (a torch::nn layer or a torch::rand* call in a constructor), so its values cannot match a normal "
+        "build; build that model without nn::DeferredInit");
+  }
+  for (const auto& p : r.params) {
+    bool replaced = false;  // its data swapped (Module::to to another dtype, set_data): no longer the deferred view
+    for (const int64_t s : p.strides()) replaced = replaced || s != 0;
+    if (replaced || p.storage().nbytes() != static_cast<size_t>(p.element_size())) {
+      throw std::invalid_argument("nn::materialize: parameter " + name_in(names, p) +
+                                  " had its data replaced (Module::to, set_data) while its initialization was "
+                                  "deferred; convert the model after it is materialized");
+    }
+    if (p._version() != r.version.at(p.unsafeGetTensorImpl())) {
+      throw std::invalid_argument("nn::materialize: parameter " + name_in(names, p) +
+                                  " was changed outside nn::initialize while its initialization was deferred; "
+                                  "initialize it with nn::initialize, or build the model without nn::DeferredInit");
+    }
+  }
+}
+
+// Replays r (see the header): `done(p)` once p holds its values.
+void replay(DeferredRecord& r, const Names& names, const std::function<void(const at::Tensor&)>& done) {
+  check_replayable(r, names);
+  std::map<const c10::TensorImpl*, size_t> last;
+  for (size_t i = 0; i < r.entries.size(); ++i) last[r.entries[i].target.unsafeGetTensorImpl()] = i;
+  const auto fill = [&](const at::Tensor& p, const std::function<void(at::Tensor&)>* init) {
+    at::Tensor value = at::empty(p.sizes(), p.options().device(c10::kCPU));
+    if (init) (*init)(value);
+    if (r.device != value.device()) value = value.to(r.device);
+    at::Tensor target = p;
+    target.set_data(value);
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex);
+      registry().erase(p.unsafeGetTensorImpl());
+    }
+    done(p);
+  };
+  at::NoGradGuard no_grad;
+  {
+    GeneratorAt at_record(r.generator_state);
+    for (size_t i = 0; i < r.entries.size(); ++i) {
+      DeferredRecord::Entry& e = r.entries[i];
+      if (last.at(e.target.unsafeGetTensorImpl()) == i) {
+        fill(e.target, &e.init);
+      } else if (e.random) {  // overwritten later: only advances the stream
+        at::Tensor scratch = at::empty(e.target.sizes(), e.target.options().device(c10::kCPU));
+        e.init(scratch);
+      }
+    }
+  }
+  for (const auto& p : r.params)  // made but never initialized: uninitialized memory, as at::empty
+    if (!last.count(p.unsafeGetTensorImpl())) fill(p, nullptr);
+  r.entries.clear();
+  r.params.clear();
+}
+
+// The records `module`'s deferred parameters come from, in the order of their first parameter.
+std::vector<std::shared_ptr<DeferredRecord>> records_of(const torch::nn::Module& module) {
+  std::vector<std::shared_ptr<DeferredRecord>> records;
+  std::set<const DeferredRecord*> seen;
+  for (const auto& p : module.parameters(/*recurse=*/true)) {
+    auto r = record_of(p);
+    if (r && seen.insert(r.get()).second) records.push_back(std::move(r));
+  }
+  return records;
+}
+
+}  // namespace
+
+DeferredInit::DeferredInit() {
+  if (recording) throw std::logic_error("nn::DeferredInit: already recording on this thread (they do not nest)");
+  record_ = std::make_shared<DeferredRecord>();
+  record_->generator_state = generator_state();
+  recording = record_;
+}
+
+DeferredInit::~DeferredInit() {
+  recording = nullptr;
+  try {
+    record_->drew_outside = !at::equal(generator_state(), record_->generator_state);
+  } catch (...) {
+    record_->drew_outside = true;  // cannot tell: refuse to replay rather than risk other values
+  }
+}
+
+at::Tensor new_parameter(at::IntArrayRef shape, const at::TensorOptions& options) {
+  if (!recording) return at::empty(shape, options);
+  // Shape and dtype without the memory: every element a view of one zero (reads see zeros, writes fail).
+  const at::Tensor one = at::zeros({1}, options.requires_grad(false));
+  at::Tensor p = at::empty({0}, options.requires_grad(false));
+  p.set_(one.storage(), 0, shape, std::vector<int64_t>(shape.size(), 0));
+  recording->params.push_back(p);
+  recording->version[p.unsafeGetTensorImpl()] = p._version();
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry()[p.unsafeGetTensorImpl()] = recording;
+  return p;
+}
+
+void initialize(const at::Tensor& parameter, std::function<void(at::Tensor&)> init, bool random) {
+  if (auto r = record_of(parameter)) {
+    r->entries.push_back({parameter, std::move(init), random});
+    return;
+  }
+  at::NoGradGuard no_grad;
+  at::Tensor p = parameter;
+  init(p);
+}
+
+bool is_deferred(const at::Tensor& parameter) { return record_of(parameter) != nullptr; }
+
+bool has_deferred_parameters(const torch::nn::Module& module) {
+  for (const auto& p : module.parameters(/*recurse=*/true))
+    if (is_deferred(p)) return true;
+  return false;
+}
+
+void to_device(torch::nn::Module& module, const c10::Device& device) {
+  at::NoGradGuard no_grad;
+  for (auto& p : module.parameters(/*recurse=*/true)) {
+    if (auto r = record_of(p))
+      r->device = device;
+    else
+      p.set_data(p.data().to(device));
+  }
+  for (auto& b : module.buffers(/*recurse=*/true)) b.set_data(b.data().to(device));
+}
+
+void materialize(torch::nn::Module& module, const std::vector<std::vector<at::Tensor>>& units,
+                 const std::function<void(size_t)>& ready) {
+  Names names;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) names.emplace(p.value().unsafeGetTensorImpl(), p.key());
+  std::vector<int64_t> pending(units.size(), 0);
+  std::map<const c10::TensorImpl*, std::vector<size_t>> units_of;
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (const auto& p : units[u]) {
+      if (!is_deferred(p)) continue;
+      ++pending[u];
+      units_of[p.unsafeGetTensorImpl()].push_back(u);
+    }
+  }
+  for (size_t u = 0; u < units.size(); ++u)
+    if (pending[u] == 0 && ready) ready(u);
+  const auto done = [&](const at::Tensor& p) {
+    const auto it = units_of.find(p.unsafeGetTensorImpl());
+    if (it == units_of.end()) return;
+    for (const size_t u : it->second)
+      if (--pending[u] == 0 && ready) ready(u);
+  };
+  for (const auto& r : records_of(module)) replay(*r, names, done);
+}
+
+std::vector<at::Tensor> deferred_generator_states(const torch::nn::Module& module) {
+  std::vector<at::Tensor> states;
+  for (const auto& r : records_of(module)) states.push_back(r->generator_state);
+  return states;
+}
+
+void set_deferred_generator_states(const torch::nn::Module& module, const std::vector<at::Tensor>& states) {
+  const auto records = records_of(module);
+  if (records.size() != states.size()) {
+    throw std::invalid_argument("nn::set_deferred_generator_states: " + std::to_string(states.size()) +
+                                " states for " + std::to_string(records.size()) + " records");
+  }
+  for (size_t i = 0; i < records.size(); ++i) records[i]->generator_state = states[i].clone();
+}
+
+}  // namespace composer::nn
