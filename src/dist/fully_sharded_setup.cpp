@@ -172,9 +172,11 @@ void FullyShardedDataParallel::Impl::shard_flat(FlatParam& f) {
   for (size_t i = 0; i < f.params.size(); ++i) {
     const int64_t lo = std::max(begin, f.offsets[i]);
     const int64_t hi = std::min(begin + f.shard_numel, f.offsets[i] + f.params[i].numel());
-    if (lo < hi)
-      f.shard.narrow(0, lo - begin, hi - lo)
-          .copy_(f.params[i].detach().reshape(-1).narrow(0, lo - f.offsets[i], hi - lo));
+    if (lo >= hi) continue;
+    const at::Tensor& p = f.params[i];  // a pretrained file's tensor left deferred: only this part is read
+    f.shard.narrow(0, lo - begin, hi - lo)
+        .copy_(nn::is_deferred(p) ? nn::read_part(p, lo - f.offsets[i], hi - lo)
+                                  : p.detach().reshape(-1).narrow(0, lo - f.offsets[i], hi - lo));
   }
   f.shard.set_requires_grad(true);
   const at::ScalarType own = f.shard.scalar_type();
@@ -266,7 +268,7 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
     for (auto& entry : laid[u]) m.shard_flat(entry.second);
   };
   if (deferred) {
-    nn::materialize(model, plan.params, shard_unit);
+    nn::materialize(model, plan.params, shard_unit, /*by_parts=*/true);
   } else {
     for (size_t u = 0; u < plan.params.size(); ++u) shard_unit(u);
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -57,42 +58,76 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   write_file_atomically(path, out);
 }
 
-NamedTensors read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("safetensors file '" + path + "' cannot be opened");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 8) throw std::runtime_error("safetensors file '" + path + "' is truncated");
+SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) throw std::runtime_error("safetensors file '" + path_ + "' cannot be opened");
+  const auto size = static_cast<uint64_t>(std::filesystem::file_size(path_));
+  unsigned char len[8] = {};
+  if (size < 8 || !in.read(reinterpret_cast<char*>(len), 8))
+    throw std::runtime_error("safetensors file '" + path_ + "' is truncated");
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i)
-    n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)])) << (8 * i);
-  if (8 + n > bytes.size())
-    throw std::runtime_error("safetensors file '" + path + "' has a header past the end of the file");
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len[i]) << (8 * i);
+  if (n > size - 8) throw std::runtime_error("safetensors file '" + path_ + "' has a header past the end of the file");
+  std::string text(n, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(n));
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(std::string(bytes.data() + 8, n));
+    header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error("safetensors file '" + path + "' has a malformed header: " + e.what());
+    throw std::runtime_error("safetensors file '" + path_ + "' has a malformed header: " + e.what());
   }
-  NamedTensors out;
-  const size_t base = 8 + n;
+  const uint64_t base = 8 + n;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") continue;
     const auto& e = it.value();
-    at::ScalarType st = at::kFloat;
+    Entry entry{at::kFloat, e.at("shape").get<std::vector<int64_t>>()};
     bool known = false;
     for (const auto& [t, s] : dtypes())
-      if (s == e.at("dtype").get<std::string>()) st = t, known = true;
-    if (!known) throw std::runtime_error("safetensors file '" + path + "': unknown dtype for '" + it.key() + "'");
-    const auto shape = e.at("shape").get<std::vector<int64_t>>();
-    const auto offsets = e.at("data_offsets").get<std::vector<size_t>>();
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(st));
-    if (offsets.size() != 2 || base + offsets[1] > bytes.size() ||
-        offsets[1] - offsets[0] != static_cast<size_t>(t.numel()) * t.element_size()) {
-      throw std::runtime_error("safetensors file '" + path + "': bad data offsets for '" + it.key() + "'");
-    }
-    if (t.numel()) std::memcpy(t.data_ptr(), bytes.data() + base + offsets[0], offsets[1] - offsets[0]);
-    out.emplace_back(it.key(), t);
+      if (s == e.at("dtype").get<std::string>()) entry.dtype = t, known = true;
+    if (!known) throw std::runtime_error("safetensors file '" + path_ + "': unknown dtype for '" + it.key() + "'");
+    entry.numel = c10::multiply_integers(entry.shape);
+    const auto offsets = e.at("data_offsets").get<std::vector<uint64_t>>();
+    const uint64_t bytes = static_cast<uint64_t>(entry.numel) * c10::elementSize(entry.dtype);
+    if (offsets.size() != 2 || offsets[1] > size - base || offsets[0] > offsets[1] || offsets[1] - offsets[0] != bytes)
+      throw std::runtime_error("safetensors file '" + path_ + "': bad data offsets for '" + it.key() + "'");
+    entry.begin = base + offsets[0];
+    names_.push_back(it.key());
+    index_.emplace(it.key(), std::move(entry));
   }
+}
+
+const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) const {
+  const auto it = index_.find(name);
+  if (it == index_.end()) throw std::runtime_error("safetensors file '" + path_ + "' has no tensor '" + name + "'");
+  return it->second;
+}
+
+at::Tensor SafetensorsFile::tensor(const std::string& name) const {
+  const Entry& e = entry(name);
+  return read_part(name, 0, e.numel).view(e.shape);
+}
+
+at::Tensor SafetensorsFile::read_part(const std::string& name, int64_t offset, int64_t numel) const {
+  const Entry& e = entry(name);
+  if (offset < 0 || numel < 0 || offset + numel > e.numel) {
+    throw std::out_of_range("safetensors file '" + path_ + "': elements [" + std::to_string(offset) + ", " +
+                            std::to_string(offset + numel) + ") of '" + name + "', which has " +
+                            std::to_string(e.numel));
+  }
+  at::Tensor part = at::empty({numel}, at::TensorOptions().dtype(e.dtype));
+  if (numel == 0) return part;
+  std::ifstream in(path_, std::ios::binary);
+  const auto element = static_cast<uint64_t>(c10::elementSize(e.dtype));
+  in.seekg(static_cast<std::streamoff>(e.begin + static_cast<uint64_t>(offset) * element));
+  if (!in || !in.read(static_cast<char*>(part.data_ptr()), static_cast<std::streamsize>(numel * element)))
+    throw std::runtime_error("safetensors file '" + path_ + "' could not be read at '" + name + "'");
+  return part;
+}
+
+NamedTensors read_safetensors(const std::string& path) {
+  const SafetensorsFile file(path);
+  NamedTensors out;
+  for (const auto& name : file.names()) out.emplace_back(name, file.tensor(name));
   return out;
 }
 

@@ -92,7 +92,8 @@ LlamaConfig llama_config_from_gguf(const formats::GgufFile& f) {
 }
 
 std::shared_ptr<Llama> load_llama_gguf(const std::string& path, at::ScalarType dtype) {
-  const formats::GgufFile f(path);
+  const auto file = std::make_shared<const formats::GgufFile>(path);  // mapped: read as the tensors are
+  const formats::GgufFile& f = *file;
   const LlamaConfig config = llama_config_from_gguf(f);
   const bool permuted = f.get_string("general.architecture") == "llama";
   auto model = std::make_shared<Llama>(config);
@@ -102,13 +103,26 @@ std::shared_ptr<Llama> load_llama_gguf(const std::string& path, at::ScalarType d
     if (name.empty())
       fail(f, "tensor '" + t.name + "' is not a tensor of this " + std::to_string(config.num_hidden_layers()) +
                   "-layer llama model");
-    at::Tensor w = f.tensor(t.name, at::kFloat);
-    if (permuted && t.name.find(".attn_q.") != std::string::npos)
-      w = unpermute_rotary_rows(w, config.num_attention_heads());
-    if (permuted && t.name.find(".attn_k.") != std::string::npos) w = unpermute_rotary_rows(w, config.kv_heads());
-    weights.fill(name, w, t.name);
+    // Query and key rows are permuted in llama.cpp's files: unpermuted whole, so a part is cut from the whole tensor
+    // (under nn::DeferredInit each tensor is dequantized when its unit is materialized).
+    const int64_t heads = !permuted                                      ? 0
+                          : t.name.find(".attn_q.") != std::string::npos ? config.num_attention_heads()
+                          : t.name.find(".attn_k.") != std::string::npos ? config.kv_heads()
+                                                                         : 0;
+    weights.fill_from(
+        name, t.shape,
+        [file, tensor = t.name, heads](int64_t offset, int64_t numel) {
+          at::Tensor w = file->tensor(tensor, at::kFloat);
+          if (heads > 0) w = unpermute_rotary_rows(w, heads);
+          return w.reshape(-1).narrow(0, offset, numel);
+        },
+        t.name);
   }
   weights.require_all();
+  if (dtype != at::kFloat && nn::has_deferred_parameters(*model)) {
+    throw std::invalid_argument("load_llama_gguf: a model built under nn::DeferredInit loads in float32 only (got " +
+                                std::string(c10::toString(dtype)) + "); convert it once it is materialized");
+  }
   if (dtype != at::kFloat) model->to(dtype);
   return model;
 }

@@ -93,14 +93,21 @@ std::shared_ptr<Llama> load_llama_hf(const std::string& dir, at::ScalarType dtyp
   const LlamaConfig config = read_llama_config((fs::path(dir) / "config.json").string());
   auto model = std::make_shared<Llama>(config);
   detail::NamedWeights weights(*model, "model directory '" + dir + "'");
-  for (const auto& file : detail::shard_files(dir)) {
-    for (const auto& [name, tensor] : read_safetensors(file)) {
+  for (const auto& path : detail::shard_files(dir)) {
+    // A tensor at a time; under nn::DeferredInit only when the model is materialized (FSDP: each rank its part).
+    const auto file = std::make_shared<const SafetensorsFile>(path);
+    for (const auto& name : file->names()) {
       if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;     // older checkpoints keep the buffer
       if (name == "lm_head.weight" && config.tie_word_embeddings()) continue;  // tied: the embedding is the head
-      weights.fill(name, tensor);
+      weights.fill_from(name, file->shape(name),
+                        [file, name](int64_t offset, int64_t numel) { return file->read_part(name, offset, numel); });
     }
   }
   weights.require_all();
+  if (dtype != at::kFloat && nn::has_deferred_parameters(*model)) {
+    throw std::invalid_argument("load_llama_hf: a model built under nn::DeferredInit loads in float32 only (got " +
+                                std::string(c10::toString(dtype)) + "); convert it once it is materialized");
+  }
   if (dtype != at::kFloat) model->to(dtype);
   return model;
 }

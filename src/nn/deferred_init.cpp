@@ -18,13 +18,15 @@ struct DeferredRecord {
     at::Tensor target;
     std::function<void(at::Tensor&)> init;
     bool random = false;
+    PartReader part;  // set by initialize_from
   };
   at::Tensor generator_state;
-  std::vector<at::Tensor> params;                    // in the order made
+  std::vector<at::Tensor> params;                     // in the order made
   std::map<const c10::TensorImpl*, int64_t> version;  // each parameter's version counter when made
   std::vector<Entry> entries;
   bool drew_outside = false;  // the generator moved while recording: something drew outside initialize()
   c10::Device device = c10::Device(c10::kCPU);
+  std::map<const c10::TensorImpl*, PartReader> by_parts;  // while materialize() leaves them to be read by parts
 };
 
 namespace {
@@ -69,6 +71,14 @@ class GeneratorAt {
   at::Tensor saved_;
 };
 
+// Shape and dtype without the memory: every element a view of one zero (reads see zeros, writes fail).
+at::Tensor deferred_view(at::IntArrayRef shape, const at::TensorOptions& options) {
+  const at::Tensor one = at::zeros({1}, options.requires_grad(false));
+  at::Tensor p = at::empty({0}, options.requires_grad(false));
+  p.set_(one.storage(), 0, shape, std::vector<int64_t>(shape.size(), 0));
+  return p;
+}
+
 using Names = std::map<const c10::TensorImpl*, std::string>;
 
 std::string name_in(const Names& names, const at::Tensor& p) {
@@ -101,7 +111,8 @@ void check_replayable(const DeferredRecord& r, const Names& names) {
 }
 
 // Replays r (see the header): `done(p)` once p holds its values.
-void replay(DeferredRecord& r, const Names& names, const std::function<void(const at::Tensor&)>& done) {
+void replay(DeferredRecord& r, const Names& names, const std::function<void(const at::Tensor&)>& done,
+            const std::set<const c10::TensorImpl*>& readable) {
   check_replayable(r, names);
   std::map<const c10::TensorImpl*, size_t> last;
   for (size_t i = 0; i < r.entries.size(); ++i) last[r.entries[i].target.unsafeGetTensorImpl()] = i;
@@ -123,7 +134,16 @@ void replay(DeferredRecord& r, const Names& names, const std::function<void(cons
     for (size_t i = 0; i < r.entries.size(); ++i) {
       DeferredRecord::Entry& e = r.entries[i];
       if (last.at(e.target.unsafeGetTensorImpl()) == i) {
-        fill(e.target, &e.init);
+        if (e.part && readable.count(e.target.unsafeGetTensorImpl())) {  // left for the caller to read by parts
+          r.by_parts[e.target.unsafeGetTensorImpl()] = e.part;
+          if (r.device != e.target.device()) {  // still without values, but on the device its values go to
+            at::Tensor target = e.target;
+            target.set_data(deferred_view(e.target.sizes(), e.target.options().device(r.device)));
+          }
+          done(e.target);
+        } else {
+          fill(e.target, &e.init);
+        }
       } else if (e.random) {  // overwritten later: only advances the stream
         at::Tensor scratch = at::empty(e.target.sizes(), e.target.options().device(c10::kCPU));
         e.init(scratch);
@@ -132,6 +152,11 @@ void replay(DeferredRecord& r, const Names& names, const std::function<void(cons
   }
   for (const auto& p : r.params)  // made but never initialized: uninitialized memory, as at::empty
     if (!last.count(p.unsafeGetTensorImpl())) fill(p, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    for (const auto& [impl, reader] : r.by_parts) registry().erase(impl);
+  }
+  r.by_parts.clear();
   r.entries.clear();
   r.params.clear();
 }
@@ -167,10 +192,7 @@ DeferredInit::~DeferredInit() {
 
 at::Tensor new_parameter(at::IntArrayRef shape, const at::TensorOptions& options) {
   if (!recording) return at::empty(shape, options);
-  // Shape and dtype without the memory: every element a view of one zero (reads see zeros, writes fail).
-  const at::Tensor one = at::zeros({1}, options.requires_grad(false));
-  at::Tensor p = at::empty({0}, options.requires_grad(false));
-  p.set_(one.storage(), 0, shape, std::vector<int64_t>(shape.size(), 0));
+  at::Tensor p = deferred_view(shape, options);
   recording->params.push_back(p);
   recording->version[p.unsafeGetTensorImpl()] = p._version();
   std::lock_guard<std::mutex> lock(registry_mutex);
@@ -186,6 +208,25 @@ void initialize(const at::Tensor& parameter, std::function<void(at::Tensor&)> in
   at::NoGradGuard no_grad;
   at::Tensor p = parameter;
   init(p);
+}
+
+void initialize_from(const at::Tensor& parameter, PartReader read) {
+  if (auto r = record_of(parameter)) {
+    auto init = [read](at::Tensor& t) { t.copy_(read(0, t.numel()).view(t.sizes())); };
+    r->entries.push_back({parameter, std::move(init), false, std::move(read)});
+    return;
+  }
+  at::NoGradGuard no_grad;
+  at::Tensor p = parameter;
+  p.copy_(read(0, p.numel()).view(p.sizes()));
+}
+
+at::Tensor read_part(const at::Tensor& parameter, int64_t offset, int64_t numel) {
+  if (const auto r = record_of(parameter)) {
+    const auto it = r->by_parts.find(parameter.unsafeGetTensorImpl());
+    if (it != r->by_parts.end()) return it->second(offset, numel);
+  }
+  throw std::logic_error("nn::read_part: the parameter is not left to be read by parts (inside materialize)");
 }
 
 bool is_deferred(const at::Tensor& parameter) { return record_of(parameter) != nullptr; }
@@ -208,9 +249,10 @@ void to_device(torch::nn::Module& module, const c10::Device& device) {
 }
 
 void materialize(torch::nn::Module& module, const std::vector<std::vector<at::Tensor>>& units,
-                 const std::function<void(size_t)>& ready) {
+                 const std::function<void(size_t)>& ready, bool by_parts) {
   Names names;
-  for (const auto& p : module.named_parameters(/*recurse=*/true)) names.emplace(p.value().unsafeGetTensorImpl(), p.key());
+  for (const auto& p : module.named_parameters(/*recurse=*/true))
+    names.emplace(p.value().unsafeGetTensorImpl(), p.key());
   std::vector<int64_t> pending(units.size(), 0);
   std::map<const c10::TensorImpl*, std::vector<size_t>> units_of;
   for (size_t u = 0; u < units.size(); ++u) {
@@ -228,7 +270,11 @@ void materialize(torch::nn::Module& module, const std::vector<std::vector<at::Te
     for (const size_t u : it->second)
       if (--pending[u] == 0 && ready) ready(u);
   };
-  for (const auto& r : records_of(module)) replay(*r, names, done);
+  std::set<const c10::TensorImpl*> readable;  // the units' parameters, when read by parts
+  if (by_parts)
+    for (const auto& unit : units)
+      for (const auto& p : unit) readable.insert(p.unsafeGetTensorImpl());
+  for (const auto& r : records_of(module)) replay(*r, names, done, readable);
 }
 
 std::vector<at::Tensor> deferred_generator_states(const torch::nn::Module& module) {
@@ -240,8 +286,8 @@ std::vector<at::Tensor> deferred_generator_states(const torch::nn::Module& modul
 void set_deferred_generator_states(const torch::nn::Module& module, const std::vector<at::Tensor>& states) {
   const auto records = records_of(module);
   if (records.size() != states.size()) {
-    throw std::invalid_argument("nn::set_deferred_generator_states: " + std::to_string(states.size()) +
-                                " states for " + std::to_string(records.size()) + " records");
+    throw std::invalid_argument("nn::set_deferred_generator_states: " + std::to_string(states.size()) + " states for " +
+                                std::to_string(records.size()) + " records");
   }
   for (size_t i = 0; i < records.size(); ++i) records[i]->generator_state = states[i].clone();
 }

@@ -14,7 +14,9 @@
 // DEFERRED_WORKER_STEPS (2) the batches of 4 sequences of 16 tokens (split over the ranks; 8 batches an epoch);
 // DEFERRED_WORKER_BUDGET_MIB=B limits the process's address space to what it maps before building the model plus B
 // MiB (RLIMIT_AS); DEFERRED_WORKER_SAVE=DIR saves a sharded checkpoint into DIR after the last batch;
-// DEFERRED_WORKER_LOAD=PATH loads PATH before training (and then trains DEFERRED_WORKER_STEPS more batches).
+// DEFERRED_WORKER_LOAD=PATH loads PATH before training (and then trains DEFERRED_WORKER_STEPS more batches);
+// DEFERRED_WORKER_PRETRAINED=DIR|FILE.gguf loads a pretrained Llama instead (load_llama_hf, load_llama_gguf), and
+// every rank prints "setup_read_mib R": the bytes it read (rchar) from building the model to the Trainer built.
 #include "support/memory_limit.h"
 
 #include "composer/composer.h"
@@ -35,13 +37,17 @@ std::string env(const char* name, const std::string& fallback = "") {
   return v && *v ? std::string(v) : fallback;
 }
 
-double status_mib(const char* key) {
-  std::ifstream status("/proc/self/status");
+// The number after "KEY:" in /proc/self/FILE, scaled to MiB from kB (status) or bytes (io: rchar, bytes read).
+double proc_mib(const char* file, const char* key) {
+  std::ifstream in(std::string("/proc/self/") + file);
   const std::string prefix = std::string(key) + ":";
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind(prefix, 0) == 0) return static_cast<double>(std::stoll(line.substr(prefix.size()))) / 1024.0;
+  const double unit = std::string(file) == "status" ? 1024.0 : 1048576.0;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) return static_cast<double>(std::stoll(line.substr(prefix.size()))) / unit;
   return 0;
 }
+double status_mib(const char* key) { return proc_mib("status", key); }
+double io_mib(const char* key) { return proc_mib("io", key); }
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
@@ -55,6 +61,15 @@ models::LlamaConfig config() {
       .num_key_value_heads(2)
       .max_position_embeddings(64)
       .tie_word_embeddings(true);
+}
+
+// The model: DEFERRED_WORKER_PRETRAINED's (a Hugging Face directory or a GGUF file), or a random one.
+std::shared_ptr<models::Llama> build() {
+  const std::string pretrained = env("DEFERRED_WORKER_PRETRAINED");
+  if (pretrained.empty()) return std::make_shared<models::Llama>(config());
+  if (pretrained.size() > 5 && pretrained.compare(pretrained.size() - 5, 5, ".gguf") == 0)
+    return models::load_llama_gguf(pretrained);
+  return models::load_llama_hf(pretrained);
 }
 
 void write_weights(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& weights) {
@@ -88,7 +103,7 @@ int main(int argc, char** argv) try {
   auto gen = at::detail::createCPUGenerator(1);
   const at::Tensor tokens = at::randint(vocab, {(seq + 1) * batch * 8}, gen, at::kLong);  // 8 batches an epoch
   if (world > 1) dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(120));
-  dist::barrier();  // the process group and its threads exist
+  dist::barrier();                                                 // the process group and its threads exist
   (void)at::matmul(at::ones({64, 64}), at::ones({64, 64})).sum();  // and the compute threads
   const double runtime = status_mib("VmRSS"), runtime_vm = status_mib("VmSize");
   if (!env("DEFERRED_WORKER_BUDGET_MIB").empty())
@@ -96,12 +111,13 @@ int main(int argc, char** argv) try {
   std::ofstream("/proc/self/clear_refs") << "5";  // the high-water mark from here on
 
   torch::manual_seed(11);
+  const double read_before = io_mib("rchar");
   std::shared_ptr<models::Llama> llama;
   if (mode == "deferred") {
     nn::DeferredInit deferred;
-    llama = std::make_shared<models::Llama>(config());
+    llama = build();
   } else {
-    llama = std::make_shared<models::Llama>(config());
+    llama = build();
   }
   int64_t model_bytes = 0, unit_bytes = 0;
   for (const auto& p : llama->parameters()) model_bytes += p.numel() * 4;
@@ -134,11 +150,11 @@ int main(int argc, char** argv) try {
     const auto units = [](const std::string&, const torch::nn::Module& m) {
       return dynamic_cast<const models::LlamaDecoderLayer*>(&m) != nullptr;
     };
-    options.parallelism_config(dist::ParallelismConfig().fsdp(
-        dist::FSDPOptions()
-            .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
-            .wrap_policy(units)
-            .state_dict_type("sharded")));
+    options.parallelism_config(
+        dist::ParallelismConfig().fsdp(dist::FSDPOptions()
+                                           .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
+                                           .wrap_policy(units)
+                                           .state_dict_type("sharded")));
   }
   if (!env("DEFERRED_WORKER_SAVE").empty())
     options.save_folder(env("DEFERRED_WORKER_SAVE")).save_interval(std::to_string(steps) + "ba").run_name("deferred");
@@ -148,8 +164,10 @@ int main(int argc, char** argv) try {
   }
   Trainer trainer(options);
   const double setup_peak = status_mib("VmHWM"), setup_vm = status_mib("VmPeak") - runtime_vm;
-  std::cout << "start_batch " << trainer.state().timestamp.batch << "\nruntime_mib " << runtime << "\nsetup_peak_mib " << setup_peak << "\nmodel_mib " << mib(model_bytes)
-            << "\nunit_mib " << mib(unit_bytes) << "\nsetup_vm_mib " << setup_vm << std::endl;
+  const double setup_read = io_mib("rchar") - read_before;
+  std::cout << "start_batch " << trainer.state().timestamp.batch << "\nruntime_mib " << runtime << "\nsetup_peak_mib "
+            << setup_peak << "\nmodel_mib " << mib(model_bytes) << "\nunit_mib " << mib(unit_bytes) << "\nsetup_vm_mib "
+            << setup_vm << "\nsetup_read_mib " << setup_read << std::endl;
   const bool writes = out != "-";  // "-": no weights gathered (they would not fit under a budget)
   if (writes) {
     const auto initial = full_weights(trainer, *model);
@@ -166,8 +184,8 @@ int main(int argc, char** argv) try {
             << std::endl;
   if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get())) {
     std::cout << "per_unit " << fsdp->memory().per_unit_gathered << "\npeak_gathered_mib "
-              << mib(fsdp->memory().peak_training_gathered_bytes) << "\nshard_mib " << mib(fsdp->memory().parameter_bytes)
-              << std::endl;
+              << mib(fsdp->memory().peak_training_gathered_bytes) << "\nshard_mib "
+              << mib(fsdp->memory().parameter_bytes) << std::endl;
   }
   trainer.close();
   return 0;

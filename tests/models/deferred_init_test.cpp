@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <filesystem>
+
+#include <unistd.h>
+
 namespace composer {
 namespace {
 
@@ -57,9 +61,8 @@ void expect_same_as_normal_build(Make make) {
 
 TEST(DeferredInitTest, ModelsDrawBitwiseWhatANormalBuildDraws) {
   expect_same_as_normal_build([] { return std::make_shared<models::Llama>(llama_config(3)); });
-  expect_same_as_normal_build([] {
-    return std::make_shared<models::Llama>(llama_config(2).tie_word_embeddings(false).attention_bias(true));
-  });
+  expect_same_as_normal_build(
+      [] { return std::make_shared<models::Llama>(llama_config(2).tie_word_embeddings(false).attention_bias(true)); });
   expect_same_as_normal_build([] {
     return std::make_shared<models::GPT>(
         models::TransformerConfig().vocab_size(80).max_seq_len(16).n_layer(2).n_head(2).d_model(16));
@@ -171,6 +174,27 @@ TEST(DeferredInitTest, WhatARecordCannotReproduceIsRefused) {
 
   nn::DeferredInit recording;
   EXPECT_THROW(nn::DeferredInit(), std::logic_error);  // they do not nest
+}
+
+// A pretrained directory loaded under a DeferredInit reads nothing until materialized, then holds the file's weights.
+TEST(DeferredInitTest, PretrainedWeightsAreReadWhenMaterialized) {
+  const auto dir = std::filesystem::temp_directory_path() / ("composer_deferred_hf_" + std::to_string(::getpid()));
+  torch::manual_seed(4);
+  models::save_llama_hf(*std::make_shared<models::Llama>(llama_config(2)), dir.string(),
+                        models::SavePretrainedOptions().dtype(at::kBFloat16));
+  const auto normal = models::load_llama_hf(dir.string());
+  std::shared_ptr<models::Llama> deferred;
+  {
+    nn::DeferredInit recording;
+    deferred = models::load_llama_hf(dir.string());
+    EXPECT_THROW(models::load_llama_hf(dir.string(), at::kDouble), std::invalid_argument);  // convert afterwards
+  }
+  EXPECT_TRUE(nn::has_deferred_parameters(*deferred));
+  nn::materialize(*deferred);
+  const auto a = normal->named_parameters(), b = deferred->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i].value(), b[i].value())) << a[i].key();
+  std::filesystem::remove_all(dir);
 }
 
 // The Trainer with a strategy that does not shard (here one process) draws a deferred model whole before training:

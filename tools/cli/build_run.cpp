@@ -92,10 +92,10 @@ std::shared_ptr<ComposerModel> model_from(const ConfigNode& n, const DataSpec& d
     nn::DeferredInit deferred;
     try {
       model = build_from(models::model_registry(), keys, name, "name", inputs);
-    } catch (const c10::Error&) {  // a deferred parameter written while building: weights read from a file
+    } catch (const c10::Error&) {  // a deferred parameter written directly (not through nn::initialize)
       throw ConfigError(n.key_path("init_device") + ": meta: model '" + name +
-                        "' writes its weights while it is built (pretrained weights?); meta builds only models "
-                        "initialized at random; use init_device: cpu");
+                        "' writes its parameters directly while it is built, which a deferred build cannot record; "
+                        "use init_device: cpu");
     }
   } else {
     model = build_from(models::model_registry(), keys, name, "name", inputs);

@@ -59,6 +59,19 @@ at::Tensor new_parameter(at::IntArrayRef shape, const at::TensorOptions& options
 /// tensor of the parameter's shape).
 void initialize(const at::Tensor& parameter, std::function<void(at::Tensor&)> init, bool random);
 
+/// Reads elements [offset, offset + numel) of a parameter's row-major flattening from where its values are kept (a
+/// file), as a 1-D tensor of any dtype.
+using PartReader = std::function<at::Tensor(int64_t offset, int64_t numel)>;
+
+/// The parameter's values read by `read` (a pretrained file's tensor): now, or, when the parameter is deferred,
+/// recorded like initialize(), so that a sharding strategy reads only each rank's part of it (read_part) and
+/// materialize() reads it whole.
+void initialize_from(const at::Tensor& parameter, PartReader read);
+
+/// Elements [offset, offset + numel) of a parameter whose values materialize() left to be read by parts: valid inside
+/// materialize()'s `ready` calls for the units holding it.
+at::Tensor read_part(const at::Tensor& parameter, int64_t offset, int64_t numel);
+
 /// Whether `parameter` holds no values yet (made under a DeferredInit and not materialized).
 bool is_deferred(const at::Tensor& parameter);
 /// Whether any parameter of `module` (or below it) is deferred.
@@ -74,8 +87,10 @@ void to_device(torch::nn::Module& module, const c10::Device& device);
 /// parameters of the units not yet ready are held whole at once. Every record the module's parameters come from is
 /// replayed whole, so parameters outside `units` are materialized too. The default CPU generator's state is restored
 /// afterwards. Throws std::invalid_argument naming the parameter when a record cannot be replayed exactly.
+/// `by_parts`: a parameter of a unit whose values come from initialize_from is not filled but counts as ready, for
+/// `ready` to read the parts it keeps (read_part); it stays without values afterwards.
 void materialize(torch::nn::Module& module, const std::vector<std::vector<at::Tensor>>& units = {},
-                 const std::function<void(size_t)>& ready = {});
+                 const std::function<void(size_t)>& ready = {}, bool by_parts = false);
 
 /// The generator state each of `module`'s records starts from (as a uint8 tensor), to agree on across ranks, and
 /// the setter for it (FSDP gives every rank rank 0's, so that all of them draw the same model).

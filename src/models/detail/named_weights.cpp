@@ -8,16 +8,27 @@ namespace composer::models::detail {
 NamedWeights::NamedWeights(torch::nn::Module& module, std::string source)
     : params_(module.named_parameters()), source_(std::move(source)) {}
 
-void NamedWeights::fill(const std::string& name, const at::Tensor& value, const std::string& shown) {
+at::Tensor& NamedWeights::checked(const std::string& name, at::IntArrayRef shape, const std::string& shown) {
   const std::string what = source_ + ": tensor '" + (shown.empty() ? name : shown) + "'";
   at::Tensor* target = params_.find(name);
   if (!target) throw std::runtime_error(what + " is not a parameter of this model");
-  if (value.sizes() != target->sizes()) {
-    throw std::runtime_error(what + " has shape " + c10::str(value.sizes()) + ", the model's " + name + " is " +
+  if (shape != target->sizes()) {
+    throw std::runtime_error(what + " has shape " + c10::str(shape) + ", the model's " + name + " is " +
                              c10::str(target->sizes()));
   }
-  at::NoGradGuard no_grad;
-  target->copy_(value);
+  return *target;
+}
+
+void NamedWeights::fill(const std::string& name, const at::Tensor& value, const std::string& shown) {
+  // Under nn::DeferredInit the copy is recorded (holding the value) and made when the model is materialized.
+  nn::initialize(
+      checked(name, value.sizes(), shown), [value](at::Tensor& t) { t.copy_(value); }, false);
+  filled_.insert(name);
+}
+
+void NamedWeights::fill_from(const std::string& name, at::IntArrayRef shape, nn::PartReader read,
+                             const std::string& shown) {
+  nn::initialize_from(checked(name, shape, shown), std::move(read));
   filled_.insert(name);
 }
 

@@ -3,6 +3,8 @@
 // place the pretrained loaders check names and shapes, so their errors read alike.
 #pragma once
 
+#include "composer/nn/deferred_init.h"
+
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/ordered_dict.h>
@@ -21,11 +23,15 @@ class NamedWeights {
   /// ..." when the module has no such parameter or its shape differs; `shown` is the tensor's name in the file (default
   /// `name`).
   void fill(const std::string& name, const at::Tensor& value, const std::string& shown = "");
+  /// fill() from a file's tensor of `shape`, read by `read` (nn::initialize_from): now, or, for a model built under
+  /// nn::DeferredInit, when it is materialized (by FSDP only the part each rank keeps).
+  void fill_from(const std::string& name, at::IntArrayRef shape, nn::PartReader read, const std::string& shown = "");
   /// std::runtime_error "<source> lacks tensor '<name>'" for the first parameter `needed` picks (every one when
   /// unset) that no fill() gave.
   void require_all(const std::function<bool(const std::string&)>& needed = nullptr) const;
 
  private:
+  at::Tensor& checked(const std::string& name, at::IntArrayRef shape, const std::string& shown);
   torch::OrderedDict<std::string, at::Tensor> params_;
   std::string source_;
   std::set<std::string> filled_;
