@@ -136,33 +136,39 @@ TEST(RemoteCheckpointTest, SigkillThenAutoresumeFromS3IsBitwiseIdentical) {
     }
     ASSERT_EQ(p.wait(), 0);
   }
-  int attempt = 0;
-  for (int64_t kill_at : {3, 7}) {
-    testing::ChildProcess p(worker("s3://ckpt/resume", "run" + std::to_string(attempt++) + ".jsonl", "run.pt"));
-    std::string line;
-    while (p.read_line(line))
-      if (line == "batch " + std::to_string(kill_at)) break;
-    ASSERT_EQ(line, "batch " + std::to_string(kill_at));
-    p.kill_now();  // uploads of the newest checkpoint may be in flight
-    EXPECT_EQ(p.wait(), 128 + SIGKILL);
-    // Whatever the bucket holds, its pointer names a complete object.
-    const auto keys = server.list("ckpt", "resume/");
-    if (std::find(keys.begin(), keys.end(), "resume/latest-rank0.pt.symlink") != keys.end()) {
-      const std::string target = server.boto("get", {"ckpt", "resume/latest-rank0.pt.symlink"}).output;
-      EXPECT_NE(std::find(keys.begin(), keys.end(), target), keys.end()) << target;
+  // Synchronous saves, then save_async (each checkpoint written and uploaded by a background thread): killed while
+  // the uploads may be in flight, both resume to the uninterrupted run's weights.
+  testing::ScopedEnv env;
+  for (const std::string run : {"resume", "resume-async"}) {
+    env.set("RESUME_WORKER_SAVE_ASYNC", run == "resume-async" ? "1" : "");
+    int attempt = 0;
+    for (int64_t kill_at : {3, 7}) {
+      testing::ChildProcess p(worker("s3://ckpt/" + run, run + std::to_string(attempt++) + ".jsonl", run + ".pt"));
+      std::string line;
+      while (p.read_line(line))
+        if (line == "batch " + std::to_string(kill_at)) break;
+      ASSERT_EQ(line, "batch " + std::to_string(kill_at)) << run;
+      p.kill_now();  // uploads of the newest checkpoint may be in flight
+      EXPECT_EQ(p.wait(), 128 + SIGKILL);
+      // Whatever the bucket holds, its pointer names a complete object.
+      const auto keys = server.list("ckpt", run + "/");
+      if (std::find(keys.begin(), keys.end(), run + "/latest-rank0.pt.symlink") != keys.end()) {
+        const std::string target = server.boto("get", {"ckpt", run + "/latest-rank0.pt.symlink"}).output;
+        EXPECT_NE(std::find(keys.begin(), keys.end(), target), keys.end()) << target;
+      }
     }
+    testing::ChildProcess p(worker("s3://ckpt/" + run, run + std::to_string(attempt++) + ".jsonl", run + ".pt"));
+    std::string line, out;
+    while (p.read_line(line)) out += line + "\n";
+    ASSERT_EQ(p.wait(), 0) << out;
+    EXPECT_NE(out.find("DONE"), std::string::npos);
+    const auto a = testing::read_pickled_tensors(dir / "ref.pt"), b = testing::read_pickled_tensors(dir / (run + ".pt"));
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, t] : a) EXPECT_TRUE(torch::equal(t, b.at(name))) << name << " (" << run << ")";
+    const auto keys = server.list("ckpt", run + "/");
+    EXPECT_NE(std::find(keys.begin(), keys.end(), run + "/ep0-ba12-rank0.pt"), keys.end()) << run;
+    EXPECT_EQ(server.boto("get", {"ckpt", run + "/latest-rank0.pt.symlink"}).output, run + "/ep0-ba12-rank0.pt");
   }
-  testing::ChildProcess p(worker("s3://ckpt/resume", "run" + std::to_string(attempt++) + ".jsonl", "run.pt"));
-  std::string line, out;
-  while (p.read_line(line)) out += line + "\n";
-  ASSERT_EQ(p.wait(), 0) << out;
-  EXPECT_NE(out.find("DONE"), std::string::npos);
-  const auto a = testing::read_pickled_tensors(dir / "ref.pt"), b = testing::read_pickled_tensors(dir / "run.pt");
-  ASSERT_EQ(a.size(), b.size());
-  for (const auto& [name, t] : a) EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
-  const auto keys = server.list("ckpt", "resume/");
-  EXPECT_NE(std::find(keys.begin(), keys.end(), "resume/ep0-ba12-rank0.pt"), keys.end());
-  EXPECT_EQ(server.boto("get", {"ckpt", "resume/latest-rank0.pt.symlink"}).output, "resume/ep0-ba12-rank0.pt");
 }
 
 /// Restarts the S3 server (empty: no buckets) after batch 2's checkpoint went up.
