@@ -8,7 +8,11 @@ c10::IValue host_copy(const c10::IValue& v) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) return v;
-    return t.detach().to(at::kCPU).contiguous().clone();
+    // One copy, of the tensor's own elements (a view's storage is not kept): a clone on the CPU, the transfer from a
+    // device (which already makes a fresh tensor; cloning it again doubled the host memory of an async save).
+    const at::Tensor d = t.detach();
+    if (d.is_cpu()) return d.clone(at::MemoryFormat::Contiguous);
+    return d.to(at::kCPU, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous);
   }
   if (v.isGenericDict()) {
     const auto d = v.toGenericDict();
