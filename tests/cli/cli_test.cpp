@@ -210,7 +210,8 @@ TEST_F(CliTest, HostileValuesNameTheirKeys) {
 }
 
 // llm-foundry's init_device: meta builds the model under nn::DeferredInit and FSDP draws it unit by unit; without
-// FSDP the Trainer draws it whole. A pretrained model cannot be deferred, another value is an error naming the key.
+// FSDP the Trainer draws it whole; a pretrained directory is read when it is sharded. Another value is an error
+// naming the key.
 TEST_F(CliTest, InitDeviceMetaDefersTheModelsWeights) {
   EXPECT_EQ(train(config("a.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategy: FULL_SHARD}}\n")),
                   {"model.init_device=meta"}),
@@ -220,6 +221,35 @@ TEST_F(CliTest, InitDeviceMetaDefersTheModelsWeights) {
   EXPECT_EQ(train(config("c.yaml", synthetic()), {"model.init_device=gpu"}), 2);
   EXPECT_NE(err.str().find("model.init_device: 'gpu'; expected cpu (build the weights now) or meta"), std::string::npos)
       << err.str();
+  // A pretrained Llama directory, deferred and read when FSDP shards it: it trains to the weights a whole load does.
+  const fs::path hf = dir / "llama_hf";
+  models::save_llama_hf(*std::make_shared<models::Llama>(models::LlamaConfig()
+                                                             .vocab_size(40)
+                                                             .hidden_size(16)
+                                                             .intermediate_size(24)
+                                                             .num_hidden_layers(2)
+                                                             .num_attention_heads(2)
+                                                             .max_position_embeddings(16)),
+                        hf.string());
+  const auto trained = [&](const std::string& device) {
+    const std::string yaml =
+        "model: {name: hf_causal_lm, pretrained: " + hf.string() + ", init_device: " + device +
+        "}\ntrain_data: {dataset: synthetic_tokens, vocab_size: 40, seq_len: 16, num_samples: 16, batch_size: 4}\n"
+        "optimizer: {name: decoupled_adamw, lr: 0.01}\nmax_duration: 2ba\nprogress_bar: false\nloggers: []\n"
+        "parallelism_config: {fsdp: {sharding_strategy: FULL_SHARD}}\nsave_folder: " +
+        (dir / device).string() + "\n";
+    EXPECT_EQ(train(config(device + ".yaml", yaml)), 0) << err.str();
+    return read_checkpoint((dir / device / "latest-rank0.pt").string())
+        .toGenericDict()
+        .at("state")
+        .toGenericDict()
+        .at("model")
+        .toGenericDict();
+  };
+  const auto whole = trained("cpu"), deferred = trained("meta");
+  ASSERT_EQ(whole.size(), deferred.size());
+  for (const auto& e : whole)
+    EXPECT_TRUE(at::equal(e.value().toTensor(), deferred.at(e.key()).toTensor())) << e.key().toStringRef();
 }
 
 // parallelism_config.fsdp trains (one process: every shard is the whole buffer); Composer's other FSDP keys are

@@ -162,7 +162,8 @@ TEST(RemoteCheckpointTest, SigkillThenAutoresumeFromS3IsBitwiseIdentical) {
     while (p.read_line(line)) out += line + "\n";
     ASSERT_EQ(p.wait(), 0) << out;
     EXPECT_NE(out.find("DONE"), std::string::npos);
-    const auto a = testing::read_pickled_tensors(dir / "ref.pt"), b = testing::read_pickled_tensors(dir / (run + ".pt"));
+    const auto a = testing::read_pickled_tensors(dir / "ref.pt"),
+               b = testing::read_pickled_tensors(dir / (run + ".pt"));
     ASSERT_EQ(a.size(), b.size());
     for (const auto& [name, t] : a) EXPECT_TRUE(torch::equal(t, b.at(name))) << name << " (" << run << ")";
     const auto keys = server.list("ckpt", run + "/");
