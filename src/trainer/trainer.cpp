@@ -35,6 +35,7 @@
 #include <exception>
 #include <random>
 #include <regex>
+#include <set>
 
 namespace composer {
 namespace detail {
@@ -187,6 +188,32 @@ void log_run_hparams(TrainerImpl& t) {
   if (t.options.auto_log_hparams()) t.logger.log_hyperparameters(options_hparams(t.options));
 }
 
+// The model on its device. A deferred one (nn::DeferredInit) is drawn now, whole, unless the strategy shards the
+// state (FSDP), which draws it unit by unit as it shards it: then its deferred parameters are returned.
+std::set<const c10::TensorImpl*> place_model(State& s) {
+  if (!nn::has_deferred_parameters(*s.model)) {
+    s.model->to(s.device);
+    return {};
+  }
+  nn::to_device(*s.model, s.device);
+  if (!s.strategy->shards_state()) nn::materialize(*s.model);
+  std::set<const c10::TensorImpl*> deferred;
+  for (const auto& p : s.model->parameters())
+    if (nn::is_deferred(p)) deferred.insert(p.unsafeGetTensorImpl());
+  return deferred;
+}
+
+// Surgery at INIT that replaced a deferred parameter read it before it had values (zeros): an error, not a model
+// quietly built from zeros.
+void check_deferred_kept(const torch::nn::Module& model, std::set<const c10::TensorImpl*> deferred) {
+  for (const auto& p : model.parameters()) deferred.erase(p.unsafeGetTensorImpl());
+  if (deferred.empty()) return;
+  throw std::invalid_argument(
+      "an algorithm replaced layers of a model whose initialization is deferred (nn::DeferredInit, init_device: "
+      "meta) at INIT, before its weights were drawn (FSDP draws them when it shards the model); build the model "
+      "without deferring, or without that algorithm");
+}
+
 }  // namespace detail
 
 Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::TrainerImpl>(std::move(options))) {
@@ -212,14 +239,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   seed_all(s.seed);
   if (o.deterministic_mode()) at::globalContext().setDeterministicAlgorithms(true, false);
   s.model = o.model();
-  if (nn::has_deferred_parameters(*s.model)) {
-    // A strategy that shards the state draws a deferred model unit by unit as it shards it (FSDP); with the
-    // others every rank holds it whole, drawn now.
-    nn::to_device(*s.model, s.device);
-    if (!s.strategy->shards_state()) nn::materialize(*s.model);
-  } else {
-    s.model->to(s.device);
-  }
+  const std::set<const c10::TensorImpl*> deferred = detail::place_model(s);
   s.algorithms = o.algorithms();
   s.optimizer = o.optimizer();  // before INIT, so surgery moves its parameters (the default one is built after)
   detail::install_callbacks(t);
@@ -227,6 +247,7 @@ Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<detail::Traine
   t.engine.set_log_traces(o.log_traces());
 
   t.engine.run_event(Event::INIT);
+  detail::check_deferred_kept(*s.model, deferred);
 
   detail::setup_evaluation(t);
   s.train_dataloader = o.train_dataloader();

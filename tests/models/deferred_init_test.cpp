@@ -226,5 +226,34 @@ TEST(DeferredInitTest, TheTrainerDrawsADeferredModelWholeWithoutFsdp) {
   for (size_t i = 0; i < normal.size(); ++i) EXPECT_TRUE(at::equal(normal[i], deferred[i])) << i;
 }
 
+// Surgery at INIT on a model FSDP has not drawn yet (LowPrecisionLayerNorm copies each RMSNorm's weight into its
+// replacement) would read weights that do not exist: the Trainer refuses it instead of training from zeros.
+TEST(DeferredInitTest, SurgeryOnAModelFsdpHasNotDrawnIsRefused) {
+  std::shared_ptr<models::Llama> llama;
+  {
+    nn::DeferredInit recording;
+    llama = std::make_shared<models::Llama>(llama_config(2));
+  }
+  auto gen = at::detail::createCPUGenerator(4);
+  auto loader = std::make_shared<DatasetLoader>(make_lm_dataset(at::randint(96, {8 * 17}, gen, at::kLong), 16),
+                                                DatasetLoaderOptions(4).num_workers(0));
+  const auto options = TrainerOptions(std::make_shared<ComposerLanguageModel>(llama))
+                           .train_dataloader(loader)
+                           .max_duration("1ba")
+                           .device("cpu")
+                           .precision(Precision::AMP_BF16)
+                           .progress_bar(false)
+                           .algorithms({std::make_shared<algorithms::LowPrecisionLayerNorm>()})
+                           .parallelism_config(dist::ParallelismConfig().fsdp(dist::FSDPOptions()));
+  try {
+    Trainer trainer(options);
+    FAIL() << "surgery on deferred weights was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("an algorithm replaced layers of a model whose initialization is deferred"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace composer
