@@ -11,6 +11,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <cmath>
+#include <exception>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -124,6 +125,10 @@ std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
       return std::make_unique<GatherScope>([&m] {
         m.restore_buffers();
         m.training_forward = false;
+        if (std::uncaught_exceptions() > 0) {  // an aborted forward (automatic microbatching's retry): every rank
+          m.abort_pass();                      // starts the next one from the same state
+          return;
+        }
         m.last_order = m.order;
         if (!m.frees_after_forward()) return;
         for (size_t u = 0; u + 1 < m.units.size(); ++u)
@@ -134,6 +139,7 @@ std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
       m.gather_whole_units();
       return std::make_unique<GatherScope>([&m] {
         m.in_backward = false;
+        if (std::uncaught_exceptions() > 0) m.abort_pass();
         m.release_all();
       });
     case Phase::EVAL_FORWARD:

@@ -4,6 +4,7 @@
 #include "composer/core/evaluator.h"
 #include "composer/core/logger.h"
 #include "composer/core/state.h"
+#include "composer/dist/collective_check.h"
 #include "composer/dist/env.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
@@ -44,6 +45,7 @@ void search_microbatch_size(Evaluator& evaluator, int64_t batch_samples, MetricM
   for (;;) {
     bool out_of_memory = false;
     try {
+      const dist::CollectiveCheck check_collectives([&search] { search.check_in_attempt(); });  // FSDP's gathers
       run_microbatches();
     } catch (const std::exception& e) {
       if (!is_out_of_memory(e)) throw;

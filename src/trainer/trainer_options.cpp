@@ -126,14 +126,6 @@ void TrainerOptions::validate() const {
     throw std::invalid_argument("TrainerOptions.autoresume needs save_folder (where to look for checkpoints)");
   }
   parallelism_config_.validate();
-  if (const auto sharded = parallelism_config_.sharded_section()) {
-    if (device_train_microbatch_size_.is_auto) {
-      throw std::invalid_argument(
-          "TrainerOptions.device_train_microbatch_size 'auto' with " + *sharded +
-          ": not supported yet (a rank that runs out of memory inside a parameter all-gather would leave the others "
-          "waiting); give a number");
-    }
-  }
   if (console_log_interval_.unit() != TimeUnit::BATCH && console_log_interval_.unit() != TimeUnit::EPOCH) {
     throw std::invalid_argument("TrainerOptions.console_log_interval '" + console_log_interval_.to_string() +
                                 "' must be in ba or ep");

@@ -46,6 +46,17 @@ void expect_bitwise_equal(const fs::path& a, const fs::path& b, const std::strin
   }
 }
 
+// glibc's allocator pinned (one arena, a fixed mmap threshold), so that a rank's address space follows what it
+// allocates rather than glibc's reserves, and the model's depth and widths.
+void pinned_allocator_and_model(testing::ScopedEnv& env, const char* layers, const char* hidden,
+                                const char* intermediate) {
+  env.set("MALLOC_ARENA_MAX", "1");
+  env.set("MALLOC_MMAP_THRESHOLD_", "1048576");
+  env.set("DEFERRED_WORKER_LAYERS", layers);
+  env.set("DEFERRED_WORKER_HIDDEN", hidden);
+  env.set("DEFERRED_WORKER_INTERMEDIATE", intermediate);
+}
+
 TEST_F(DeferredInitDistTest, FullShardDrawsAndTrainsBitwiseAsANormalBuild) {
   const auto one = run(1, (dir / "one.pt").string(), "normal", "one");
   ASSERT_EQ(one.status, 0) << one.output;
@@ -70,11 +81,7 @@ TEST_F(DeferredInitDistTest, FullShardDrawsAndTrainsBitwiseAsANormalBuild) {
 // fixed mmap threshold) so that the address space follows what is allocated rather than glibc's reserves.
 TEST_F(DeferredInitDistTest, AModelTwiceTheBudgetTrainsOnFourRanksAndResumes) {
   testing::ScopedEnv env;
-  env.set("MALLOC_ARENA_MAX", "1");
-  env.set("MALLOC_MMAP_THRESHOLD_", "1048576");
-  env.set("DEFERRED_WORKER_LAYERS", "32");
-  env.set("DEFERRED_WORKER_HIDDEN", "384");
-  env.set("DEFERRED_WORKER_INTERMEDIATE", "1024");
+  pinned_allocator_and_model(env, "32", "384", "1024");
   env.set("DEFERRED_WORKER_VOCAB", "4096");
   env.set("DEFERRED_WORKER_BUDGET_MIB", "204");
   env.set("DEFERRED_WORKER_SAVE", (dir / "ckpt").string());
@@ -184,6 +191,41 @@ TEST_F(DeferredInitDistTest, SmolLM2GgufLoadsUnitByUnitUnderFullShard) {
     // moment (the random draw a normal build makes before loading, replayed into a scratch, and its dequantized
     // values) and the file (94 MiB): measured 464-492 MiB, where a whole load maps 930 MiB.
     EXPECT_LT(setup[0], 560) << deferred.output;
+  }
+}
+
+// device_train_microbatch_size: auto under FSDP (issue 44 item 4): 2 FULL_SHARD ranks, only rank 1 under a memory
+// limit; the ranks agree on every retry (each all-gather of an attempt is preceded by the attempt's check), neither
+// waits forever, and the run ends bitwise where a run with the size found, given from the start, ends.
+TEST_F(DeferredInitDistTest, AutomaticMicrobatchingUnderFullShardAgreesAndEqualsTheFoundSize) {
+  testing::ScopedEnv env;
+  pinned_allocator_and_model(env, "4", "128", "352");
+  env.set("DEFERRED_WORKER_SEQ", "256");
+  env.set("DEFERRED_WORKER_BATCH", "32");
+  env.set("DEFERRED_WORKER_BUDGET_RANK", "1");
+  // Measured, a rank's address space over the run: 202 MiB with the whole batch (16 a rank), 128 with microbatches
+  // of 8, 103 with 4, 60 with 2. Under 165 MiB the first batch shrinks once (16 -> 8), under 80 three times in a row
+  // (16 -> 8 -> 4 -> 2), each size at least 20 MiB from its limit.
+  for (const std::string budget : {"165", "80"}) {
+    env.set("DEFERRED_WORKER_MICROBATCH", "auto");
+    env.set("DEFERRED_WORKER_BUDGET_MIB", budget);
+    const auto automatic = run(2, (dir / ("auto" + budget + ".pt")).string(), "deferred", "FULL_SHARD");
+    ASSERT_EQ(automatic.status, 0) << automatic.output;
+    const auto rank0 = testing::printed_values(automatic.output, "microbatch ", "[rank 0] ");
+    const auto rank1 = testing::printed_values(automatic.output, "microbatch ", "[rank 1] ");
+    ASSERT_EQ(rank0.size(), 1u) << automatic.output;
+    EXPECT_EQ(rank0, rank1) << "the ranks must agree on the size";
+    EXPECT_LT(rank0[0], 16) << "the whole batch (16 a rank) fits under the limit: no retry tested\n"
+                            << automatic.output;
+    EXPECT_NE(automatic.output.find("out of memory at device_train_microbatch_size"), std::string::npos)
+        << automatic.output;
+
+    env.set("DEFERRED_WORKER_BUDGET_MIB", "");
+    env.set("DEFERRED_WORKER_MICROBATCH", std::to_string(static_cast<int64_t>(rank0[0])));
+    const auto fixed = run(2, (dir / ("fixed" + budget + ".pt")).string(), "deferred", "FULL_SHARD");
+    ASSERT_EQ(fixed.status, 0) << fixed.output;
+    expect_bitwise_equal(dir / ("fixed" + budget + ".pt"), dir / ("auto" + budget + ".pt"),
+                         "auto under " + budget + " MiB against the size found");
   }
 }
 

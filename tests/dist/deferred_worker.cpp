@@ -15,6 +15,9 @@
 // DEFERRED_WORKER_BUDGET_MIB=B limits the process's address space to what it maps before building the model plus B
 // MiB (RLIMIT_AS); DEFERRED_WORKER_SAVE=DIR saves a sharded checkpoint into DIR after the last batch;
 // DEFERRED_WORKER_LOAD=PATH loads PATH before training (and then trains DEFERRED_WORKER_STEPS more batches);
+// DEFERRED_WORKER_SEQ (16) and DEFERRED_WORKER_BATCH (4) size the batches; DEFERRED_WORKER_MICROBATCH (0: whole)
+// sets device_train_microbatch_size (a number or auto; every rank prints "microbatch M", the size in use at the end);
+// DEFERRED_WORKER_BUDGET_RANK=R limits rank R alone;
 // DEFERRED_WORKER_PRETRAINED=DIR|FILE.gguf loads a pretrained Llama instead (load_llama_hf, load_llama_gguf), and
 // every rank prints "setup_read_mib R": the bytes it read (rchar) from building the model to the Trainer built.
 #include "support/memory_limit.h"
@@ -99,14 +102,16 @@ int main(int argc, char** argv) try {
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
   const int64_t steps = std::stoll(env("DEFERRED_WORKER_STEPS", "2"));
   const int64_t vocab = config().vocab_size();
-  const int64_t seq = 16, batch = 4;
+  const int64_t seq = std::stoll(env("DEFERRED_WORKER_SEQ", "16")),
+                batch = std::stoll(env("DEFERRED_WORKER_BATCH", "4"));
   auto gen = at::detail::createCPUGenerator(1);
   const at::Tensor tokens = at::randint(vocab, {(seq + 1) * batch * 8}, gen, at::kLong);  // 8 batches an epoch
   if (world > 1) dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(120));
   dist::barrier();                                                 // the process group and its threads exist
   (void)at::matmul(at::ones({64, 64}), at::ones({64, 64})).sum();  // and the compute threads
   const double runtime = status_mib("VmRSS"), runtime_vm = status_mib("VmSize");
-  if (!env("DEFERRED_WORKER_BUDGET_MIB").empty())
+  const std::string limited_rank = env("DEFERRED_WORKER_BUDGET_RANK");
+  if (!env("DEFERRED_WORKER_BUDGET_MIB").empty() && (limited_rank.empty() || std::stoll(limited_rank) == rank))
     testing::limit_address_space(std::stoll(env("DEFERRED_WORKER_BUDGET_MIB")) * 1024 * 1024);
   std::ofstream("/proc/self/clear_refs") << "5";  // the high-water mark from here on
 
@@ -138,14 +143,18 @@ int main(int argc, char** argv) try {
   auto loader = std::make_shared<DatasetLoader>(
       make_lm_dataset(tokens, seq),
       DatasetLoaderOptions(batch / world).shuffle(false).num_workers(0).num_replicas(world).rank(rank).drop_last(true));
-  TrainerOptions options = TrainerOptions(model)
-                               .train_dataloader(loader)
-                               .optimizer(opt)
-                               .max_duration(std::to_string(steps) + "ba")
-                               .device("cpu")
-                               .seed(5)
-                               .progress_bar(false)
-                               .dist_timeout(120);
+  TrainerOptions options =
+      TrainerOptions(model)
+          .train_dataloader(loader)
+          .optimizer(opt)
+          .max_duration(std::to_string(steps) + "ba")
+          .device("cpu")
+          .device_train_microbatch_size(env("DEFERRED_WORKER_MICROBATCH", "0") == "0"
+                                            ? MicrobatchSize()
+                                            : MicrobatchSize::parse(env("DEFERRED_WORKER_MICROBATCH")))
+          .seed(5)
+          .progress_bar(false)
+          .dist_timeout(120);
   if (strategy != "one") {
     const auto units = [](const std::string&, const torch::nn::Module& m) {
       return dynamic_cast<const models::LlamaDecoderLayer*>(&m) != nullptr;
@@ -180,6 +189,7 @@ int main(int argc, char** argv) try {
   }
   if (rank == 0)
     std::cout << "loss " << std::setprecision(17) << trainer.state().total_loss_dict["loss/train/total"] << std::endl;
+  std::cout << "microbatch " << trainer.state().device_train_microbatch_size << std::endl;
   std::cout << "run_peak_mib " << status_mib("VmHWM") << "\nrun_vm_mib " << status_mib("VmPeak") - runtime_vm
             << std::endl;
   if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get())) {

@@ -3,6 +3,7 @@
 // fully_sharded_state.cpp (the optimizer and model state in checkpoint form).
 #pragma once
 
+#include "composer/dist/collective_check.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/fully_sharded.h"
 
@@ -185,11 +186,18 @@ struct FullyShardedDataParallel::Impl {
     const at::ScalarType dtype = full_precision ? f.shard.scalar_type() : f.compute_dtype;
     detail::allocate_storage(buffer, f.shard_numel * (sharded() ? world : 1),
                              f.shard.options().dtype(dtype).requires_grad(false));
+    f.gather_input = f.shard.detach().to(dtype);
+    if (sharded() && collective_check_active()) {  // automatic microbatching: after the allocations, before the gather
+      // Gloo's all-gather copies through a flat tensor of the output's size that it allocates inside the collective,
+      // where running out of memory would leave the other ranks waiting: that much (twice, for slack) is allocated
+      // and freed first, so that a rank short of it runs out here, before the check.
+      if (buffer.is_cpu()) (void)at::empty({2 * buffer.numel()}, buffer.options());
+      check_before_collective();
+    }
     f.gathered_nbytes = buffer.numel() * static_cast<int64_t>(buffer.element_size());
     gathered_bytes += f.gathered_nbytes;
     if (training_forward || in_backward)
       peak_training_gathered_bytes = std::max(peak_training_gathered_bytes, gathered_bytes);
-    f.gather_input = f.shard.detach().to(dtype);
     if (sharded()) {
       f.gathering = all_gather_into_async(buffer, f.gather_input, shard_group);
     } else {
@@ -266,6 +274,16 @@ struct FullyShardedDataParallel::Impl {
   void gather_all() {
     for (auto& f : flats) gather(f);
   }
+  // After a pass ended by an exception (automatic microbatching retries it): every flat released (the gathers in
+  // flight waited for: every rank started them), the reductions in flight finished and their gradients dropped, and
+  // no forward order to prefetch from, so that every rank starts the next pass from the same state.
+  void abort_pass() {
+    release_all();
+    for (auto& r : reductions) r.handle.wait();
+    reductions.clear();
+    for (auto& unit : units) unit.reduced = false;
+    last_order.clear();
+  }
   void release_all() {
     for (auto& f : flats) release(f);
   }
@@ -294,6 +312,7 @@ struct FullyShardedDataParallel::Impl {
       }
       r.in.narrow(0, f.numel, r.in.numel() - f.numel).zero_();  // the padding
       if (predivide > 1) r.in.div_(predivide);
+      check_before_collective();
       if (sharded()) {
         r.out = at::empty({f.shard_numel}, r.in.options());
         r.handle = reduce_scatter_async(r.out, r.in, shard_group);
@@ -317,7 +336,10 @@ struct FullyShardedDataParallel::Impl {
     for (size_t i = 0; i < done; ++i) {
       Reduction& r = reductions[i];
       r.handle.wait();
-      if (sharded() && replicas > 1) all_reduce(r.out, ReduceOp::SUM, replica_group);  // HYBRID_SHARD, as torch's
+      if (sharded() && replicas > 1) {  // HYBRID_SHARD, as torch's
+        check_before_collective();
+        all_reduce(r.out, ReduceOp::SUM, replica_group);
+      }
       if (postdivide > 1) r.out.div_(postdivide);
       const FlatParam& f = flats[static_cast<size_t>(r.flat)];
       at::Tensor& shard_grad = f.shard.mutable_grad();

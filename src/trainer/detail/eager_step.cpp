@@ -3,6 +3,7 @@
 #include "composer/core/algorithm.h"
 #include "composer/core/engine.h"
 #include "composer/core/state.h"
+#include "composer/dist/collective_check.h"
 #include "composer/dist/strategy.h"
 #include "composer/metrics/metric.h"
 #include "composer/models/composer_model.h"
@@ -14,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <stdexcept>
 
 namespace composer::detail {
@@ -105,8 +107,9 @@ void EagerStep::train_microbatch(double weight, LossTotals& totals, bool sync_gr
 }
 
 // BEFORE_TRAIN_BATCH .. AFTER_TRAIN_BATCH: the block an optimizer closure re-runs (SAM runs it twice). While
-// searching, every collective inside is preceded by a check_in_attempt, so a rank that ran out of memory (waiting in
-// any_out_of_memory) never meets a different collective; the gradients are averaged once every rank is through.
+// searching, every collective inside (the strategy's too: dist::CollectiveCheck) is preceded by a check_in_attempt,
+// so a rank that ran out of memory (waiting in any_out_of_memory) never meets a different collective; the gradients
+// are averaged once every rank is through.
 LossTotals EagerStep::train_microbatches(const MicrobatchSearch* search) {
   State& s = state_;
   const bool sync = !optim::NoSyncClosure::active();  // SAM's ascent pass keeps each rank's gradient
@@ -114,6 +117,9 @@ LossTotals EagerStep::train_microbatches(const MicrobatchSearch* search) {
   Batch batch;
   bool out_of_memory = false;
   try {
+    // The strategy's collectives inside the passes (FSDP's all-gathers) are preceded by the same check.
+    std::optional<dist::CollectiveCheck> check_collectives;
+    if (search) check_collectives.emplace([search] { search->check_in_attempt(); });
     engine_.run_event(Event::BEFORE_TRAIN_BATCH);
     s.optimizer->zero_grad(/*set_to_none=*/true);
     s.strategy->zero_grad();
