@@ -104,11 +104,7 @@ std::shared_ptr<Llama> load_llama_hf(const std::string& dir, at::ScalarType dtyp
     }
   }
   weights.require_all();
-  if (dtype != at::kFloat && nn::has_deferred_parameters(*model)) {
-    throw std::invalid_argument("load_llama_hf: a model built under nn::DeferredInit loads in float32 only (got " +
-                                std::string(c10::toString(dtype)) + "); convert it once it is materialized");
-  }
-  if (dtype != at::kFloat) model->to(dtype);
+  detail::convert_loaded(*model, dtype, "load_llama_hf");
   return model;
 }
 

@@ -39,4 +39,13 @@ void NamedWeights::require_all(const std::function<bool(const std::string&)>& ne
   }
 }
 
+void convert_loaded(torch::nn::Module& model, at::ScalarType dtype, const std::string& loader) {
+  if (dtype == at::kFloat) return;
+  if (nn::has_deferred_parameters(model)) {
+    throw std::invalid_argument(loader + ": a model built under nn::DeferredInit loads in float32 only (got " +
+                                std::string(c10::toString(dtype)) + "); convert it once it is materialized");
+  }
+  model.to(dtype);
+}
+
 }  // namespace composer::models::detail

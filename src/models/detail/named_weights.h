@@ -37,4 +37,8 @@ class NamedWeights {
   std::set<std::string> filled_;
 };
 
+/// A loaded model converted to the `dtype` a loader was asked for (`loader` names it in the error): float32 as read,
+/// others by Module::to, which a model still deferred (nn::DeferredInit) cannot take (std::invalid_argument).
+void convert_loaded(torch::nn::Module& model, at::ScalarType dtype, const std::string& loader);
+
 }  // namespace composer::models::detail
