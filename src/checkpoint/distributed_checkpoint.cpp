@@ -1,6 +1,7 @@
 #include "composer/checkpoint/distributed_checkpoint.h"
 
 #include "checkpoint/detail/background_write.h"
+#include "checkpoint/detail/part_boxes.h"
 #include "checkpoint/detail/sharded_write.h"
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
@@ -78,60 +79,6 @@ void flatten(const c10::IValue& v, Path path, std::vector<std::pair<Path, c10::I
 }
 
 // A rectangular piece of a tensor: `sizes` at `offsets`, holding the row-major elements from `first` on.
-struct Box {
-  std::vector<int64_t> offsets, sizes;
-  int64_t first = 0;
-};
-
-// The boxes that cover the row-major elements [begin, end) of a tensor of `shape`: per dimension at most a partial
-// row, a block of whole rows and a partial row. Each box is a contiguous range of the flattening, in order.
-void boxes(const std::vector<int64_t>& shape, size_t dim, int64_t begin, int64_t end, std::vector<int64_t> prefix,
-           int64_t base, std::vector<Box>& out) {
-  if (begin >= end) return;
-  if (dim == shape.size()) {  // a 0-dim tensor: its one element
-    out.push_back({prefix, {}, base});
-    return;
-  }
-  int64_t inner = 1;
-  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
-  const auto whole = [&](int64_t row_begin, int64_t row_end) {
-    Box b;
-    b.offsets = prefix;
-    b.offsets.push_back(row_begin);
-    for (size_t d = dim + 1; d < shape.size(); ++d) b.offsets.push_back(0);
-    b.sizes.assign(prefix.size(), 1);
-    b.sizes.push_back(row_end - row_begin);
-    for (size_t d = dim + 1; d < shape.size(); ++d) b.sizes.push_back(shape[d]);
-    b.first = base + row_begin * inner;
-    out.push_back(std::move(b));
-  };
-  const int64_t first_row = begin / inner, last_row = (end - 1) / inner;
-  if (inner == 1) {
-    whole(begin, end);
-    return;
-  }
-  const auto partial = [&](int64_t row, int64_t from, int64_t to) {
-    std::vector<int64_t> p = prefix;
-    p.push_back(row);
-    boxes(shape, dim + 1, from, to, p, base + row * inner, out);
-  };
-  if (first_row == last_row) {
-    if (begin % inner == 0 && end - begin == inner)
-      whole(first_row, first_row + 1);
-    else
-      partial(first_row, begin - first_row * inner, end - first_row * inner);
-    return;
-  }
-  int64_t full_begin = first_row;
-  if (begin % inner != 0) {
-    partial(first_row, begin % inner, inner);
-    full_begin = first_row + 1;
-  }
-  const int64_t full_end = end % inner == 0 ? last_row + 1 : last_row;
-  if (full_begin < full_end) whole(full_begin, full_end);
-  if (end % inner != 0) partial(last_row, 0, end % inner);
-}
-
 std::string blob(const c10::IValue& value) {
   std::string out;
   detail::pickle_to(value, [&](const void* data, size_t size) { out.append(static_cast<const char*>(data), size); });
@@ -214,13 +161,10 @@ Records write_rank_file(const std::string& dir, int64_t rank, const std::vector<
       for (const auto& p : e.path) path.emplace_back(p);
       const dist::LocalPart& part = e.part;
       const std::string dtype = dtype_name(part.dtype);
-      std::vector<Box> pieces;
-      boxes(part.shape, 0, part.begin, part.end, {}, 0, pieces);
+      const std::vector<detail::PlacedBox> pieces = detail::placed_boxes(part.shape, part.begin, part.end, part.piece);
       if (pieces.empty()) records.push_back(tensor_record(path, dtype, part.shape, {}, {}, 0, -1));
-      for (const Box& b : pieces) {
-        int64_t n = 1;
-        for (int64_t s : b.sizes) n *= s;
-        const std::string bytes = blob(part.values.narrow(0, b.first - part.begin, n).reshape(b.sizes).clone());
+      for (const detail::PlacedBox& b : pieces) {
+        const std::string bytes = blob(detail::box_view(part.values, part.begin, b).clone());
         const int64_t offset = put(bytes);
         records.push_back(
             tensor_record(path, dtype, part.shape, b.offsets, b.sizes, offset, static_cast<int64_t>(bytes.size())));

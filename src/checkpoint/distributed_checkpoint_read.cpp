@@ -2,6 +2,8 @@
 // whole payload, or with local_parts_wanted this rank's parts of the tensors it holds only in part.
 #include "composer/checkpoint/distributed_checkpoint.h"
 
+#include "checkpoint/detail/part_boxes.h"
+
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
 #include "composer/core/serialization.h"
@@ -12,6 +14,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -142,6 +145,33 @@ bool box_meets(const std::vector<int64_t>& shape, const std::vector<int64_t>& of
   return flat_index(shape, last) >= range.first && flat_index(shape, offsets) < range.second;
 }
 
+// Whether the box `b` of the whole tensor and the chunk of `sizes` at `offsets` share elements.
+bool boxes_meet(const detail::PlacedBox& b, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes) {
+  for (size_t d = 0; d < offsets.size(); ++d)
+    if (std::max(b.offsets[d], offsets[d]) >= std::min(b.offsets[d] + b.sizes[d], offsets[d] + sizes[d])) return false;
+  return true;
+}
+
+// Copies the elements of `chunk` (at `offsets` in the whole tensor) that fall in the boxes of a part into the part's
+// values (which start at its piece's element `begin`); returns how many it copied.
+int64_t copy_into_boxes(const at::Tensor& chunk, const std::vector<int64_t>& offsets,
+                        const std::vector<detail::PlacedBox>& placed, int64_t begin, at::Tensor& part) {
+  int64_t copied = 0;
+  for (const auto& b : placed) {
+    if (!boxes_meet(b, offsets, chunk.sizes().vec())) continue;
+    at::Tensor to = detail::box_view(part, begin, b), from = chunk;
+    for (size_t d = 0; d < offsets.size(); ++d) {
+      const int64_t lo = std::max(b.offsets[d], offsets[d]);
+      const int64_t hi = std::min(b.offsets[d] + b.sizes[d], offsets[d] + chunk.size(static_cast<int64_t>(d)));
+      to = to.narrow(static_cast<int64_t>(d), lo - b.offsets[d], hi - lo);
+      from = from.narrow(static_cast<int64_t>(d), lo - offsets[d], hi - lo);
+    }
+    to.copy_(from);
+    copied += to.numel();
+  }
+  return copied;
+}
+
 // A DCP directory being read: its .metadata, where each stored value and tensor chunk lies, and the open files.
 class DcpReader {
  public:
@@ -264,18 +294,28 @@ std::optional<at::Tensor> read_tensor(DcpReader& reader, const std::string& fqn,
   const at::ScalarType dtype = *dtype_read;
   const std::vector<int64_t> shape = int_vector(state_field(meta, "size", fqn));
   const std::vector<std::string> in_state = wanted ? path_in_state(path) : std::vector<std::string>{};
-  const std::optional<std::pair<int64_t, int64_t>> range =
+  const std::optional<WantedPart> range =
       in_state.empty() ? std::nullopt : wanted(in_state, shape);  // this rank's range, when it reads only part
   const at::Tensor whole = range ? at::Tensor() : at::zeros(shape, dtype);
-  at::Tensor part = range ? at::zeros({range->second - range->first}, dtype) : at::Tensor();
+  at::Tensor part = range ? at::zeros({range->end - range->begin}, dtype) : at::Tensor();
+  // A tensor-parallel piece's range: the boxes of the whole tensor it covers.
+  const std::vector<detail::PlacedBox> placed =
+      range && range->piece ? detail::placed_boxes(shape, range->begin, range->end, range->piece)
+                            : std::vector<detail::PlacedBox>{};
   int64_t covered = 0;
   for (const auto& c : state_field(meta, "chunks", fqn).toList()) {
     const std::vector<int64_t> offsets = int_vector(state_field(c.get(), "offsets", fqn));
     const std::vector<int64_t> sizes = int_vector(state_field(c.get(), "sizes", fqn));
-    if (range && !box_meets(shape, offsets, sizes, *range)) continue;
+    if (range && range->piece) {
+      if (!std::any_of(placed.begin(), placed.end(), [&](const auto& b) { return boxes_meet(b, offsets, sizes); }))
+        continue;
+      covered += copy_into_boxes(reader.chunk(fqn, offsets, sizes), offsets, placed, range->begin, part);
+      continue;
+    }
+    if (range && !box_meets(shape, offsets, sizes, {range->begin, range->end})) continue;
     const at::Tensor t = reader.chunk(fqn, offsets, sizes);
     if (range) {
-      covered += copy_overlap(t, offsets, shape, range->first, part);
+      covered += copy_overlap(t, offsets, shape, range->begin, part);
       continue;
     }
     at::Tensor target = whole;
@@ -287,7 +327,7 @@ std::optional<at::Tensor> read_tensor(DcpReader& reader, const std::string& fqn,
     reader.fail(": the chunks of '" + fqn + "' hold " + std::to_string(covered) + " of the " +
                 std::to_string(part.numel()) + " elements this rank needs");
   }
-  parts.push_back({in_state, dist::LocalPart{shape, dtype, range->first, range->second, part}});
+  parts.push_back({in_state, dist::LocalPart{shape, dtype, range->begin, range->end, part, range->piece}});
   return std::nullopt;
 }
 

@@ -341,9 +341,8 @@ PartsWanted local_parts_wanted(const State& state) {
   for (auto& [name, range] : held->local_ranges()) ranges.emplace(name, std::move(range));
   const std::string cls =
       state.optimizer ? class_name_of(optim::checkpointed_optimizer(*state.optimizer)) : std::string();
-  return [ranges = std::move(ranges), cls](
-             const std::vector<std::string>& path,
-             const std::vector<int64_t>& shape) -> std::optional<std::pair<int64_t, int64_t>> {
+  return [ranges = std::move(ranges), cls](const std::vector<std::string>& path,
+                                           const std::vector<int64_t>& shape) -> std::optional<WantedPart> {
     // {"model", name} or {"optimizers", cls, "state", name, key}; "step" and tensors of another shape are whole.
     const bool model = path.size() == 2 && path[0] == "model";
     const bool optimizer = !cls.empty() && path.size() == 5 && path[0] == "optimizers" && path[1] == cls &&
@@ -351,7 +350,7 @@ PartsWanted local_parts_wanted(const State& state) {
     if (!model && !optimizer) return std::nullopt;
     const auto it = ranges.find(model ? path[1] : path[3]);
     if (it == ranges.end() || it->second.shape != shape) return std::nullopt;
-    return std::make_pair(it->second.begin, it->second.end);
+    return WantedPart({it->second.begin, it->second.end}, it->second.piece);
   };
 }
 

@@ -71,9 +71,13 @@ std::vector<std::string> nested_keys(const FSDPMixedPrecision&) {
 }
 
 const std::map<std::string, std::string>& refused_parallelism_sections() {
-  static const std::map<std::string, std::string> sections{
-      {"tp", "tensor parallelism is not supported by Composer C++"}};
+  static const std::map<std::string, std::string> sections;
   return sections;
+}
+
+const std::map<std::string, std::string>& fixed_composer_keys(const TPOptions&) {
+  static const std::map<std::string, std::string> keys;
+  return keys;
 }
 
 const std::map<std::string, std::string>& fixed_composer_keys(const FSDPOptions&) {

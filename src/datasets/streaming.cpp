@@ -95,8 +95,7 @@ DatasetRegistry::Entry streaming_entry() {
           });
         }
         source.num_classes = f.num_classes;
-        source.loader = make_streaming_loader(ds, lo, request.train ? dist::get_global_rank() : 0,
-                                              request.train ? dist::get_world_size() : 1);
+        source.loader = make_streaming_loader(ds, lo, request.replica_rank(), request.replicas());
         return source;
       });
 }

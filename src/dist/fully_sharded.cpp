@@ -64,8 +64,10 @@ WrapPolicy checkpointing_policy(const FSDPOptions& options) {
 
 }  // namespace
 
-FullyShardedDataParallel::FullyShardedDataParallel(FSDPOptions options, at::ScalarType precision_dtype)
+FullyShardedDataParallel::FullyShardedDataParallel(FSDPOptions options, at::ScalarType precision_dtype,
+                                                   std::optional<TPOptions> tp)
     : options_(seeing_through_checkpoint_wrappers(options)), impl_(std::make_unique<Impl>()) {
+  impl_->tp_options = std::move(tp);
   impl_->checkpointing_policy = checkpointing_policy(options);
   impl_->mixed_precision = resolve_mixed_precision(options_.mixed_precision(), precision_dtype);
   impl_->strategy = options_.sharding_strategy();
@@ -76,6 +78,14 @@ FullyShardedDataParallel::FullyShardedDataParallel(FSDPOptions options, at::Scal
 FullyShardedDataParallel::~FullyShardedDataParallel() = default;
 
 int64_t FullyShardedDataParallel::num_replicas() const { return get_world_size(); }
+
+int64_t FullyShardedDataParallel::tensor_parallel_degree() const {
+  return impl_->set_up ? impl_->tp : Impl::tp_degree(options_, impl_->tp_options, get_world_size());
+}
+
+int64_t FullyShardedDataParallel::data_parallel_size() const { return get_world_size() / tensor_parallel_degree(); }
+
+int64_t FullyShardedDataParallel::data_parallel_rank() const { return get_global_rank() / tensor_parallel_degree(); }
 
 ShardingStrategy FullyShardedDataParallel::effective_strategy() const { return impl_->strategy; }
 
@@ -101,11 +111,20 @@ void FullyShardedDataParallel::after_backward(bool sync) {
 
 void FullyShardedDataParallel::sync_gradients() { impl_->reduce_gradients(); }
 
-BatchTotals FullyShardedDataParallel::reduce_batch(BatchTotals local) { return reduce_over_ranks(std::move(local)); }
+BatchTotals FullyShardedDataParallel::reduce_batch(BatchTotals local) {
+  BatchTotals totals = reduce_over_ranks(std::move(local));  // losses averaged over every rank: each group's the same
+  totals.samples /= impl_->tp;                               // a tensor-parallel group's ranks saw the same samples
+  totals.tokens /= impl_->tp;
+  return totals;
+}
 
-void FullyShardedDataParallel::sum_metric_state(at::Tensor& state) { all_reduce(state); }
+void FullyShardedDataParallel::sum_metric_state(at::Tensor& state) {
+  all_reduce(state, ReduceOp::SUM, impl_->dp_group);
+}
 
-at::Tensor FullyShardedDataParallel::gather_metric_rows(const at::Tensor& rows) { return all_gather_rows(rows); }
+at::Tensor FullyShardedDataParallel::gather_metric_rows(const at::Tensor& rows) {
+  return all_gather_rows(rows, impl_->dp_group);
+}
 
 std::unique_ptr<PhaseScope> FullyShardedDataParallel::enter(Phase phase) {
   Impl& m = *impl_;
@@ -175,7 +194,9 @@ std::unique_ptr<PhaseScope> FullyShardedDataParallel::gather_full_precision() {
     throw;
   }
   m.full_precision = false;
+  m.tp_make_whole();
   return std::make_unique<GatherScope>([&m, was_gathered] {
+    m.tp_restore_local(/*keep=*/false);
     for (size_t k = 0; k < m.flats.size(); ++k)
       if (!was_gathered[k]) m.release(m.flats[k]);
   });
@@ -185,21 +206,35 @@ void FullyShardedDataParallel::clip_gradient_norm(double max_norm, double norm_t
   Impl& m = *impl_;
   at::NoGradGuard no_grad;
   const bool inf = std::isinf(norm_type);
-  double local = 0;
+  const auto add = [&](double& sum, const at::Tensor& g) {
+    const double n = at::linalg_vector_norm(g, norm_type).item<double>();
+    sum = inf ? std::max(sum, n) : sum + std::pow(n, norm_type);
+  };
+  double replicated = 0, split = 0;  // over the tensor-parallel split parameters' elements, and the others'
   std::vector<at::Tensor> grads;
   for (auto& f : m.flats) {
     const at::Tensor& g = f.shard.grad();
     if (!g.defined()) continue;
     grads.push_back(g);
-    const double n = at::linalg_vector_norm(g, norm_type).item<double>();
-    local = inf ? std::max(local, n) : local + std::pow(n, norm_type);
+    if (m.splits.empty()) {
+      add(replicated, g);
+      continue;
+    }
+    const int64_t begin = m.sharded() ? m.rank * f.shard_numel : 0;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      const int64_t lo = std::max(f.offsets[i], begin);
+      const int64_t hi = std::min(f.offsets[i] + c10::multiply_integers(f.shapes[i]), begin + f.shard_numel);
+      if (hi > lo) add(f.pieces[i] ? split : replicated, g.narrow(0, lo - begin, hi - lo));
+    }
   }
-  double total = local;
   if (m.sharded()) {  // the shard group holds each gradient element once (its replicas hold the same)
-    at::Tensor t = at::full({1}, local, at::kDouble);
+    at::Tensor t = at::tensor({replicated, split}, at::kDouble);
     all_reduce(t, inf ? ReduceOp::MAX : ReduceOp::SUM, m.shard_group);
-    total = t.item<double>();
+    replicated = t[0].item<double>();
+    split = t[1].item<double>();
   }
+  double total =
+      m.tp > 1 ? m.tp_total(replicated, split, inf) : (inf ? std::max(replicated, split) : replicated + split);
   if (!inf) total = std::pow(total, 1.0 / norm_type);
   const double coef = std::min(1.0, max_norm / (total + 1e-6));
   for (auto& g : grads) g.mul_(coef);
@@ -227,6 +262,16 @@ std::map<std::string, std::vector<double>> FullyShardedDataParallel::parameter_s
   }
   at::Tensor t = at::tensor(sums, at::kDouble);
   if (m.sharded() && t.numel() > 0) all_reduce(t, ReduceOp::SUM, m.shard_group);
+  if (m.tp > 1 && t.numel() > 0) {  // split parameters: summed over their parts; the others counted once
+    if (m.tp_rank != 0) {
+      std::set<std::string> split_names;
+      for (const auto& s : m.splits) split_names.insert(s.name);
+      for (size_t k = 0; k < names.size(); ++k)
+        if (!split_names.count(names[k]))
+          t.narrow(0, static_cast<int64_t>(k * width), static_cast<int64_t>(width)).zero_();
+    }
+    all_reduce(t, ReduceOp::SUM, m.tp_group);
+  }
   const double* reduced = t.data_ptr<double>();
   std::map<std::string, std::vector<double>> out;
   for (size_t k = 0; k < names.size(); ++k) out[names[k]].assign(reduced + k * width, reduced + (k + 1) * width);

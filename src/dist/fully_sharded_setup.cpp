@@ -128,8 +128,11 @@ bool agree_on_deferred_init(torch::nn::Module& model) {
 // averaging factors.
 void FullyShardedDataParallel::Impl::configure_mesh(const FSDPOptions& o) {
   const int64_t world_size = get_world_size(), global_rank = get_global_rank();
+  tp = tp_degree(o, tp_options, world_size);
+  tp_rank = global_rank % tp;
+  const int64_t dp_size = world_size / tp, dp_rank = global_rank / tp;
   const DataParallelMesh mesh =
-      DataParallelMesh::resolve(o.data_parallel_shard_degree(), o.data_parallel_replicate_degree(), world_size);
+      DataParallelMesh::resolve(o.data_parallel_shard_degree(), o.data_parallel_replicate_degree(), dp_size);
   bool switched = false;
   strategy =
       DataParallelMesh::strategy_for(o.sharding_strategy(), o.data_parallel_replicate_degree().has_value(), &switched);
@@ -139,31 +142,47 @@ void FullyShardedDataParallel::Impl::configure_mesh(const FSDPOptions& o) {
               << " data_parallel_replicate_degree: using " << to_string(strategy) << " (as Composer)\n";
   }
   world = mesh.shard;  // the shard group's size and this rank's place in it
-  rank = global_rank % mesh.shard;
+  rank = dp_rank % mesh.shard;
   replicas = mesh.replicate;
-  reports = global_rank / mesh.shard == 0;
-  if (mesh.replicate > 1 && mesh.shard > 1) {
-    // Every rank makes its shard group, then its replica group: the same order on every member of each.
-    shard_group = new_group(shard_group_ranks(mesh, global_rank));
-    replica_group = new_group(replica_group_ranks(mesh, global_rank));
+  reports = dp_rank / mesh.shard == 0;
+  // The mesh (replicate, shard, tp), tp innermost: data-parallel rank d at tensor-parallel place t is global rank
+  // d * tp + t. Every rank makes its groups in the same order: tensor-parallel, data-parallel, shard, replica.
+  const auto global = [&](std::vector<int64_t> dp_ranks) {
+    for (auto& r : dp_ranks) r = r * tp + tp_rank;
+    return dp_ranks;
+  };
+  if (tp > 1) {
+    std::vector<int64_t> tp_ranks, dp_ranks;
+    for (int64_t t = 0; t < tp; ++t) tp_ranks.push_back(dp_rank * tp + t);
+    for (int64_t d = 0; d < dp_size; ++d) dp_ranks.push_back(d);
+    tp_group = new_group(tp_ranks);
+    dp_group = new_group(global(dp_ranks));
+  }
+  if (tp > 1 || (mesh.replicate > 1 && mesh.shard > 1)) {
+    shard_group = new_group(global(shard_group_ranks(mesh, dp_rank)));
+    replica_group = new_group(global(replica_group_ranks(mesh, dp_rank)));
   }
   // A shard group of one process has nothing to shard: as torch FSDP does, it runs as NO_SHARD (no gathering
-  // copies; the gradients all-reduced over every rank).
+  // copies; the gradients all-reduced over every data-parallel rank).
   if (world == 1) {
     strategy = ShardingStrategy::NO_SHARD;
-    reports = global_rank == 0;
+    reports = dp_rank == 0;  // each tensor-parallel rank's first data-parallel replica
   }
   // torch FSDP's averaging of the gradients over all data-parallel ranks: predivided by the largest power of two f
   // dividing the world size with f * f < world (in torch's loop), postdivided by world / f.
   predivide = 1;
-  while (world_size % static_cast<int64_t>(predivide) == 0 && static_cast<double>(world_size) / predivide > predivide)
+  while (dp_size % static_cast<int64_t>(predivide) == 0 && static_cast<double>(dp_size) / predivide > predivide)
     predivide *= 2;
-  postdivide = static_cast<double>(world_size) / predivide;
+  postdivide = static_cast<double>(dp_size) / predivide;
 }
 
 // This rank's shard of a laid-out flat buffer (the whole buffer under NO_SHARD), its dtypes, and the module's
 // parameters released (sharded) or pointed at it.
 void FullyShardedDataParallel::Impl::shard_flat(FlatParam& f) {
+  f.pieces.assign(f.params.size(), std::nullopt);
+  for (size_t i = 0; i < f.params.size(); ++i)
+    if (const auto it = split_index.find(f.params[i].unsafeGetTensorImpl()); it != split_index.end())
+      f.pieces[i] = splits[it->second].split;
   const int64_t parts = sharded() ? world : 1;
   f.shard_numel = (f.numel + parts - 1) / parts;
   // Only this rank's part is built: the elements of each parameter that fall into it, the padding zeros.
@@ -230,16 +249,7 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
         "FSDP: the optimizer already has state (a step was taken or a checkpoint loaded); FSDP shards a fresh "
         "optimizer");
   }
-  if (m.checkpointing_policy &&
-      nn::apply_activation_checkpointing(model, m.checkpointing_policy, options_.activation_cpu_offload()) == 0) {
-    throw std::invalid_argument(
-        "parallelism_config.fsdp.activation_checkpointing: no module of the model is picked for checkpointing (the "
-        "default picks the sharding units: GPTBlock, BertLayer, LlamaDecoderLayer, BasicBlock, ResNetBottleneck)");
-  }
   m.configure_mesh(options_);
-  ParamNames name_of;
-  for (const auto& p : model.named_parameters(/*recurse=*/true))
-    name_of.emplace(p.value().unsafeGetTensorImpl(), p.key());
   const bool deferred = agree_on_deferred_init(model);
   if (options_.sync_module_states()) {
     std::vector<at::Tensor> tensors;
@@ -248,6 +258,16 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
     for (const auto& b : model.buffers()) tensors.push_back(b);
     broadcast_module(tensors);
   }
+  if (m.tp > 1) m.split_for_tensor_parallel(model);  // before the wrappers and the units: Composer's order
+  if (m.checkpointing_policy &&
+      nn::apply_activation_checkpointing(model, m.checkpointing_policy, options_.activation_cpu_offload()) == 0) {
+    throw std::invalid_argument(
+        "parallelism_config.fsdp.activation_checkpointing: no module of the model is picked for checkpointing (the "
+        "default picks the sharding units: GPTBlock, BertLayer, LlamaDecoderLayer, BasicBlock, ResNetBottleneck)");
+  }
+  ParamNames name_of;
+  for (const auto& p : model.named_parameters(/*recurse=*/true))
+    name_of.emplace(p.value().unsafeGetTensorImpl(), p.key());
   const WrapPolicy none;
   const UnitPlan plan = plan_units(
       model, options_.auto_wrap() ? (options_.wrap_policy() ? options_.wrap_policy() : WrapPolicy(default_wrap_policy))

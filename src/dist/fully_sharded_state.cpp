@@ -106,10 +106,18 @@ Held held_range(const FlatParam& f, size_t i, bool sharded, int64_t rank) {
 // This rank's part of `shard_sized` (a flat's shard, or a tensor shaped like it) for parameter `i` of `f`. Ranks
 // that hold what another reports (every rank but 0 under NO_SHARD, the replicas but the first under HYBRID_SHARD)
 // report nothing.
+// Parameter `i` of `f` as a checkpoint holds it: the whole shape (a tensor-parallel part's whole tensor).
+std::vector<int64_t> whole_shape(const FlatParam& f, size_t i) {
+  std::vector<int64_t> shape = f.shapes[i];
+  if (const auto& piece = f.pieces[i]) shape[static_cast<size_t>(piece->dim)] *= piece->degree;
+  return shape;
+}
+
 LocalPart part_of(const FlatParam& f, size_t i, const at::Tensor& shard_sized, bool sharded, int64_t rank,
                   bool reports) {
   LocalPart part;
-  part.shape = f.shapes[i];
+  part.shape = whole_shape(f, i);
+  part.piece = f.pieces[i];
   part.dtype = shard_sized.scalar_type();
   const Held held = reports ? held_range(f, i, sharded, rank) : Held{};
   if (held.size() == 0) {
@@ -124,10 +132,16 @@ LocalPart part_of(const FlatParam& f, size_t i, const at::Tensor& shard_sized, b
 
 // Checks that `part` of parameter `i` of `f` is the range this rank holds (what local_parts_wanted asked for).
 void check_part(const FlatParam& f, size_t i, const LocalPart& part, const Held& held, const std::string& what) {
-  if (part.shape != f.shapes[i]) {
+  const std::vector<int64_t> whole = whole_shape(f, i);
+  if (part.shape != whole) {
     throw std::invalid_argument(what + " has shape " + c10::str(c10::IntArrayRef(part.shape)) +
-                                " but the model expects " + c10::str(c10::IntArrayRef(f.shapes[i])));
+                                " but the model expects " + c10::str(c10::IntArrayRef(whole)));
   }
+  const auto& piece = f.pieces[i];
+  if (part.piece.has_value() != piece.has_value() ||
+      (piece && (part.piece->dim != piece->dim || part.piece->chunks != piece->chunks ||
+                 part.piece->degree != piece->degree || part.piece->rank != piece->rank)))
+    throw std::logic_error("FSDP: " + what + " was read for another tensor-parallel rank's piece");
   if (part.end - part.begin != held.size() || (held.size() > 0 && part.begin != held.begin))
     throw std::logic_error("FSDP: " + what + " was read for another rank's range");
 }
@@ -139,7 +153,7 @@ std::vector<std::pair<std::string, LocalPart>> FullyShardedDataParallel::local_p
   std::vector<std::pair<std::string, LocalPart>> out;
   for (const auto& f : m.flats)
     for (size_t i = 0; i < f.params.size(); ++i)
-      out.emplace_back(f.names[i], part_of(f, i, f.shard, m.sharded(), m.rank, m.reports));
+      out.emplace_back(f.names[i], part_of(f, i, f.shard, m.sharded(), m.rank, m.reports_part(f, i)));
   return out;
 }
 
@@ -176,6 +190,7 @@ std::vector<std::pair<std::string, at::Tensor>> FullyShardedDataParallel::gather
       out.emplace_back(f.names[i],
                        full.narrow(0, f.offsets[i], c10::multiply_integers(f.shapes[i])).view(f.shapes[i]).clone());
   }
+  m.tp_whole_tensors(out);
   return out;
 }
 
@@ -185,7 +200,7 @@ std::vector<std::pair<std::string, HeldRange>> FullyShardedDataParallel::local_r
   for (const auto& f : m.flats) {
     for (size_t i = 0; i < f.params.size(); ++i) {
       const Held held = held_range(f, i, m.sharded(), m.rank);
-      out.emplace_back(f.names[i], HeldRange{f.shapes[i], held.begin, held.end});
+      out.emplace_back(f.names[i], HeldRange{whole_shape(f, i), held.begin, held.end, f.pieces[i]});
     }
   }
   return out;
@@ -257,14 +272,14 @@ c10::IValue FullyShardedDataParallel::local_optimizer_state_dict(
   return m.by_parameter_name(
       sharded, [&](const FlatParam& f, const std::string& key, const at::Tensor& entry, std::vector<GenericDict>&) {
         for (size_t i = 0; i < f.params.size(); ++i)
-          parts.push_back({{f.names[i], key}, part_of(f, i, entry, m.sharded(), m.rank, m.reports)});
+          parts.push_back({{f.names[i], key}, part_of(f, i, entry, m.sharded(), m.rank, m.reports_part(f, i))});
       });
 }
 
 c10::IValue FullyShardedDataParallel::full_optimizer_state_dict(const c10::IValue& sharded) {
   const Impl& m = *impl_;
   at::NoGradGuard no_grad;
-  return m.by_parameter_name(
+  return m.tp_whole_entries(m.by_parameter_name(
       sharded, [&](const FlatParam& f, const std::string& key, const at::Tensor& entry, std::vector<GenericDict>& per) {
         const at::Tensor local = entry.contiguous();
         const at::Tensor whole = m.sharded() ? at::cat(all_gather(local, m.shard_group)) : local;
@@ -272,7 +287,7 @@ c10::IValue FullyShardedDataParallel::full_optimizer_state_dict(const c10::IValu
           const int64_t n = c10::multiply_integers(f.shapes[i]);
           per[i].insert(key, whole.narrow(0, f.offsets[i], n).view(f.shapes[i]).clone());
         }
-      });
+      }));
 }
 
 namespace {
@@ -412,7 +427,7 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IVal
   const Impl& m = *impl_;
   const PartsByEntry parts_by_entry(parts);
   at::NoGradGuard no_grad;
-  const GenericDict d = indexed_form(full, "the checkpoint's optimizer state");
+  const GenericDict d = indexed_form(m.tp_local_entries(full), "the checkpoint's optimizer state");
   const GenericDict state = named_state(d);
   const GenericList groups = d.at("param_groups").toList();
   if (groups.size() != m.slots.size()) {
@@ -450,7 +465,8 @@ c10::IValue FullyShardedDataParallel::shard_optimizer_state_dict(const c10::IVal
 
 void FullyShardedDataParallel::keep_gathered_values() {
   Impl& m = *impl_;
-  if (!m.gathers()) return;  // the parameters are views of the (whole) shards
+  m.tp_restore_local(/*keep=*/true);  // the whole split parameters' values into this rank's parts first
+  if (!m.gathers()) return;           // the parameters are views of the (whole) shards
   at::NoGradGuard no_grad;
   for (auto& f : m.flats) {
     if (!f.gathered) throw std::logic_error("FSDP: keep_gathered_values() outside a gathered scope");

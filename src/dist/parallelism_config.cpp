@@ -2,12 +2,14 @@
 // strategy a config names.
 #include "composer/dist/parallelism_config.h"
 
+#include "composer/dist/env.h"
 #include "composer/dist/fully_sharded.h"
 #include "composer/dist/strategy.h"
 #include "utils/detail/text.h"
 
 #include <torch/nn/module.h>
 
+#include <iostream>
 #include <map>
 #include <stdexcept>
 
@@ -157,7 +159,24 @@ std::optional<std::string> ParallelismConfig::sharded_section() const {
   return std::nullopt;
 }
 
+namespace {
+
+// Composer's checks of a tp section (with the fsdp one it needs).
+void validate_tp(const TPOptions& tp, const std::optional<FSDPOptions>& fsdp) {
+  DataParallelMesh::check_degree(tp.tensor_parallel_degree(), "parallelism_config.tp.tensor_parallel_degree");
+  if (!fsdp) {
+    throw std::invalid_argument(
+        "parallelism_config.tp needs parallelism_config.fsdp (as in Composer): give fsdp: {} for FSDP's defaults");
+  }
+  if (tp.tensor_parallel_degree() == 1) return;
+  if (fsdp->load_monolith_rank0_only())
+    throw std::invalid_argument("parallelism_config.fsdp.load_monolith_rank0_only is not compatible with tp");
+}
+
+}  // namespace
+
 void ParallelismConfig::validate() const {
+  if (tp()) validate_tp(*tp(), fsdp());
   if (!fsdp()) return;
   // Early, with the keys' paths: the mesh itself is sized when training starts, from the world size.
   DataParallelMesh::check_degree(fsdp()->data_parallel_shard_degree(),
@@ -175,7 +194,15 @@ void ParallelismConfig::validate() const {
 }
 
 std::unique_ptr<Strategy> make_strategy(const ParallelismConfig& config, at::ScalarType precision_dtype) {
-  if (config.fsdp()) return std::make_unique<FullyShardedDataParallel>(*config.fsdp(), precision_dtype);
+  if (config.fsdp()) {
+    std::optional<TPOptions> tp = config.tp();
+    if (tp && tp->tensor_parallel_degree() == 1) {  // Composer warns and drops it
+      if (get_global_rank() == 0)
+        std::cerr << "composer: warning: parallelism_config.tp.tensor_parallel_degree is 1: no tensor parallelism\n";
+      tp.reset();
+    }
+    return std::make_unique<FullyShardedDataParallel>(*config.fsdp(), precision_dtype, tp);
+  }
   return default_strategy();
 }
 

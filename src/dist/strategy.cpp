@@ -15,6 +15,8 @@ namespace composer::dist {
 DataParallel::DataParallel(int64_t bucket_bytes) : bucket_bytes_(bucket_bytes) {}
 DataParallel::~DataParallel() = default;
 
+int64_t Strategy::data_parallel_rank() const { return num_replicas() > 1 ? get_global_rank() : 0; }
+
 int64_t DataParallel::num_replicas() const { return get_world_size(); }
 
 void DataParallel::setup(torch::nn::Module& model, torch::optim::Optimizer*) {

@@ -88,16 +88,23 @@ at::Tensor LlamaAttention::forward_cached(const at::Tensor& x, LayerKVCache& lay
 at::Tensor LlamaAttention::attend(const at::Tensor& x, LayerKVCache* cache) {
   const int64_t b = x.size(0), l = x.size(1);
   const int64_t past = cache ? cache->length() : 0;
-  auto heads = [&](const char* proj, int64_t n) {
-    return child(proj).forward(x).view({b, l, n, head_dim_}).transpose(1, 2);
-  };
+  // Under tensor parallelism the projections give this rank's heads only (in the same ratio of query to key heads).
+  auto heads = [&](const char* proj) { return child(proj).forward(x).view({b, l, -1, head_dim_}).transpose(1, 2); };
   const auto [cos, sin] = rotary_->cos_sin(past, l, x.device(), x.scalar_type());
-  const at::Tensor q = apply_rotary(heads("q_proj", heads_), cos, sin);
-  const at::Tensor k = apply_rotary(heads("k_proj", kv_heads_), cos, sin);
-  const at::Tensor v = heads("v_proj", kv_heads_);
+  const at::Tensor q = apply_rotary(heads("q_proj"), cos, sin);
+  const at::Tensor k = apply_rotary(heads("k_proj"), cos, sin);
+  const at::Tensor v = heads("v_proj");
   at::Tensor y = detail::attend_cached(q, k, v, cache, heads_ / kv_heads_, is_training() ? dropout_ : 0.0);
-  y = y.transpose(1, 2).reshape({b, l, heads_ * head_dim_});
+  y = y.transpose(1, 2).reshape({b, l, -1});
   return child("o_proj").forward(y);
+}
+
+std::vector<nn::ParallelLayerPlan> LlamaAttention::tensor_parallel_plan() const {
+  const auto colwise = nn::ParallelStyle::COLWISE;
+  return {{"q_proj", colwise, 1, head_dim_},
+          {"k_proj", colwise, 1, head_dim_},
+          {"v_proj", colwise, 1, head_dim_},
+          {"o_proj", nn::ParallelStyle::ROWWISE, 1, head_dim_}};
 }
 
 LlamaMLP::LlamaMLP(const LlamaConfig& c) {
@@ -108,6 +115,12 @@ LlamaMLP::LlamaMLP(const LlamaConfig& c) {
 
 at::Tensor LlamaMLP::forward(const at::Tensor& x) {
   return child("down_proj").forward(at::silu(child("gate_proj").forward(x)) * child("up_proj").forward(x));
+}
+
+std::vector<nn::ParallelLayerPlan> LlamaMLP::tensor_parallel_plan() const {
+  return {{"gate_proj", nn::ParallelStyle::COLWISE},
+          {"up_proj", nn::ParallelStyle::COLWISE},
+          {"down_proj", nn::ParallelStyle::ROWWISE}};
 }
 
 LlamaDecoderLayer::LlamaDecoderLayer(const LlamaConfig& c, std::shared_ptr<RotaryEmbedding> rotary) {

@@ -45,15 +45,30 @@ at::Tensor positions(const at::Tensor& ids, const nn::Layer& table, int64_t past
 // attend, merge the heads, c_proj, dropout. With or without a key-value cache.
 template <class Attend>
 at::Tensor project_attention(const SelfAttention& self, const at::Tensor& x, Attend&& attend) {
-  const int64_t b = x.size(0), l = x.size(1), d = x.size(2), heads = self.n_head(), hd = d / heads;
-  const auto qkv = self.child("c_attn").forward(x).split(d, 2);
-  const auto split = [&](const at::Tensor& t) { return t.view({b, l, heads, hd}).transpose(1, 2); };
+  // Under tensor parallelism c_attn gives this rank's heads only: the head count comes from its output.
+  const int64_t b = x.size(0), l = x.size(1), hd = x.size(2) / self.n_head();
+  const auto qkv = self.child("c_attn").forward(x).chunk(3, 2);
+  const auto split = [&](const at::Tensor& t) { return t.view({b, l, -1, hd}).transpose(1, 2); };
   at::Tensor y = attend(split(qkv[0]), split(qkv[1]), split(qkv[2]));
-  y = y.transpose(1, 2).contiguous().view({b, l, d});
+  y = y.transpose(1, 2).contiguous().view({b, l, -1});
   return at::dropout(self.child("c_proj").forward(y), self.dropout(), self.is_training());
 }
 
 }  // namespace
+
+std::vector<nn::ParallelLayerPlan> SelfAttention::tensor_parallel_plan() const {
+  const auto* c_attn = dynamic_cast<const nn::Linear*>(&child("c_attn"));
+  const int64_t head_dim = c_attn ? c_attn->in_features / n_head_ : 1;
+  return {{"c_attn", nn::ParallelStyle::COLWISE, 3, head_dim}, {"c_proj", nn::ParallelStyle::ROWWISE, 1, head_dim}};
+}
+
+std::vector<nn::ParallelLayerPlan> GPTBlock::tensor_parallel_plan() const {
+  return {{"mlp.c_fc", nn::ParallelStyle::COLWISE}, {"mlp.c_proj", nn::ParallelStyle::ROWWISE}};
+}
+
+std::vector<nn::ParallelLayerPlan> BertLayer::tensor_parallel_plan() const {
+  return {{"ffn.intermediate", nn::ParallelStyle::COLWISE}, {"ffn.output", nn::ParallelStyle::ROWWISE}};
+}
 
 void TransformerConfig::validate() const {
   auto positive = [](int64_t v, const char* n) {

@@ -120,8 +120,11 @@ void setup_strategy(TrainerImpl& t) {
   if (strategy.needs_sharded_data() && s.train_dataloader && !s.train_dataloader->is_distributed()) {
     throw std::invalid_argument(
         "The world_size(" + std::to_string(strategy.num_replicas()) +
-        ") > 1 but the training dataloader does not shard the data across ranks; build it with "
-        "num_replicas = world size and rank = this rank (DatasetLoaderOptions / TensorDataLoaderOptions)");
+        ") > 1 but the training dataloader does not shard the data across ranks (" +
+        std::to_string(strategy.data_parallel_size()) +
+        " data-parallel ranks); build it with "
+        "num_replicas = Strategy::data_parallel_size() and rank = data_parallel_rank() (the world size and this rank "
+        "without tensor parallelism; DatasetLoaderOptions / TensorDataLoaderOptions)");
   }
   strategy.setup(*s.model, s.optimizer.get());
 }

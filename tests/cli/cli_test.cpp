@@ -357,8 +357,14 @@ TEST_F(CliTest, ParallelismConfigFsdpTrainsAndNamesUnsupportedKeys) {
   EXPECT_EQ(train(config("d.yaml", synthetic("parallelism_config: {fsdp: {sharding_strategi: FULL_SHARD}}\n"))), 2);
   EXPECT_NE(err.str().find("parallelism_config.fsdp.sharding_strategi: unknown key"), std::string::npos) << err.str();
   EXPECT_EQ(train(config("e.yaml", synthetic("parallelism_config: {tp: {tensor_parallel_degree: 2}}\n"))), 2);
-  EXPECT_NE(err.str().find("parallelism_config.tp: tensor parallelism is not supported"), std::string::npos)
+  EXPECT_NE(err.str().find("parallelism_config.tp needs parallelism_config.fsdp (as in Composer)"), std::string::npos)
       << err.str();
+  EXPECT_EQ(train(config("t.yaml", synthetic("parallelism_config: {fsdp: {load_monolith_rank0_only: true}, tp: "
+                                             "{tensor_parallel_degree: 2}}\n"))),
+            2);
+  EXPECT_NE(err.str().find("load_monolith_rank0_only is not compatible with tp"), std::string::npos) << err.str();
+  EXPECT_EQ(train(config("u.yaml", synthetic("parallelism_config: {fsdp: {}, tp: {layer_plan: x}}\n"))), 2);
+  EXPECT_NE(err.str().find("parallelism_config.tp.layer_plan: unknown key"), std::string::npos) << err.str();
   // Automatic microbatching runs under FSDP (one process here; two ranks under a memory limit: dist_test).
   EXPECT_EQ(train(config("g.yaml", synthetic("parallelism_config: {fsdp: {}}\ndevice_train_microbatch_size: auto\n"))),
             0)

@@ -21,6 +21,7 @@
 // DEFERRED_WORKER_PRETRAINED=DIR|FILE.gguf loads a pretrained Llama instead (load_llama_hf, load_llama_gguf), and
 // every rank prints "setup_read_mib R": the bytes it read (rchar) from building the model to the Trainer built.
 #include "support/memory_limit.h"
+#include "support/worker_outputs.h"
 
 #include "composer/composer.h"
 
@@ -32,13 +33,11 @@
 #include <iostream>
 
 using namespace composer;
+using testing::env_or;
+using testing::full_weights;
+using testing::write_weights;
 
 namespace {
-
-std::string env(const char* name, const std::string& fallback = "") {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
 
 // The number after "KEY:" in /proc/self/FILE, scaled to MiB from kB (status) or bytes (io: rchar, bytes read).
 double proc_mib(const char* file, const char* key) {
@@ -56,10 +55,10 @@ double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0
 
 models::LlamaConfig config() {
   return models::LlamaConfig()
-      .vocab_size(std::stoll(env("DEFERRED_WORKER_VOCAB", "256")))
-      .hidden_size(std::stoll(env("DEFERRED_WORKER_HIDDEN", "64")))
-      .intermediate_size(std::stoll(env("DEFERRED_WORKER_INTERMEDIATE", "160")))
-      .num_hidden_layers(std::stoll(env("DEFERRED_WORKER_LAYERS", "2")))
+      .vocab_size(std::stoll(env_or("DEFERRED_WORKER_VOCAB", "256")))
+      .hidden_size(std::stoll(env_or("DEFERRED_WORKER_HIDDEN", "64")))
+      .intermediate_size(std::stoll(env_or("DEFERRED_WORKER_INTERMEDIATE", "160")))
+      .num_hidden_layers(std::stoll(env_or("DEFERRED_WORKER_LAYERS", "2")))
       .num_attention_heads(4)
       .num_key_value_heads(2)
       .max_position_embeddings(64)
@@ -68,26 +67,11 @@ models::LlamaConfig config() {
 
 // The model: DEFERRED_WORKER_PRETRAINED's (a Hugging Face directory or a GGUF file), or a random one.
 std::shared_ptr<models::Llama> build() {
-  const std::string pretrained = env("DEFERRED_WORKER_PRETRAINED");
+  const std::string pretrained = env_or("DEFERRED_WORKER_PRETRAINED");
   if (pretrained.empty()) return std::make_shared<models::Llama>(config());
   if (pretrained.size() > 5 && pretrained.compare(pretrained.size() - 5, 5, ".gguf") == 0)
     return models::load_llama_gguf(pretrained);
   return models::load_llama_hf(pretrained);
-}
-
-void write_weights(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& weights) {
-  Dict w(c10::StringType::get(), c10::TensorType::get());
-  for (const auto& [name, value] : weights) w.insert(name, value);
-  write_file_atomically(path, torch::pickle_save(w));
-}
-
-// The whole weights: gathered from the shards under FSDP (a collective), the module's own otherwise.
-std::vector<std::pair<std::string, at::Tensor>> full_weights(Trainer& trainer, torch::nn::Module& model) {
-  if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get()))
-    return fsdp->gathered_parameters();
-  std::vector<std::pair<std::string, at::Tensor>> w;
-  for (const auto& p : model.named_parameters()) w.emplace_back(p.key(), p.value().detach().clone());
-  return w;
 }
 
 }  // namespace
@@ -100,19 +84,19 @@ int main(int argc, char** argv) try {
   const std::string out = argv[1], mode = argv[2], strategy = argv[3];
   if (mode != "deferred" && mode != "normal") throw std::invalid_argument("MODE must be deferred or normal");
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
-  const int64_t steps = std::stoll(env("DEFERRED_WORKER_STEPS", "2"));
+  const int64_t steps = std::stoll(env_or("DEFERRED_WORKER_STEPS", "2"));
   const int64_t vocab = config().vocab_size();
-  const int64_t seq = std::stoll(env("DEFERRED_WORKER_SEQ", "16")),
-                batch = std::stoll(env("DEFERRED_WORKER_BATCH", "4"));
+  const int64_t seq = std::stoll(env_or("DEFERRED_WORKER_SEQ", "16")),
+                batch = std::stoll(env_or("DEFERRED_WORKER_BATCH", "4"));
   auto gen = at::detail::createCPUGenerator(1);
   const at::Tensor tokens = at::randint(vocab, {(seq + 1) * batch * 8}, gen, at::kLong);  // 8 batches an epoch
   if (world > 1) dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(120));
   dist::barrier();                                                 // the process group and its threads exist
   (void)at::matmul(at::ones({64, 64}), at::ones({64, 64})).sum();  // and the compute threads
   const double runtime = status_mib("VmRSS"), runtime_vm = status_mib("VmSize");
-  const std::string limited_rank = env("DEFERRED_WORKER_BUDGET_RANK");
-  if (!env("DEFERRED_WORKER_BUDGET_MIB").empty() && (limited_rank.empty() || std::stoll(limited_rank) == rank))
-    testing::limit_address_space(std::stoll(env("DEFERRED_WORKER_BUDGET_MIB")) * 1024 * 1024);
+  const std::string limited_rank = env_or("DEFERRED_WORKER_BUDGET_RANK");
+  if (!env_or("DEFERRED_WORKER_BUDGET_MIB").empty() && (limited_rank.empty() || std::stoll(limited_rank) == rank))
+    testing::limit_address_space(std::stoll(env_or("DEFERRED_WORKER_BUDGET_MIB")) * 1024 * 1024);
   std::ofstream("/proc/self/clear_refs") << "5";  // the high-water mark from here on
 
   torch::manual_seed(11);
@@ -149,9 +133,9 @@ int main(int argc, char** argv) try {
           .optimizer(opt)
           .max_duration(std::to_string(steps) + "ba")
           .device("cpu")
-          .device_train_microbatch_size(env("DEFERRED_WORKER_MICROBATCH", "0") == "0"
+          .device_train_microbatch_size(env_or("DEFERRED_WORKER_MICROBATCH", "0") == "0"
                                             ? MicrobatchSize()
-                                            : MicrobatchSize::parse(env("DEFERRED_WORKER_MICROBATCH")))
+                                            : MicrobatchSize::parse(env_or("DEFERRED_WORKER_MICROBATCH")))
           .seed(5)
           .progress_bar(false)
           .dist_timeout(120);
@@ -165,10 +149,12 @@ int main(int argc, char** argv) try {
                                            .wrap_policy(units)
                                            .state_dict_type("sharded")));
   }
-  if (!env("DEFERRED_WORKER_SAVE").empty())
-    options.save_folder(env("DEFERRED_WORKER_SAVE")).save_interval(std::to_string(steps) + "ba").run_name("deferred");
-  if (!env("DEFERRED_WORKER_LOAD").empty()) {
-    options.load_path(env("DEFERRED_WORKER_LOAD"));
+  if (!env_or("DEFERRED_WORKER_SAVE").empty())
+    options.save_folder(env_or("DEFERRED_WORKER_SAVE"))
+        .save_interval(std::to_string(steps) + "ba")
+        .run_name("deferred");
+  if (!env_or("DEFERRED_WORKER_LOAD").empty()) {
+    options.load_path(env_or("DEFERRED_WORKER_LOAD"));
     options.max_duration(std::to_string(2 * steps) + "ba");
   }
   Trainer trainer(options);

@@ -3,6 +3,7 @@
 // DecoupledSGDW in two parameter groups, with microbatching and with norm clipping; each rank keeps 1/N of the
 // parameters; the evaluation at the end of fit scores as one process does; full checkpoints hold what one process
 // holds and resume on another world size; unsupported settings are clear errors.
+#include "support/checkpoint_leaves.h"
 #include "support/moto_server.h"
 #include "support/process.h"
 #include "support/python.h"
@@ -30,22 +31,6 @@ using testing::run_worker;
 
 std::vector<std::string> launch(int n, const std::vector<std::string>& command) {
   return testing::launch_argv(COMPOSER_CPP, n, command);
-}
-
-/// "NAME VALUE" after `prefix` on each line of a worker's output that has it.
-std::map<std::string, double> printed_pairs(const std::string& output, const std::string& prefix) {
-  std::map<std::string, double> values;
-  std::istringstream in(output);
-  for (std::string line; std::getline(in, line);) {
-    const auto at = line.find(prefix);
-    if (at == std::string::npos) continue;
-    std::istringstream fields(line.substr(at + prefix.size()));
-    std::string name;
-    double value = 0;
-    fields >> name >> value;
-    values[name] = value;
-  }
-  return values;
 }
 
 struct FsdpTest : ::testing::Test {
@@ -107,7 +92,8 @@ struct FsdpTest : ::testing::Test {
         EXPECT_LT((t - eb.at(name)).abs().max().item<double>(), 1e-10) << "EMA's " << name << " under " << strategy;
     }
     // The evaluation at the end of fit (every unit gathered for the eval forward) scores as one process does.
-    const auto mine = printed_pairs(r.output, "eval "), theirs = printed_pairs(reference_output_.at(one), "eval ");
+    const auto mine = testing::printed_pairs(r.output, "eval "),
+               theirs = testing::printed_pairs(reference_output_.at(one), "eval ");
     ASSERT_FALSE(theirs.empty()) << reference_output_.at(one);
     ASSERT_EQ(mine.size(), theirs.size()) << r.output;
     for (const auto& [name, value] : theirs) EXPECT_NEAR(mine.at(name), value, 1e-6 * std::abs(value)) << name;
@@ -183,7 +169,7 @@ TEST_F(FsdpTest, EmaAndSamEqualOneProcess) {
 TEST_F(FsdpTest, OptimizerMonitorNormsEqualOneProcess) {
   testing::ScopedEnv env;
   env.set("FSDP_WORKER_GRAD_NORMS", "1");
-  const auto norms = [](const std::string& output) { return printed_pairs(output, "monitored "); };
+  const auto norms = [](const std::string& output) { return testing::printed_pairs(output, "monitored "); };
   const auto one = run_worker({FSDP_WORKER, (dir / "norms-one.pt").string(), "ddp", "adamw", "0"});
   ASSERT_EQ(one.status, 0) << one.output;
   const auto theirs = norms(one.output);
@@ -406,29 +392,6 @@ void expect_weights_near(const std::string& a_path, const std::string& b_path, c
   for (const auto& [name, t] : a) EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name << what;
 }
 
-// Every leaf of a checkpoint's "state/model", "state/optimizers" and "state/timestamp", by "/"-joined path.
-std::map<std::string, c10::IValue> checkpoint_leaves(const std::string& path) {
-  std::map<std::string, c10::IValue> leaves;
-  std::function<void(const c10::IValue&, const std::string&)> walk = [&](const c10::IValue& v, const std::string& at) {
-    if (v.isGenericDict()) {
-      for (const auto& e : v.toGenericDict())
-        walk(e.value(), at + "/" + (e.key().isString() ? e.key().toStringRef() : std::to_string(e.key().toInt())));
-    } else if (v.isList()) {
-      const auto list = v.toList();
-      for (size_t i = 0; i < list.size(); ++i) walk(list.get(i), at + "/" + std::to_string(i));
-    } else {
-      leaves[at] = v;
-    }
-  };
-  const auto state = read_checkpoint(path).toGenericDict().at("state").toGenericDict();
-  for (const char* key : {"model", "optimizers", "timestamp"}) walk(state.at(key), key);
-  leaves.erase("timestamp/Timestamp/total_wct_seconds");  // wall clock
-  leaves.erase("timestamp/Timestamp/iteration_wct_seconds");
-  leaves.erase("timestamp/Timestamp/epoch_wct_seconds");
-  leaves.erase("timestamp/Timestamp/batch_wct_seconds");
-  return leaves;
-}
-
 // PyTorch reads a sharded checkpoint directory (torch.distributed.checkpoint's own reader and planner) into one
 // torch.save file, `out`.
 testing::PythonResult torch_save_of_dcp(const fs::path& ckpt, const std::string& out) {
@@ -440,27 +403,8 @@ testing::PythonResult torch_save_of_dcp(const fs::path& ckpt, const std::string&
 
 // The two checkpoints hold the same paths; tensors equal within `tolerance` (0: bitwise), the rest equal.
 void expect_same_state(const std::string& a_path, const std::string& b_path, double tolerance) {
-  const auto a = checkpoint_leaves(a_path), b = checkpoint_leaves(b_path);
-  std::vector<std::string> a_keys, b_keys;
-  for (const auto& [k, v] : a) a_keys.push_back(k);
-  for (const auto& [k, v] : b) b_keys.push_back(k);
-  ASSERT_EQ(a_keys, b_keys) << a_path << " vs " << b_path;
-  int64_t tensors = 0;
-  for (const auto& [key, va] : a) {
-    const c10::IValue& vb = b.at(key);
-    if (!va.isTensor()) {
-      EXPECT_TRUE(va == vb) << key << ": " << va << " vs " << vb;
-      continue;
-    }
-    ++tensors;
-    const at::Tensor ta = va.toTensor(), tb = vb.toTensor();
-    ASSERT_EQ(ta.sizes(), tb.sizes()) << key;
-    if (tolerance == 0)
-      EXPECT_TRUE(at::equal(ta, tb)) << key << " differs (bitwise) between " << a_path << " and " << b_path;
-    else
-      EXPECT_LT((ta - tb).abs().max().item<double>(), tolerance) << key;
-  }
-  EXPECT_EQ(tensors, 4 + 4 * 3);  // 4 parameters, and DecoupledAdamW's step, exp_avg, exp_avg_sq for each
+  // 4 parameters, and DecoupledAdamW's step, exp_avg, exp_avg_sq for each
+  EXPECT_EQ(testing::expect_same_checkpoint_state(a_path, b_path, tolerance), 4 + 4 * 3);
 }
 
 // state_dict_type full: FULL_SHARD on N ranks saves at batch 3 a file that holds what one process holds then (the
@@ -763,7 +707,7 @@ TEST_F(FsdpTest, ComposersShardedCheckpointLoadsOnAnotherWorldSize) {
   EXPECT_NE(loading.output.find("ep0-ba3' (batch 3)"), std::string::npos) << loading.output;
   // Composer's param_groups carry torch's extra flags (foreach, fused, ...) and its timestamp timedeltas: compare
   // the tensors, the optimizer steps and the counters.
-  const auto composers = checkpoint_leaves(converted), ours = checkpoint_leaves(resaved);
+  const auto composers = testing::checkpoint_leaves(converted), ours = testing::checkpoint_leaves(resaved);
   int64_t tensors = 0;
   for (const auto& [key, value] : composers) {
     const bool compared = key.rfind("model/", 0) == 0 || key.rfind("optimizers/DecoupledAdamW/state/", 0) == 0 ||

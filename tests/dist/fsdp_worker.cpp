@@ -32,6 +32,7 @@
 // (smoothing 0.6 every batch; rank 0 also writes EMA's averaged weights, whole, to OUT.ema), =sam adds SAM (rho 0.05),
 // =swa adds SWA (averaging every batch from 0.3dur, the average loaded into the model at 0.99dur: after batch 6).
 #include "support/clipping_spec.h"
+#include "support/worker_outputs.h"
 
 #include "composer/composer.h"
 
@@ -66,15 +67,6 @@ std::shared_ptr<nn::Sequential> as_nn_layers(torch::nn::Sequential& net) {
   }
   return seq;
 }
-
-// Keeps the last value of each l2_norm metric (OptimizerMonitor's).
-struct GradNorms : LoggerDestination {
-  std::map<std::string, double> last;
-  void log_metrics(const std::map<std::string, double>& metrics, int64_t) override {
-    for (const auto& [key, value] : metrics)
-      if (key.rfind("l2_norm/", 0) == 0) last[key] = value;
-  }
-};
 
 Batch data() {
   auto gen = at::detail::createCPUGenerator(1);
@@ -163,7 +155,7 @@ int main(int argc, char** argv) try {
                                .progress_bar(false)
                                .dist_timeout(60)
                                .device_train_microbatch_size(microbatch);
-  auto grad_norms = std::make_shared<GradNorms>();
+  auto grad_norms = std::make_shared<testing::GradNorms>();
   if (env("FSDP_WORKER_GRAD_NORMS") == "1") {
     options.callbacks({std::make_shared<OptimizerMonitor>(OptimizerMonitorOptions().batch_log_interval(1))});
     options.loggers({grad_norms});

@@ -4,6 +4,7 @@
 #include "support/process.h"
 
 #include <chrono>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,6 +58,22 @@ inline std::vector<std::string> printed_words(const std::string& output, const s
     if (line.rfind(prefix, 0) == 0) words.push_back(line.substr(prefix.size()));
   }
   return words;
+}
+
+/// "NAME VALUE" after `prefix` on each line of a worker's output that has it.
+inline std::map<std::string, double> printed_pairs(const std::string& output, const std::string& prefix) {
+  std::map<std::string, double> values;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    const auto at = line.find(prefix);
+    if (at == std::string::npos) continue;
+    std::istringstream fields(line.substr(at + prefix.size()));
+    std::string name;
+    double value = 0;
+    fields >> name >> value;
+    values[name] = value;
+  }
+  return values;
 }
 
 }  // namespace composer::testing

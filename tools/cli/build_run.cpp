@@ -190,6 +190,16 @@ std::map<std::string, std::string> trainer_hparams(const ConfigNode& root) {
   return hparams_of(ConfigNode(scalars, ""), "");
 }
 
+// The training data's split (num_replicas, rank): by the strategy's data-parallel ranks (a tensor-parallel group's
+// ranks read the same batches); {-1, -1}, every rank its own part, without a tp section.
+std::pair<int64_t, int64_t> data_parallel_place(const std::optional<dist::ParallelismConfig>& config) {
+  if (!config || !config->tp()) return {-1, -1};
+  return guard("parallelism_config", [&] {
+    const auto strategy = dist::make_strategy(*config, at::kFloat);
+    return std::make_pair(strategy->data_parallel_size(), strategy->data_parallel_rank());
+  });
+}
+
 }  // namespace
 
 RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
@@ -201,8 +211,11 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   set_default_object_store_options(ObjectStoreOptions());
   if (root.has("object_store")) apply_object_store_options(root.child("object_store"));
   if (!root.has("model")) throw ConfigError("model: required (a mapping with a 'name')");
+  std::optional<dist::ParallelismConfig> parallelism;
+  if (root.has("parallelism_config"))
+    parallelism = guard("parallelism_config", [&] { return build_parallelism(root.child("parallelism_config")); });
   if (root.has("train_data")) {
-    spec.train = build_data(root.child("train_data"), /*train=*/true, seed);
+    spec.train = build_data(root.child("train_data"), /*train=*/true, seed, data_parallel_place(parallelism));
   } else if (need_train_data) {
     throw ConfigError("train_data: required to train (a mapping with a 'dataset')");
   }
@@ -236,10 +249,7 @@ RunSpec build_run(const YAML::Node& root_yaml, bool need_train_data) {
   for (const auto& l : root.children("loggers")) loggers.push_back(build_logger(l, spec));
   o.loggers(loggers);
   if (root.has("profiler")) o.profiler(build_profiler(root.child("profiler")));
-  if (root.has("parallelism_config")) {
-    o.parallelism_config(
-        guard("parallelism_config", [&] { return build_parallelism(root.child("parallelism_config")); }));
-  }
+  if (parallelism) o.parallelism_config(*parallelism);
   if (o.save_folder().empty() && (o.autoresume() || root.has("save_interval"))) {
     throw ConfigError(std::string(o.autoresume() ? "autoresume" : "save_interval") + ": needs save_folder");
   }

@@ -31,10 +31,18 @@ struct ShardedEntry {
   std::vector<std::string> path;  ///< e.g. {"model", "fc.weight"}, {"optimizers", "DecoupledAdamW", "state", ...}
   dist::LocalPart part;
 };
-/// Which part of a tensor of a checkpoint's "state" this rank needs, by the tensor's path there and its whole shape:
-/// the range [begin, end) of its row-major elements, or none for the whole tensor.
-using PartsWanted = std::function<std::optional<std::pair<int64_t, int64_t>>(const std::vector<std::string>& path,
-                                                                             const std::vector<int64_t>& shape)>;
+/// The part of a tensor a rank reads: the elements [begin, end) of its piece's row-major flattening, the piece the
+/// whole tensor or (with `piece` set) this rank's tensor-parallel part of it.
+struct WantedPart {
+  int64_t begin = 0, end = 0;
+  std::optional<dist::TensorParallelSplit> piece;
+  WantedPart(std::pair<int64_t, int64_t> range, std::optional<dist::TensorParallelSplit> in = std::nullopt)
+      : begin(range.first), end(range.second), piece(std::move(in)) {}
+};
+/// Which part of a tensor of a checkpoint's "state" this rank needs, by the tensor's path there and its whole shape,
+/// or none for the whole tensor.
+using PartsWanted =
+    std::function<std::optional<WantedPart>(const std::vector<std::string>& path, const std::vector<int64_t>& shape)>;
 /// Under a sharded strategy (once it has sharded the model): this rank's part of each sharded parameter and of each
 /// optimizer state entry shaped like one (what local_state_dict gives it, every replica its own). Otherwise empty
 /// (read whole).

@@ -30,11 +30,14 @@ std::vector<std::string> nested_keys(const FSDPMixedPrecision&);
 template <class Visit>
 void for_each_parallelism_section(ParallelismConfig& config, Visit&& visit) {
   visit("fsdp", config.fsdp());
+  visit("tp", config.tp());
 }
-/// Composer's sections this build refuses, each with the reason ("tp": tensor parallelism).
+/// Composer's sections this build refuses, each with the reason (none at present).
 const std::map<std::string, std::string>& refused_parallelism_sections();
 /// Composer's keys of a section that the engine holds at one value, with that value (lower case): a config may give
 /// them only that value. FSDP's: backward_prefetch_limit 1, cpu_offload false, use_orig_params true, ...
 const std::map<std::string, std::string>& fixed_composer_keys(const FSDPOptions&);
+/// None for tp (its layer_plan is set in code, as in Composer).
+const std::map<std::string, std::string>& fixed_composer_keys(const TPOptions&);
 
 }  // namespace composer::dist

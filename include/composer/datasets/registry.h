@@ -30,6 +30,13 @@ struct DataRequest {
   bool train = true;
   /// The run's seed: the default loader seed.
   uint64_t seed = 42;
+  /// The training data's split over the ranks (Strategy::data_parallel_size and _rank); -1: every rank its own part
+  /// (the world size, this rank). Evaluation data is never split.
+  int64_t num_replicas = -1;
+  int64_t rank = -1;
+  /// num_replicas and rank as the loader takes them (1 and 0 for evaluation data).
+  int64_t replicas() const;
+  int64_t replica_rank() const;
 };
 
 using DatasetRegistry = Registry<DataSource, const DataRequest&>;

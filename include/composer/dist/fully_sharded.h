@@ -53,10 +53,21 @@ class FullyShardedDataParallel final : public Strategy, public ShardedState {
   /// `precision_dtype`: the Trainer's precision's dtype, which mixed_precision's presets resolve to. With
   /// activation_checkpointing the wrap policy judges the module inside each checkpoint wrapper, so the units stay
   /// those of the unwrapped model.
-  explicit FullyShardedDataParallel(FSDPOptions options = {}, at::ScalarType precision_dtype = at::kFloat);
+  /// `tp`: tensor parallelism within each group of tensor_parallel_degree consecutive ranks (dist/tensor_parallel.h),
+  /// applied at setup() before the sharding; FSDP's mesh then spans the data-parallel ranks (those holding the same
+  /// tensor-parallel part), and the world size is their count times the degree.
+  explicit FullyShardedDataParallel(FSDPOptions options = {}, at::ScalarType precision_dtype = at::kFloat,
+                                    std::optional<TPOptions> tp = std::nullopt);
   ~FullyShardedDataParallel() override;
   std::string name() const override { return "fsdp"; }
   int64_t num_replicas() const override;
+  /// The ranks that train on different data: the world size over tensor_parallel_degree (a tensor-parallel group's
+  /// ranks see the same batches).
+  int64_t data_parallel_size() const override;
+  int64_t data_parallel_rank() const override;
+  bool needs_sharded_data() const override { return data_parallel_size() > 1; }
+  /// The tensor-parallel group's size (1 without tensor parallelism).
+  int64_t tensor_parallel_degree() const;
   /// Wraps the modules activation_checkpointing picks (nn::CheckpointedLayer), shards the model's trainable
   /// parameters and points `optimizer`'s parameter groups at the local shards. Requires: an optimizer without state
   /// (no step taken, nothing loaded), every trainable parameter in at most one group.
@@ -74,7 +85,7 @@ class FullyShardedDataParallel final : public Strategy, public ShardedState {
   /// The strategy in effect after setup(): sharding_strategy as the mesh switches it, NO_SHARD for shard groups of
   /// one rank (as torch FSDP on one process).
   ShardingStrategy effective_strategy() const;
-  /// The mesh after setup() (before it: one shard group of every rank).
+  /// The data-parallel mesh after setup() (before it: one shard group of every data-parallel rank).
   DataParallelMesh mesh() const;
   bool holds_gradients() const override { return true; }
   std::optional<at::ScalarType> forward_input_dtype() const override;

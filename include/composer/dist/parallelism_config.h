@@ -3,6 +3,8 @@
 // the dist::Strategy the Trainer runs with, so that the Trainer never names a concrete strategy.
 #pragma once
 
+#include "composer/dist/tensor_parallel.h"
+
 #include <ATen/core/ScalarType.h>
 
 #include <torch/arg.h>
@@ -182,10 +184,12 @@ struct FSDPOptions {
 /// "full" or "sharded"; std::invalid_argument naming `key` otherwise.
 void check_state_dict_type(const std::string& text, const std::string& key);
 
-/// Composer's parallelism_config: {fsdp: {...}} (tensor parallelism is not built).
+/// Composer's parallelism_config: {fsdp: {...}, tp: {...}}.
 struct ParallelismConfig {
   /// Set: train with FullyShardedDataParallel.
   TORCH_ARG(std::optional<FSDPOptions>, fsdp);
+  /// Set (with fsdp, as Composer requires): tensor parallelism inside FSDP's mesh; a degree of 1 is none.
+  TORCH_ARG(std::optional<TPOptions>, tp);
 
  public:
   /// The key of the sharded strategy's section ("parallelism_config.fsdp"), none when every rank holds the whole

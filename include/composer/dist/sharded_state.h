@@ -4,10 +4,13 @@
 // write loaded weights back into the shards. Strategy::sharded_state() gives it (nullptr for replicated strategies).
 #pragma once
 
+#include "composer/dist/tensor_parallel.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,21 +18,28 @@
 namespace composer::dist {
 
 /// A tensor of the whole (unsharded) state of which this rank holds a part: `values` are the elements
-/// [begin, end) of its row-major flattening (empty when the rank holds none of it).
+/// [begin, end) of the row-major flattening of its piece (empty when the rank holds none of it). The piece is the
+/// whole tensor, or with `piece` set this rank's tensor-parallel part of it (dist/tensor_parallel.h).
 struct LocalPart {
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  ///< the whole tensor's
   at::ScalarType dtype = at::kFloat;
   int64_t begin = 0;
   int64_t end = 0;
   at::Tensor values;
+  std::optional<TensorParallelSplit> piece;
 };
 
-/// The range [begin, end) of a sharded parameter's row-major elements that this rank holds (empty where it holds
-/// none of it), with the parameter's whole shape.
+/// The range [begin, end) of the row-major elements of a sharded parameter's piece (the whole parameter, or with
+/// `piece` set its tensor-parallel part) that this rank holds (empty where it holds none of it), with the
+/// parameter's whole shape.
 struct HeldRange {
   std::vector<int64_t> shape;
   int64_t begin = 0, end = 0;
+  std::optional<TensorParallelSplit> piece;
 };
+
+/// The shape of a part's piece: the whole shape, or the tensor-parallel part's.
+std::vector<int64_t> piece_shape(const std::vector<int64_t>& shape, const std::optional<TensorParallelSplit>& piece);
 
 /// An optimizer state entry by its path: (parameter name, entry key), e.g. ("fc.weight", "exp_avg").
 using EntryPath = std::vector<std::string>;
@@ -48,6 +58,14 @@ class ShardedState {
   /// changes the weights): local_parameters(), but every replica gives its part (under NO_SHARD the whole parameter).
   /// For algorithms that keep elementwise copies of the weights (EMA), sharded like the parameters.
   virtual NamedParts held_parameters() = 0;
+  /// The elements of held_parameters()'s part `part` of parameter `name`, taken from `whole`, the parameter's whole
+  /// value (a checkpoint's); an undefined tensor when `whole` is not shaped like the parameter. No collective.
+  virtual at::Tensor held_part_of(const std::string& name, const at::Tensor& whole, const LocalPart& part) const {
+    (void)name;
+    if (whole.sizes() != c10::IntArrayRef(part.shape)) return {};
+    const at::Tensor piece = part.piece ? part.piece->local_of(whole) : whole;
+    return piece.reshape(-1).narrow(0, part.begin, part.end - part.begin);
+  }
   /// Whole tensors, by name, from parts shaped like held_parameters()'s (the same names and ranges, any floating
   /// dtype): one all-gather over the shard group, every rank calling it with its parts.
   virtual std::vector<std::pair<std::string, at::Tensor>> gather_held_parts(const NamedParts& parts) = 0;

@@ -106,8 +106,13 @@ class Strategy {
   /// num_replicas() > 1). The loops ask "do you have another batch?" before each batch, so that no rank starts a step
   /// whose collectives another rank, out of data, would never join.
   virtual int64_t count_ranks_with(bool local);
+  /// The ranks that train on different data, and this rank's place among them (a data loader's num_replicas and
+  /// rank): every rank for data-parallel strategies; with tensor parallelism, a tensor-parallel group's ranks share
+  /// one place and see the same batches.
+  virtual int64_t data_parallel_size() const { return num_replicas(); }
+  virtual int64_t data_parallel_rank() const;
   /// Whether the training data must be split across ranks (DataLoader::is_distributed()).
-  virtual bool needs_sharded_data() const { return num_replicas() > 1; }
+  virtual bool needs_sharded_data() const { return data_parallel_size() > 1; }
   /// The dtype the floating fields of the batch the model's forward sees are cast to (FSDP's param_dtype, as torch
   /// FSDP casts the root's forward inputs); unset: as they are. The loss sees the batch uncast.
   virtual std::optional<at::ScalarType> forward_input_dtype() const { return std::nullopt; }

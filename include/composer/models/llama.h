@@ -7,6 +7,7 @@
 #include "composer/models/kv_cache.h"
 #include "composer/models/rotary.h"
 #include "composer/nn/layer.h"
+#include "composer/nn/tensor_parallel_plan.h"
 
 #include <torch/arg.h>
 
@@ -66,12 +67,15 @@ struct LlamaConfig {
 };
 
 /// Grouped-query self-attention: q_proj, k_proj, v_proj, o_proj; rotary positions; causal.
-class LlamaAttention : public nn::Composite {
+class LlamaAttention : public nn::Composite, public nn::TensorParallelizable {
  public:
   LlamaAttention(const LlamaConfig& c, std::shared_ptr<RotaryEmbedding> rotary);
   at::Tensor forward(const at::Tensor& x) override;
   /// Attends from x's positions (after the cached ones) to the cache and x; appends x's keys and values to `layer`.
   at::Tensor forward_cached(const at::Tensor& x, LayerKVCache& layer);
+  /// q_proj, k_proj, v_proj column-parallel, o_proj row-parallel, by whole heads (the degree must divide the key and
+  /// value heads too).
+  std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
 
  private:
   at::Tensor attend(const at::Tensor& x, LayerKVCache* cache);
@@ -81,10 +85,12 @@ class LlamaAttention : public nn::Composite {
 };
 
 /// down_proj(silu(gate_proj(x)) * up_proj(x)).
-class LlamaMLP : public nn::Composite {
+class LlamaMLP : public nn::Composite, public nn::TensorParallelizable {
  public:
   explicit LlamaMLP(const LlamaConfig& c);
   at::Tensor forward(const at::Tensor& x) override;
+  /// gate_proj and up_proj column-parallel, down_proj row-parallel.
+  std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
 };
 
 /// x + self_attn(input_layernorm(x)), then + mlp(post_attention_layernorm(.)).

@@ -3,6 +3,7 @@
 
 #include "composer/models/kv_cache.h"
 #include "composer/nn/layers.h"
+#include "composer/nn/tensor_parallel_plan.h"
 
 #include <torch/arg.h>
 
@@ -33,7 +34,7 @@ struct TransformerConfig {
 };
 
 /// Multi-head self-attention: c_attn (d -> 3d), attention, c_proj (d -> d).
-class SelfAttention : public nn::Composite {
+class SelfAttention : public nn::Composite, public nn::TensorParallelizable {
  public:
   SelfAttention(int64_t d_model, int64_t n_head, bool causal, double dropout);
   at::Tensor forward(const at::Tensor& x) override;
@@ -41,6 +42,8 @@ class SelfAttention : public nn::Composite {
   /// and values to `layer` (std::logic_error for a non-causal attention).
   at::Tensor forward_cached(const at::Tensor& x, LayerKVCache& layer);
   int64_t n_head() const { return n_head_; }
+  /// c_attn column-parallel in its three blocks (queries, keys, values), c_proj row-parallel, by whole heads.
+  std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
   bool causal() const { return causal_; }
   double dropout() const { return dropout_; }
 
@@ -51,11 +54,13 @@ class SelfAttention : public nn::Composite {
 };
 
 /// Pre-LN block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
-class GPTBlock : public nn::Composite {
+class GPTBlock : public nn::Composite, public nn::TensorParallelizable {
  public:
   explicit GPTBlock(const TransformerConfig& c);
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor forward_cached(const at::Tensor& x, LayerKVCache& layer);
+  /// mlp.c_fc column-parallel, mlp.c_proj row-parallel (the attention describes its own).
+  std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
 };
 
 /// GPT-2: wte + wpe, blocks h.0..h.N-1, ln_f, and a head tied to wte. input ids [B, L] -> logits [B, L, V].
@@ -76,10 +81,12 @@ class GPT : public nn::Composite, public IncrementalDecoder {
 };
 
 /// Post-LN BERT layer: ln_1(x + attention(x)), then ln_2(x + ffn(x)).
-class BertLayer : public nn::Composite {
+class BertLayer : public nn::Composite, public nn::TensorParallelizable {
  public:
   explicit BertLayer(const TransformerConfig& c);
   at::Tensor forward(const at::Tensor& x) override;
+  /// ffn.intermediate column-parallel, ffn.output row-parallel (the attention describes its own).
+  std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
 };
 
 /// BERT encoder with a masked-LM head tied to the word embeddings. input ids [B, L] -> logits [B, L, V].

@@ -47,11 +47,12 @@ std::map<std::string, at::Tensor> parts_of(const HeldWeights& held, const std::m
     const auto it = whole.find(name);
     if (it == whole.end())
       throw std::invalid_argument(what + " has no '" + name + "' (a checkpoint of another model?)");
-    if (it->second.sizes() != c10::IntArrayRef(part.shape)) {
+    const at::Tensor piece = held.sharded->held_part_of(name, it->second, part);
+    if (!piece.defined()) {
       throw std::invalid_argument(what + ": '" + name + "' has shape " + c10::str(it->second.sizes()) +
-                                  ", the model's has " + c10::str(c10::IntArrayRef(part.shape)));
+                                  ", which does not fit the model's parameter");
     }
-    out[name] = it->second.reshape(-1).narrow(0, part.begin, part.end - part.begin).to(part.values.device()).clone();
+    out[name] = piece.to(part.values.device()).clone();
   }
   return out;
 }

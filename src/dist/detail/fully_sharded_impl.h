@@ -6,6 +6,7 @@
 #include "composer/dist/collective_check.h"
 #include "composer/dist/dist.h"
 #include "composer/dist/fully_sharded.h"
+#include "composer/dist/tensor_parallel.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
@@ -33,6 +34,7 @@ struct FlatParam {
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> offsets;
+  std::vector<std::optional<TensorParallelSplit>> pieces;  // a tensor-parallel split parameter's place in the whole
   int64_t numel = 0;
   int64_t shard_numel = 0;
   at::Tensor shard;
@@ -116,6 +118,35 @@ struct FullyShardedDataParallel::Impl {
   bool reports = true;
   Group shard_group;  // the world unless HYBRID_SHARD
   Group replica_group;
+  // Tensor parallelism (dist/tensor_parallel.h): `tp` consecutive ranks, this one their `tp_rank`-th, split the
+  // layers the plan names (`splits`); FSDP's groups then span the data-parallel ranks, those at the same place in
+  // each tensor-parallel group (`dp_group`, the world without tensor parallelism). fully_sharded_tp.cpp.
+  std::optional<TPOptions> tp_options;
+  int64_t tp = 1;
+  int64_t tp_rank = 0;
+  Group tp_group;
+  Group dp_group;
+  std::vector<SplitParameter> splits;
+  std::map<const c10::TensorImpl*, size_t> split_index;  // each split parameter's place in `splits`
+  std::vector<std::vector<int64_t>> split_shapes;        // each split parameter's part's shape
+  std::vector<at::Tensor> tp_locals;  // the split parameters' own parts while they hold whole tensors
+  // The split parameters made whole (gathered over the tensor-parallel group) inside gather_full_precision(), and
+  // back to their parts (`keep`: the parts take the whole tensors' values, as loaded).
+  // The degree: tensor_parallel_degree (its -1 what the world and the data-parallel degrees leave), 1 without tp.
+  static int64_t tp_degree(const FSDPOptions& o, const std::optional<TPOptions>& tp, int64_t world_size);
+  // Applies the plan (the model's own when none is given) over tp_group, before the sharding.
+  void split_for_tensor_parallel(torch::nn::Module& model);
+  void tp_make_whole();
+  void tp_restore_local(bool keep);
+  // A name-keyed optimizer state dict with the split parameters' entries whole (a collective over the group), or
+  // with the entries of a whole one cut to this rank's parts.
+  c10::IValue tp_whole_entries(const c10::IValue& named) const;
+  c10::IValue tp_local_entries(const c10::IValue& named) const;
+  // Named tensors of this rank's parts made whole (a collective over the group).
+  void tp_whole_tensors(std::vector<std::pair<std::string, at::Tensor>>& named) const;
+  // The clipping norm's sum (or max) over the model: `split` from the split parameters' elements, `replicated` from
+  // the others, each already over the shard group.
+  double tp_total(double replicated, double split, bool max) const;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_POST;
   bool forward_prefetch = false;
   MixedPrecisionDtypes mixed_precision;
@@ -161,6 +192,9 @@ struct FullyShardedDataParallel::Impl {
   c10::IValue by_parameter_name(const c10::IValue& sharded, const SplitEntry& split) const;
 
   bool sharded() const { return strategy != ShardingStrategy::NO_SHARD; }
+  // Whether this rank writes its part of parameter i of f into a sharded checkpoint: the reporting replica's, and of
+  // a parameter tensor parallelism left whole, the tensor-parallel group's first rank's only.
+  bool reports_part(const FlatParam& f, size_t i) const { return reports && (f.pieces[i] || tp_rank == 0); }
   // FULL_SHARD and HYBRID_SHARD free the gathered weights after the forward; the ZeRO-2 kinds keep them.
   bool frees_after_forward() const {
     return strategy == ShardingStrategy::FULL_SHARD || strategy == ShardingStrategy::HYBRID_SHARD;
@@ -318,7 +352,7 @@ struct FullyShardedDataParallel::Impl {
         r.handle = reduce_scatter_async(r.out, r.in, shard_group);
       } else {
         r.out = r.in;
-        r.handle = all_reduce_async(r.out);
+        r.handle = all_reduce_async(r.out, dp_group);
       }
       reductions.push_back(std::move(r));
     }

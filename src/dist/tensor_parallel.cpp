@@ -1,0 +1,148 @@
+// Tensor parallelism's plan and its application to a model: which Linear layers split, how each parameter's part is
+// cut from the whole tensor and put back together.
+#include "composer/dist/tensor_parallel.h"
+
+#include "composer/dist/sharded_state.h"
+
+#include "composer/nn/deferred_init.h"
+#include "composer/nn/layer.h"
+#include "composer/nn/layers.h"
+#include "dist/detail/parallel_linear.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <sstream>
+#include <stdexcept>
+
+namespace composer::dist {
+namespace {
+
+std::vector<std::string> components(const std::string& name) {
+  std::vector<std::string> out;
+  std::stringstream in(name);
+  for (std::string part; std::getline(in, part, '.');) out.push_back(part);
+  return out;
+}
+
+// '*' matches one dotted component.
+bool matches(const std::string& pattern, const std::string& name) {
+  const auto p = components(pattern), n = components(name);
+  if (p.size() != n.size()) return false;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != "*" && p[i] != n[i]) return false;
+  return true;
+}
+
+// The split of `linear`'s weight that `entry` asks for over `degree` ranks; std::invalid_argument naming the module
+// when the features do not divide.
+TensorParallelSplit split_for(const nn::ParallelLayerPlan& entry, const nn::Linear& linear, const std::string& name,
+                              int64_t degree, int64_t rank) {
+  TensorParallelSplit s;
+  s.dim = entry.style == nn::ParallelStyle::COLWISE ? 0 : 1;
+  s.chunks = std::max<int64_t>(entry.chunks, 1);
+  s.degree = degree;
+  s.rank = rank;
+  const int64_t features = s.dim == 0 ? linear.out_features : linear.in_features;
+  const int64_t granule = std::max<int64_t>(entry.granule, 1);
+  if (features % s.chunks != 0 || (features / s.chunks) % (degree * granule) != 0) {
+    std::ostringstream os;
+    os << "parallelism_config.tp.tensor_parallel_degree " << degree << " does not split " << name << " ("
+       << to_string(entry.style) << "): its " << features << (s.dim == 0 ? " output" : " input") << " features";
+    if (s.chunks > 1) os << " (" << s.chunks << " blocks)";
+    if (granule > 1) os << " are " << features / granule << " heads of " << granule;
+    os << " and each rank's slice must be whole" << (granule > 1 ? " heads" : " features")
+       << "; pick a degree that divides them";
+    throw std::invalid_argument(os.str());
+  }
+  return s;
+}
+
+}  // namespace
+
+TensorParallelPlan default_tensor_parallel_plan(const torch::nn::Module& model) {
+  TensorParallelPlan plan;
+  for (const auto& item : model.named_modules("", /*include_self=*/true)) {
+    const auto* described = dynamic_cast<const nn::TensorParallelizable*>(item.value().get());
+    if (!described) continue;
+    for (auto entry : described->tensor_parallel_plan()) {
+      if (!item.key().empty()) entry.name = item.key() + "." + entry.name;
+      plan.push_back(std::move(entry));
+    }
+  }
+  if (plan.empty()) {
+    throw std::invalid_argument(
+        "parallelism_config.tp: the model (" + model.name() +
+        ") has no module that describes its tensor-parallel split (the model zoo's Llama, GPT-2 and BERT blocks do); "
+        "give TPOptions::layer_plan with the Linear layers to split");
+  }
+  return plan;
+}
+
+at::Tensor TensorParallelSplit::local_of(const at::Tensor& whole) const {
+  const int64_t block = whole.size(dim) / chunks, slice = block / degree;
+  std::vector<at::Tensor> parts;
+  for (int64_t b = 0; b < chunks; ++b) parts.push_back(whole.narrow(dim, b * block + rank * slice, slice));
+  return at::cat(parts, dim).contiguous();
+}
+
+at::Tensor TensorParallelSplit::whole_of(const std::vector<at::Tensor>& parts) const {
+  const int64_t slice = parts.at(0).size(dim) / chunks;
+  std::vector<at::Tensor> pieces;
+  for (int64_t b = 0; b < chunks; ++b)
+    for (const auto& part : parts) pieces.push_back(part.narrow(dim, b * slice, slice));
+  return at::cat(pieces, dim);
+}
+
+std::vector<int64_t> piece_shape(const std::vector<int64_t>& shape, const std::optional<TensorParallelSplit>& piece) {
+  std::vector<int64_t> out = shape;
+  if (piece) out[static_cast<size_t>(piece->dim)] /= piece->degree;
+  return out;
+}
+
+std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorParallelPlan& plan, const Group& group) {
+  std::vector<SplitParameter> out;
+  std::vector<bool> used(plan.size(), false);
+  at::NoGradGuard no_grad;
+  for (const auto& item : model.named_modules("", /*include_self=*/true)) {
+    auto* parent = dynamic_cast<nn::Composite*>(item.value().get());
+    for (const auto& child : item.value()->named_children()) {
+      const std::string& name = child.key();
+      const std::shared_ptr<torch::nn::Module>& module = child.value();
+      const std::string full = item.key().empty() ? name : item.key() + "." + name;
+      size_t k = 0;
+      while (k < plan.size() && !matches(plan[k].name, full)) ++k;
+      if (k == plan.size()) continue;
+      used[k] = true;
+      auto* linear = dynamic_cast<nn::Linear*>(module.get());
+      if (!parent || !linear) {
+        throw std::invalid_argument("parallelism_config.tp: layer_plan entry '" + plan[k].name + "' matches " + full +
+                                    ", which is not a composer::nn::Linear child of a composer::nn::Composite (a " +
+                                    module->name() + ")");
+      }
+      if (nn::is_deferred(linear->weight)) {
+        throw std::invalid_argument("parallelism_config.tp: " + full +
+                                    " is deferred (nn::DeferredInit, model.init_device meta); tensor parallelism "
+                                    "splits weights that hold values: build the model on the CPU");
+      }
+      const TensorParallelSplit split = split_for(plan[k], *linear, full, group.size(), group.rank());
+      linear->weight.set_data(split.local_of(linear->weight.detach()));
+      out.push_back({full + ".weight", linear->weight, split});
+      if (linear->bias.defined() && split.dim == 0) {
+        TensorParallelSplit bias = split;
+        linear->bias.set_data(bias.local_of(linear->bias.detach()));
+        out.push_back({full + ".bias", linear->bias, bias});
+      }
+      parent->replace(name, std::make_shared<detail::ParallelLinear>(*linear, plan[k].style, group));
+    }
+  }
+  for (size_t k = 0; k < plan.size(); ++k) {
+    if (!used[k]) {
+      throw std::invalid_argument("parallelism_config.tp: layer_plan entry '" + plan[k].name +
+                                  "' matches no module of the model");
+    }
+  }
+  return out;
+}
+
+}  // namespace composer::dist

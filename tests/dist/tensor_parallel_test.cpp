@@ -1,0 +1,313 @@
+// Tensor parallelism with real processes over Gloo (composer-cpp launch): float64 Llama-family and GPT-2 runs with
+// tensor_parallel_degree 2 and 4, and FSDP 2 x TP 2, reach the weights of one process with the global batch (within
+// 1e-10) with DecoupledAdamW, norm clipping and microbatching; EMA's averaged weights and OptimizerMonitor's norms
+// agree too; full and sharded (DCP) checkpoints of TP 2 and 2 x 2 runs resume on other layouts, and PyTorch reads the
+// sharded ones; bad plans and degrees are clear errors. In process: a split and its inverse, the model zoo's plans, a
+// plan's errors.
+#include "support/checkpoint_leaves.h"
+#include "support/process.h"
+#include "support/python.h"
+#include "support/run_files.h"
+#include "support/scoped_env.h"
+#include "support/worker_run.h"
+
+#include "composer/composer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include <unistd.h>
+
+namespace composer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_worker;
+
+struct TensorParallelTest : ::testing::Test {
+  const fs::path dir = testing::fresh_dir("tp");
+  void TearDown() override { fs::remove_all(dir); }
+  static std::vector<std::string> launch(int n, const std::vector<std::string>& command) {
+    return testing::launch_argv(COMPOSER_CPP, n, command);
+  }
+
+  // Runs `model` in `layout` on `ranks` processes (1: no launcher) and returns its output; the weights go to
+  // dir/<name>.pt.
+  std::string run(const std::string& name, const std::string& model, const std::string& layout, int ranks) {
+    const std::string out = (dir / (name + ".pt")).string();
+    const std::vector<std::string> argv{TP_WORKER, out, model, layout};
+    const auto r = run_worker(ranks == 1 ? argv : launch(ranks, argv), 300);
+    EXPECT_EQ(r.status, 0) << name << ":\n" << r.output;
+    return r.output;
+  }
+
+  // Runs as run() does and expects the weights of the run called `reference`.
+  std::string expect_run_equals(const std::string& reference, const std::string& name, const std::string& model,
+                                const std::string& layout, int ranks) {
+    const std::string output = run(name, model, layout, ranks);
+    expect_same_weights(reference, name);
+    return output;
+  }
+
+  void expect_same_weights(const std::string& a_name, const std::string& b_name, const std::string& suffix = "") {
+    const auto a = testing::read_pickled_tensors(dir / (a_name + ".pt" + suffix));
+    const auto b = testing::read_pickled_tensors(dir / (b_name + ".pt" + suffix));
+    ASSERT_FALSE(a.empty());
+    ASSERT_EQ(a.size(), b.size()) << a_name << " vs " << b_name;
+    for (const auto& [name, t] : a) {
+      ASSERT_TRUE(b.count(name)) << name;
+      ASSERT_EQ(t.sizes(), b.at(name).sizes()) << name;
+      EXPECT_LT((t - b.at(name)).abs().max().item<double>(), 1e-10) << name << ": " << a_name << " vs " << b_name;
+    }
+  }
+};
+
+TEST_F(TensorParallelTest, LlamaTp2Tp4AndFsdp2xTp2EqualOneProcessWithClippingAndMicrobatches) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_CLIP", "norm:0.5");
+  env.set("TP_WORKER_MICROBATCH", "2");
+  run("one", "llama", "one", 1);
+  const std::string tp2 = run("tp2", "llama", "tp2", 2);
+  EXPECT_EQ(testing::printed_words(tp2, "tp "), (std::vector<std::string>{"2", "2"})) << tp2;
+  EXPECT_EQ(testing::printed_words(tp2, "dp "), (std::vector<std::string>{"0 1", "0 1"})) << tp2;
+  EXPECT_EQ(testing::printed_words(tp2, "samples "), std::vector<std::string>{"32"}) << tp2;  // not counted twice
+  expect_same_weights("one", "tp2");
+  const std::string tp4 = run("tp4", "llama", "tp4", 4);
+  EXPECT_EQ(testing::printed_words(tp4, "tp ").size(), 4u) << tp4;
+  expect_same_weights("one", "tp4");
+  const std::string mesh = run("2x2", "llama", "2x2", 4);
+  std::vector<std::string> places = testing::printed_words(mesh, "dp ");
+  std::sort(places.begin(), places.end());
+  EXPECT_EQ(places, (std::vector<std::string>{"0 2", "0 2", "1 2", "1 2"})) << mesh;
+  expect_same_weights("one", "2x2");
+  // Each rank of 2 x 2 keeps about a quarter of the parameters that the plan splits, half of the others.
+  const auto shard = testing::printed_values(mesh, "shard_bytes ", "[rank 1] ");
+  const auto alone = testing::printed_values(tp2, "shard_bytes ", "[rank 1] ");
+  ASSERT_EQ(shard.size(), 1u);
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_LT(shard[0], 0.55 * alone[0]);
+}
+
+TEST_F(TensorParallelTest, Gpt2FusedAttentionTp2AndFsdp2xTp2EqualOneProcess) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_CLIP", "norm:0.5");
+  run("gpt-one", "gpt2", "one", 1);
+  expect_run_equals("gpt-one", "gpt-tp2", "gpt2", "tp2", 2);
+  expect_run_equals("gpt-one", "gpt-2x2", "gpt2", "2x2", 4);
+}
+
+TEST_F(TensorParallelTest, EmaAndOptimizerMonitorUnderFsdp2xTp2EqualOneProcess) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_ALGORITHM", "ema");
+  env.set("TP_WORKER_GRAD_NORMS", "1");
+  const std::string one = run("ema-one", "llama", "one", 1);
+  const std::string mesh = expect_run_equals("ema-one", "ema-2x2", "llama", "2x2", 4);
+  expect_same_weights("ema-one", "ema-2x2", ".ema");
+  const auto theirs = testing::printed_pairs(one, "monitored "), mine = testing::printed_pairs(mesh, "monitored ");
+  ASSERT_GT(theirs.size(), 10u) << one;
+  ASSERT_EQ(mine.size(), theirs.size()) << mesh;
+  for (const auto& [key, value] : theirs) EXPECT_NEAR(mine.at(key), value, 1e-8 * std::abs(value) + 1e-12) << key;
+}
+
+TEST_F(TensorParallelTest, UserPlanSplittingTheMlpOnlyEqualsOneProcess) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_PLAN", "mlp");
+  run("plan-one", "llama", "one", 1);
+  expect_run_equals("plan-one", "plan-tp2", "llama", "tp2", 2);
+}
+
+TEST_F(TensorParallelTest, FullCheckpointOfTp2ResumesOnOneProcessOnFsdp4AndOn2x2) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_STEPS", "8");
+  run("straight", "llama", "one", 1);  // 8 batches without a stop
+  env.set("TP_WORKER_STEPS", "4");
+  env.set("TP_WORKER_SAVE", (dir / "saved").string());
+  run("first-half", "llama", "tp2", 2);
+  const fs::path ckpt = dir / "saved" / "ep0-ba4-rank0.pt";
+  ASSERT_TRUE(fs::exists(ckpt)) << "no " << ckpt;
+  env.set("TP_WORKER_SAVE", "");
+  env.set("TP_WORKER_LOAD", ckpt.string());
+  expect_run_equals("straight", "resumed-one", "llama", "one", 1);
+  expect_run_equals("straight", "resumed-fsdp4", "llama", "fsdp4", 4);
+  expect_run_equals("straight", "resumed-2x2", "llama", "2x2", 4);
+}
+
+// state_dict_type sharded: each rank writes its tensor-parallel part of each split parameter (as boxes of the whole
+// tensor) and the first tensor-parallel rank the rest. The 2 x 2 checkpoint holds what one process's full
+// checkpoint holds, PyTorch's torch.distributed.checkpoint reads it into the same tensors, and it resumes on one
+// process, on TP 2 and on FSDP over 4 ranks; a TP 2 checkpoint resumes on FSDP over 4 ranks and on 2 x 2.
+TEST_F(TensorParallelTest, ShardedCheckpointsReloadOnOtherLayoutsAndPyTorchReadsThem) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_STEPS", "8");
+  run("straight", "llama", "one", 1);
+  env.set("TP_WORKER_STEPS", "4");
+  env.set("TP_WORKER_SAVE", (dir / "one-saved").string());
+  run("one-half", "llama", "one", 1);
+  env.set("TP_WORKER_SHARDED", "1");
+  for (const auto& [layout, ranks] : std::vector<std::pair<std::string, int>>{{"2x2", 4}, {"tp2", 2}}) {
+    env.set("TP_WORKER_SAVE", (dir / (layout + "-saved")).string());
+    run(layout + "-half", "llama", layout, ranks);
+  }
+  env.set("TP_WORKER_SAVE", "");
+  const fs::path one_ckpt = dir / "one-saved" / "ep0-ba4-rank0.pt";
+  const fs::path mesh_ckpt = dir / "2x2-saved" / "ep0-ba4", tp_ckpt = dir / "tp2-saved" / "ep0-ba4";
+  ASSERT_TRUE(fs::exists(mesh_ckpt / ".metadata"));
+  for (int rank = 0; rank < 4; ++rank) EXPECT_TRUE(fs::exists(mesh_ckpt / distcp_file_name(rank))) << rank;
+  // 14 split and 7 whole parameters, each with DecoupledAdamW's step, exp_avg and exp_avg_sq.
+  EXPECT_EQ(testing::expect_same_checkpoint_state(one_ckpt.string(), mesh_ckpt.string(), 1e-10), 21 * 4);
+  EXPECT_EQ(testing::expect_same_checkpoint_state(one_ckpt.string(), tp_ckpt.string(), 1e-10), 21 * 4);
+  const std::string converted = (dir / "converted.pt").string();
+  const auto py = testing::run_python({"-c",
+                                       "import sys; from torch.distributed.checkpoint.format_utils import "
+                                       "dcp_to_torch_save; dcp_to_torch_save(sys.argv[1], sys.argv[2])",
+                                       mesh_ckpt.string(), converted});
+  ASSERT_EQ(py.status, 0) << py.output;
+  EXPECT_EQ(testing::expect_same_checkpoint_state(mesh_ckpt.string(), converted, 0), 21 * 4);
+  const std::vector<std::tuple<fs::path, std::string, int>> resumes{{mesh_ckpt, "one", 1},
+                                                                    {mesh_ckpt, "tp2", 2},
+                                                                    {mesh_ckpt, "fsdp4", 4},
+                                                                    {tp_ckpt, "fsdp4", 4},
+                                                                    {tp_ckpt, "2x2", 4}};
+  for (const auto& [ckpt, layout, ranks] : resumes) {
+    env.set("TP_WORKER_LOAD", ckpt.string());
+    const std::string name = "from-" + ckpt.parent_path().filename().string() + "-on-" + layout;
+    expect_run_equals("straight", name, "llama", layout, ranks);
+  }
+}
+
+// GPT-2's fused c_attn: each rank's piece is a slice of each of three blocks, written as boxes of the whole tensor.
+TEST_F(TensorParallelTest, ShardedCheckpointOfGpt2FusedAttentionResumesOnOneProcess) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_STEPS", "8");
+  run("gpt-straight", "gpt2", "one", 1);
+  env.set("TP_WORKER_STEPS", "4");
+  env.set("TP_WORKER_SHARDED", "1");
+  env.set("TP_WORKER_SAVE", (dir / "gpt-saved").string());
+  run("gpt-half", "gpt2", "2x2", 4);
+  env.set("TP_WORKER_SAVE", "");
+  env.set("TP_WORKER_LOAD", (dir / "gpt-saved" / "ep0-ba4").string());
+  expect_run_equals("gpt-straight", "gpt-resumed", "gpt2", "one", 1);
+  expect_run_equals("gpt-straight", "gpt-resumed-tp2", "gpt2", "tp2", 2);
+}
+
+TEST_F(TensorParallelTest, ADegreeThatDoesNotSplitTheHeadsIsAClearError) {
+  const std::string out = (dir / "bad.pt").string();
+  const auto r = run_worker(launch(3, {TP_WORKER, out, "gpt2", "tp3"}), 120);
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("parallelism_config.tp.tensor_parallel_degree 3 does not split"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("heads"), std::string::npos) << r.output;
+}
+
+// From YAML through composer-cpp: tensor_parallel_degree 2 on 2 ranks (one data-parallel place, the whole batch of
+// 8 on each rank) trains as DDP on 2 ranks with 4 each does (float32).
+TEST_F(TensorParallelTest, CliConfigWithTpTrainsAsDdpWithTheSameGlobalBatch) {
+  const auto run_cli = [&](const std::string& name, int batch, const std::string& parallelism) {
+    const std::string cfg = (dir / (name + ".yaml")).string();
+    std::ofstream(cfg) << "model: {name: llama, hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2,\n"
+                          "        num_attention_heads: 4, num_key_value_heads: 2}\n"
+                          "train_data: {dataset: synthetic_tokens, vocab_size: 64, num_samples: 64, seq_len: 16,\n"
+                          "             batch_size: "
+                       << batch
+                       << "}\noptimizer: {name: decoupled_adamw, lr: 0.01}\n"
+                          "max_duration: 4ba\nseed: 3\nprogress_bar: false\nloggers: []\nsave_folder: "
+                       << (dir / name).string() << "\nsave_interval: 4ba\n"
+                       << parallelism;
+    const auto r = run_worker(testing::launch_argv(COMPOSER_CPP, 2, {"train", cfg}), 300);
+    EXPECT_EQ(r.status, 0) << r.output;
+    return read_checkpoint((dir / name / "latest-rank0.pt").string())
+        .toGenericDict()
+        .at("state")
+        .toGenericDict()
+        .at("model")
+        .toGenericDict();
+  };
+  const auto ddp = run_cli("ddp", 4, "");
+  const auto tp = run_cli("tp", 8, "parallelism_config: {fsdp: {}, tp: {tensor_parallel_degree: 2}}\n");
+  ASSERT_EQ(ddp.size(), tp.size());
+  for (const auto& e : ddp) {
+    const std::string key = e.key().toStringRef();
+    ASSERT_TRUE(tp.contains(key)) << key;
+    const at::Tensor a = e.value().toTensor(), b = tp.at(key).toTensor();
+    ASSERT_EQ(a.sizes(), b.sizes()) << key;  // whole tensors in the checkpoint
+    // float32 sums in another order, through 4 Adam steps of lr 0.01 (which scale small gradients up): within 5e-4;
+    // another global batch (the data split by world size instead of by data-parallel place) moves them by ~1e-2.
+    EXPECT_LT((a - b).abs().max().item<double>(), 5e-4) << key;
+  }
+}
+
+TEST(TensorParallelSplit, CutsEachBlockAndPutsItBack) {
+  const at::Tensor whole = at::arange(24, at::kDouble).view({6, 4});
+  dist::TensorParallelSplit rows{0, 3, 2, 1};  // three blocks of two rows, rank 1 of 2: rows 1, 3, 5
+  EXPECT_TRUE(rows.local_of(whole).equal(whole.index_select(0, at::tensor({1, 3, 5}))));
+  dist::TensorParallelSplit cols{1, 1, 2, 0};  // the first two columns
+  EXPECT_TRUE(cols.local_of(whole).equal(whole.narrow(1, 0, 2)));
+  for (const auto& s : {rows, cols}) {
+    std::vector<at::Tensor> parts;
+    for (int64_t r = 0; r < 2; ++r) {
+      dist::TensorParallelSplit at_rank = s;
+      at_rank.rank = r;
+      parts.push_back(at_rank.local_of(whole));
+    }
+    EXPECT_TRUE(s.whole_of(parts).equal(whole));
+  }
+}
+
+TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
+  auto llama = std::make_shared<models::Llama>(models::LlamaConfig()
+                                                   .vocab_size(32)
+                                                   .hidden_size(32)
+                                                   .intermediate_size(48)
+                                                   .num_hidden_layers(1)
+                                                   .num_attention_heads(4)
+                                                   .num_key_value_heads(2)
+                                                   .max_position_embeddings(16));
+  const dist::TensorParallelPlan plan = dist::default_tensor_parallel_plan(*llama);
+  std::map<std::string, std::pair<nn::ParallelStyle, int64_t>> by_name;
+  for (const auto& e : plan) by_name[e.name] = {e.style, e.granule};
+  EXPECT_EQ(by_name.size(), 7u);
+  EXPECT_EQ(by_name.at("model.layers.0.self_attn.k_proj"), std::make_pair(nn::ParallelStyle::COLWISE, int64_t{8}));
+  EXPECT_EQ(by_name.at("model.layers.0.self_attn.o_proj"), std::make_pair(nn::ParallelStyle::ROWWISE, int64_t{8}));
+  EXPECT_EQ(by_name.at("model.layers.0.mlp.down_proj").first, nn::ParallelStyle::ROWWISE);
+  auto gpt = std::make_shared<models::GPT>(
+      models::TransformerConfig().vocab_size(32).max_seq_len(16).n_layer(1).n_head(2).d_model(16));
+  const dist::TensorParallelPlan gpt_plan = dist::default_tensor_parallel_plan(*gpt);
+  ASSERT_EQ(gpt_plan.size(), 4u);
+  const auto c_attn = std::find_if(gpt_plan.begin(), gpt_plan.end(),
+                                   [](const nn::ParallelLayerPlan& e) { return e.name == "h.0.attn.c_attn"; });
+  ASSERT_NE(c_attn, gpt_plan.end());
+  EXPECT_EQ(c_attn->chunks, 3);  // queries, keys and values: each rank its heads' slice of each
+  EXPECT_EQ(c_attn->granule, 8);
+  // A one-rank group splits nothing but checks the plan, and the forward still runs.
+  const auto wrong = [](torch::nn::Module& m, dist::TensorParallelPlan p) {
+    try {
+      dist::parallelize(m, p, dist::Group());
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(wrong(*llama, {{"model.norm", nn::ParallelStyle::COLWISE}}).find("not a composer::nn::Linear"),
+            std::string::npos);
+  EXPECT_NE(wrong(*llama, {{"model.layers.*.mlp.gate", nn::ParallelStyle::COLWISE}}).find("matches no module"),
+            std::string::npos);
+  torch::nn::Sequential plain(torch::nn::Linear(2, 2));
+  try {
+    dist::default_tensor_parallel_plan(*plain);
+    ADD_FAILURE() << "a model without a plan";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("give TPOptions::layer_plan"), std::string::npos) << e.what();
+  }
+  const auto split = dist::parallelize(*llama, plan, dist::Group());
+  EXPECT_EQ(split.size(), 7u);  // the weights (no biases)
+  EXPECT_EQ(llama->forward(at::randint(32, {2, 5}, at::kLong)).sizes(), (std::vector<int64_t>{2, 5, 32}));
+}
+
+}  // namespace
+}  // namespace composer

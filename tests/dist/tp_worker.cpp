@@ -1,0 +1,162 @@
+// A rank for the tensor-parallelism tests: float64 training of a small Llama-family decoder (8 query and 4 key-value
+// heads of 8 features, 2 layers) or GPT-2 (4 heads of 8 features, 2 layers) on random tokens, 4 batches of 8
+// sequences of 12 tokens (split over the data-parallel ranks), DecoupledAdamW.
+// Usage: tp_worker OUT MODEL LAYOUT
+//   MODEL: llama or gpt2
+//   LAYOUT: one (the default strategy, one process), tpN (FSDP over one data-parallel rank, tensor_parallel_degree N),
+//     SxN (FULL_SHARD over S data-parallel ranks x tensor_parallel_degree N), fsdpS (FULL_SHARD over S ranks, no tp)
+// Rank 0 writes the full weights after training to OUT (a pickled name -> tensor dict) and prints "loss L" (the last
+// batch's) and "samples S" (the samples the run has seen); every rank prints "dp R N" (its data-parallel rank and
+// the data-parallel size) and, under FSDP, "tp D" (the degree in effect) and "shard_bytes B" (its parameters' parts).
+// From the environment: TP_WORKER_MICROBATCH (device_train_microbatch_size; 0: the whole batch), TP_WORKER_CLIP
+// (TYPE:THRESHOLD for GradientClipping), TP_WORKER_STEPS (4) the batches trained, TP_WORKER_SAVE=DIR saves a full
+// checkpoint into DIR after the last batch (TP_WORKER_SHARDED=1: a sharded one), TP_WORKER_LOAD=PATH loads PATH first
+// (and then trains TP_WORKER_STEPS more), TP_WORKER_ALGORITHM=ema adds EMA (smoothing 0.6 every batch; rank 0 also
+// writes EMA's averaged weights to OUT.ema), TP_WORKER_GRAD_NORMS=1 adds an OptimizerMonitor and rank 0 prints
+// "monitored KEY VALUE" for the last batch's l2 norms, TP_WORKER_PLAN=mlp gives a user layer_plan splitting the MLPs
+// only.
+#include "support/clipping_spec.h"
+#include "support/worker_outputs.h"
+
+#include "composer/composer.h"
+
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <iomanip>
+#include <iostream>
+#include <map>
+
+using namespace composer;
+using testing::env_or;
+using testing::full_weights;
+using testing::write_weights;
+
+namespace {
+
+std::shared_ptr<nn::Layer> build(const std::string& model) {
+  if (model == "llama") {
+    return std::make_shared<models::Llama>(models::LlamaConfig()
+                                               .vocab_size(96)
+                                               .hidden_size(64)
+                                               .intermediate_size(96)
+                                               .num_hidden_layers(2)
+                                               .num_attention_heads(8)
+                                               .num_key_value_heads(4)
+                                               .max_position_embeddings(32)
+                                               .tie_word_embeddings(false));
+  }
+  if (model == "gpt2") {
+    return std::make_shared<models::GPT>(
+        models::TransformerConfig().vocab_size(96).max_seq_len(32).n_layer(2).n_head(4).d_model(32).d_ff(64));
+  }
+  throw std::invalid_argument("MODEL must be llama or gpt2, got '" + model + "'");
+}
+
+// The layout's (shard degree, tensor-parallel degree); (0, 0) for one process.
+std::pair<int64_t, int64_t> layout_of(const std::string& layout) {
+  if (layout == "one") return {0, 0};
+  if (layout.rfind("tp", 0) == 0) return {1, std::stoll(layout.substr(2))};
+  if (layout.rfind("fsdp", 0) == 0) return {std::stoll(layout.substr(4)), 1};
+  const auto x = layout.find('x');
+  if (x == std::string::npos)
+    throw std::invalid_argument("LAYOUT must be one, tpN, fsdpS or SxN, got '" + layout + "'");
+  return {std::stoll(layout.substr(0, x)), std::stoll(layout.substr(x + 1))};
+}
+
+dist::ParallelismConfig parallelism(int64_t shard, int64_t degree) {
+  dist::FSDPOptions fsdp = dist::FSDPOptions()
+                               .data_parallel_shard_degree(shard)
+                               .mixed_precision(dist::FSDPMixedPrecision::of("FULL"))  // float64 throughout
+                               .state_dict_type(env_or("TP_WORKER_SHARDED") == "1" ? "sharded" : "full");
+  dist::TPOptions tp = dist::TPOptions().tensor_parallel_degree(degree);
+  if (env_or("TP_WORKER_PLAN") == "mlp") {
+    tp.layer_plan(dist::TensorParallelPlan{{"model.model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE},
+                                           {"model.model.layers.*.mlp.up_proj", nn::ParallelStyle::COLWISE},
+                                           {"model.model.layers.*.mlp.down_proj", nn::ParallelStyle::ROWWISE}});
+  }
+  return dist::ParallelismConfig().fsdp(fsdp).tp(tp);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 4) {
+    std::cerr << "usage: tp_worker OUT MODEL LAYOUT\n";
+    return 2;
+  }
+  const std::string out = argv[1], model_name = argv[2];
+  const auto [shard, degree] = layout_of(argv[3]);
+  const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
+  if (world > 1) dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(120));
+  const int64_t steps = std::stoll(env_or("TP_WORKER_STEPS", "4"));
+  const int64_t seq = 12, batch = 8;
+  auto gen = at::detail::createCPUGenerator(1);
+  const at::Tensor tokens = at::randint(96, {(seq + 1) * batch * 8}, gen, at::kLong);  // 8 batches an epoch
+
+  torch::manual_seed(7);
+  auto net = build(model_name);
+  net->to(at::kDouble);
+  auto model = std::make_shared<ComposerLanguageModel>(net);
+  auto opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-2));
+  TrainerOptions options = TrainerOptions(model)
+                               .optimizer(opt)
+                               .max_duration(std::to_string(steps) + "ba")
+                               .device("cpu")
+                               .seed(5)
+                               .progress_bar(false)
+                               .dist_timeout(120);
+  if (env_or("TP_WORKER_MICROBATCH", "0") != "0")
+    options.device_train_microbatch_size(MicrobatchSize::parse(env_or("TP_WORKER_MICROBATCH")));
+  if (shard > 0) options.parallelism_config(parallelism(shard, degree));
+  // The data split by data-parallel place: a tensor-parallel group's ranks read the same batches.
+  const auto strategy = dist::make_strategy(options.parallelism_config(), at::kDouble);
+  const int64_t dp = strategy->data_parallel_size(), dp_rank = strategy->data_parallel_rank();
+  std::cout << "dp " << dp_rank << " " << dp << std::endl;
+  options.train_dataloader(std::make_shared<DatasetLoader>(
+      make_lm_dataset(tokens, seq),
+      DatasetLoaderOptions(batch / dp).shuffle(false).num_workers(0).num_replicas(dp).rank(dp_rank).drop_last(true)));
+  std::vector<std::shared_ptr<Algorithm>> algos;
+  if (!env_or("TP_WORKER_CLIP").empty())
+    algos.push_back(testing::gradient_clipping_from_spec(env_or("TP_WORKER_CLIP")));
+  std::shared_ptr<algorithms::EMA> ema;
+  if (env_or("TP_WORKER_ALGORITHM") == "ema") {
+    ema = std::make_shared<algorithms::EMA>(algorithms::EMAOptions().half_life(std::nullopt).smoothing(0.6));
+    algos.push_back(ema);
+  }
+  options.algorithms(algos);
+  auto grad_norms = std::make_shared<testing::GradNorms>();
+  if (env_or("TP_WORKER_GRAD_NORMS") == "1") {
+    options.callbacks({std::make_shared<OptimizerMonitor>(OptimizerMonitorOptions().batch_log_interval(1))});
+    options.loggers({grad_norms});
+  }
+  if (!env_or("TP_WORKER_SAVE").empty())
+    options.save_folder(env_or("TP_WORKER_SAVE")).save_interval(std::to_string(steps) + "ba").run_name("tp");
+  if (!env_or("TP_WORKER_LOAD").empty()) {
+    options.load_path(env_or("TP_WORKER_LOAD"));
+    options.max_duration(std::to_string(2 * steps) + "ba");
+  }
+  Trainer trainer(options);
+  trainer.fit();
+  const auto trained = full_weights(trainer, *model);
+  if (rank == 0) write_weights(out, trained);
+  if (ema) {  // the averaged weights, whole (a collective under FSDP: every rank asks)
+    const c10::IValue state = ema->state_dict();
+    const auto averaged = state.toGenericDict().at("ema_model").toGenericDict().at("named_parameters_dict");
+    if (rank == 0) write_file_atomically(out + ".ema", torch::pickle_save(averaged));
+  }
+  if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get()))
+    std::cout << "tp " << fsdp->tensor_parallel_degree() << "\nshard_bytes " << fsdp->memory().parameter_bytes
+              << std::endl;
+  if (rank == 0) {
+    std::cout << "loss " << std::setprecision(17) << trainer.state().total_loss_dict["loss/train/total"] << "\nsamples "
+              << trainer.state().timestamp.sample << std::endl;
+    for (const auto& [key, value] : grad_norms->last)
+      std::cout << "monitored " << key << " " << std::setprecision(17) << value << std::endl;
+  }
+  trainer.close();
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "tp_worker: " << brief_error(e) << "\n";
+  return 1;
+}
