@@ -3,7 +3,7 @@
 //   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
 //                [--batch 2] [--steps 4] [--activation-checkpointing 0|1] [--backward-prefetch PRE|POST|NONE]
 //                [--forward-prefetch 0|1] [--checkpoint full|sharded --checkpoint-dir DIR] [--model gpt2|smollm2]
-//                [--deferred 0|1]
+//                [--deferred 0|1] [--tp N --tp-plan default|mlp]
 // --model gpt2 (the default): a GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at
 // seq 1024; the position table is --seq long here; --layers, --d-model, --heads change it); --model smollm2: the
 // SmolLM2-135M-shaped Llama (vocab 49152, 30 layers, hidden 576, 9 query and 3 key-value heads, MLP 1536, tied
@@ -21,6 +21,10 @@
 // file; sharded: every rank writes its DCP file) and read back into the trainer, and the line adds
 //   checkpoint=K save_ms=S load_ms=L save_peak_mib=A load_peak_mib=B disk_mib=D
 // (the peaks are the resident high-water marks during the save and the load alone, reset before each).
+// --tp N (with an FSDP --strategy) adds tensor parallelism of degree N (parallelism_config.tp) with the model's plan
+// (--tp-plan default) or the MLPs' layers only (--tp-plan mlp: SmolLM2's 3 key-value heads do not split in 2 or 4);
+// the data is split over world / N data-parallel ranks, each reading N times --batch, so that the global batch is the
+// same as without tp. The line then says tp=N plan=P.
 #include "composer/composer.h"
 
 #include <torch/torch.h>
@@ -94,6 +98,8 @@ int main(int argc, char** argv) try {
   std::string strategy = "ddp", checkpoint, checkpoint_dir, backward_prefetch = "BACKWARD_POST", model_name = "gpt2";
   int64_t layers = -1, d_model = 768, heads = 12, seq = 64, batch = 2, steps = 4;
   bool activation_checkpointing = false, forward_prefetch = false, deferred = false;
+  int64_t tp = 1;
+  std::string tp_plan = "default";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--strategy")
@@ -124,6 +130,10 @@ int main(int argc, char** argv) try {
       model_name = v;
     else if (k == "--deferred")
       deferred = v == "1";
+    else if (k == "--tp")
+      tp = std::stoll(v);
+    else if (k == "--tp-plan")
+      tp_plan = v;
     else
       throw std::invalid_argument("unknown option " + k);
   }
@@ -162,9 +172,12 @@ int main(int argc, char** argv) try {
   auto opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-4));
   auto gen = at::detail::createCPUGenerator(1);
   const at::Tensor tokens = at::randint(vocab, {(seq + 1) * batch * world * (steps + 1)}, gen, at::kLong);
-  auto loader = std::make_shared<DatasetLoader>(
-      make_lm_dataset(tokens, seq),
-      DatasetLoaderOptions(batch).shuffle(false).num_workers(0).num_replicas(world).rank(rank).drop_last(true));
+  auto loader = std::make_shared<DatasetLoader>(make_lm_dataset(tokens, seq), DatasetLoaderOptions(batch * tp)
+                                                                                  .shuffle(false)
+                                                                                  .num_workers(0)
+                                                                                  .num_replicas(world / tp)
+                                                                                  .rank(rank / tp)
+                                                                                  .drop_last(true));
   auto times = std::make_shared<StepTimes>();
   TrainerOptions options = TrainerOptions(model)
                                .train_dataloader(loader)
@@ -174,12 +187,27 @@ int main(int argc, char** argv) try {
                                .progress_bar(false)
                                .callbacks({times});
   if (strategy != "ddp") {
-    options.parallelism_config(dist::ParallelismConfig().fsdp(
+    dist::ParallelismConfig config = dist::ParallelismConfig().fsdp(
         dist::FSDPOptions()
             .sharding_strategy(dist::sharding_strategy_from_string(strategy, "--strategy"))
             .activation_checkpointing(activation_checkpointing)
             .backward_prefetch(dist::backward_prefetch_from_string(backward_prefetch, "--backward-prefetch"))
-            .forward_prefetch(forward_prefetch)));
+            .forward_prefetch(forward_prefetch));
+    if (tp > 1) {
+      dist::TPOptions tp_options = dist::TPOptions().tensor_parallel_degree(tp);
+      if (tp_plan == "mlp") {
+        tp_options.layer_plan(
+            dist::TensorParallelPlan{{"model.model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE},
+                                     {"model.model.layers.*.mlp.up_proj", nn::ParallelStyle::COLWISE},
+                                     {"model.model.layers.*.mlp.down_proj", nn::ParallelStyle::ROWWISE}});
+      } else if (tp_plan != "default") {
+        throw std::invalid_argument("--tp-plan must be default or mlp, got " + tp_plan);
+      }
+      config.tp(tp_options);
+    }
+    options.parallelism_config(config);
+  } else if (tp > 1) {
+    throw std::invalid_argument("--tp needs an FSDP --strategy");
   }
   Trainer trainer(options);
   const double setup_peak = peak_rss_mib();
@@ -229,8 +257,8 @@ int main(int argc, char** argv) try {
          << " disk_mib=" << static_cast<double>(disk_bytes(path)) / (1024.0 * 1024.0);
   }
   std::cout << "RESULT fsdp_scaling model=" << model_name << " strategy=" << strategy
-            << " activation_checkpointing=" << activation_checkpointing << " deferred=" << deferred
-            << " world=" << world << " rank=" << rank << " setup_peak_mib=" << setup_peak
+            << " activation_checkpointing=" << activation_checkpointing << " deferred=" << deferred << " tp=" << tp
+            << " plan=" << tp_plan << " world=" << world << " rank=" << rank << " setup_peak_mib=" << setup_peak
             << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2]) << " param_bytes=" << param_bytes
             << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << run_peak
             << " per_unit=" << per_unit

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/parallelism.sh [BUILD_DIR] -- issue 44 item 6: per-rank memory and step time of the SmolLM2-135M-shaped
 # Llama (bench/fsdp_scaling --model smollm2: 30 layers, hidden 576, GQA 9/3 heads, tied 49152-token embedding) under
-# DDP, FULL_SHARD and SHARD_GRAD_OP on 1, 2 and 4 ranks (composer-cpp launch), the strategies interleaved at each
-# world size and reversed every other round. On the 2-core CPU the ranks share the cores: step times compare
-# strategies at one world size, not scaling. Tensor parallelism and FSDP x TP are not built yet (issue 44 item 2).
+# DDP, FULL_SHARD, SHARD_GRAD_OP, tensor parallelism over every rank ("TP") and, on 4 ranks, FSDP 2 x TP 2
+# ("FSDPxTP") on 1, 2 and 4 ranks (composer-cpp launch), the strategies interleaved at each world size and reversed
+# every other round. On the 2-core CPU the ranks share the cores: step times compare strategies at one world size, not
+# scaling. SmolLM2's 9 query and 3 key-value heads do not split in 2 or 4, so TP splits the MLPs only
+# (--tp-plan mlp; the attention stays whole on every rank of the group); the global batch is the same for every row.
 # Each world size also runs FULL_SHARD with the model built under nn::DeferredInit ("FULL_SHARD+deferred": drawn unit
 # by unit, each sharded as drawn); "setup peak" is the resident high-water mark from building the model to the end of
 # the Trainer's construction. (The larger configuration that does not fit one process under a memory limit is
@@ -24,12 +26,18 @@ echo "parallelism: smollm2 shape, $ROUNDS round(s), $STEPS steps, seq $SEQ, batc
 for n in $WORLDS; do
   for round in $(seq 1 "$ROUNDS"); do
     order="ddp FULL_SHARD SHARD_GRAD_OP FULL_SHARD+deferred"
-    if ((round % 2 == 0)); then order="FULL_SHARD+deferred SHARD_GRAD_OP FULL_SHARD ddp"; fi
+    if ((n > 1)); then order="$order TP"; fi
+    if ((n == 4)); then order="$order FSDPxTP"; fi
+    if ((round % 2 == 0)); then order="$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')"; fi
     for s in $order; do
-      deferred=0
-      if [[ "$s" == *+deferred ]]; then deferred=1; fi
-      "$BUILD/tools/composer-cpp" launch -n "$n" -- "$BUILD/bench/fsdp_scaling" --model smollm2 --strategy "${s%+deferred}" \
-        --deferred "$deferred" --steps "$STEPS" --seq "$SEQ" --batch "$BATCH" | grep "RESULT" | tee -a "$out"
+      extra=(--strategy "${s%+deferred}" --deferred 0)
+      case "$s" in
+        *+deferred) extra=(--strategy FULL_SHARD --deferred 1) ;;
+        TP) extra=(--strategy FULL_SHARD --tp "$n" --tp-plan mlp) ;;
+        FSDPxTP) extra=(--strategy FULL_SHARD --tp 2 --tp-plan mlp) ;;
+      esac
+      "$BUILD/tools/composer-cpp" launch -n "$n" -- "$BUILD/bench/fsdp_scaling" --model smollm2 "${extra[@]}" \
+        --steps "$STEPS" --seq "$SEQ" --batch "$BATCH" | grep "RESULT" | tee -a "$out"
     done
   done
 done
@@ -39,6 +47,9 @@ rows = {}
 for line in open(sys.argv[1]):
     kv = dict(x.split("=", 1) for x in line.split() if "=" in x)
     name = kv["strategy"] + ("+deferred" if kv.get("deferred") == "1" else "")
+    tp = int(kv.get("tp", "1"))
+    if tp > 1:
+        name = ("TP %d" % tp if tp == int(kv["world"]) else "FULL_SHARD %d x TP %d" % (int(kv["world"]) // tp, tp)) + " (" + kv.get("plan", "default") + ")"
     rows.setdefault((int(kv["world"]), name), []).append(kv)
 mib = lambda b: float(b) / 2**20
 print("| ranks | strategy | step s (median) | params MiB / rank | grads MiB / rank | optimizer MiB / rank | setup peak RSS MiB / rank (max) | peak RSS MiB / rank (max) |")
