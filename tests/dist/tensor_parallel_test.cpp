@@ -115,6 +115,23 @@ TEST_F(TensorParallelTest, EmaAndOptimizerMonitorUnderFsdp2xTp2EqualOneProcess) 
   for (const auto& [key, value] : theirs) EXPECT_NEAR(mine.at(key), value, 1e-8 * std::abs(value) + 1e-12) << key;
 }
 
+// SAM's ascent norm over every rank's part (split parameters over the group, the others once) and SWA's averages
+// of the parts: FSDP 2 x TP 2 equals one process, and each differs from the plain run.
+TEST_F(TensorParallelTest, SamAndSwaUnderFsdp2xTp2EqualOneProcess) {
+  testing::ScopedEnv env;
+  run("plain-one", "llama", "one", 1);
+  const auto plain = testing::read_pickled_tensors(dir / "plain-one.pt");
+  for (const std::string algorithm : {"sam", "swa"}) {
+    env.set("TP_WORKER_ALGORITHM", algorithm);
+    run(algorithm + "-one", "llama", "one", 1);
+    expect_run_equals(algorithm + "-one", algorithm + "-2x2", "llama", "2x2", 4);
+    double moved = 0;
+    for (const auto& [name, t] : testing::read_pickled_tensors(dir / (algorithm + "-one.pt")))
+      moved = std::max(moved, (t - plain.at(name)).abs().max().item<double>());
+    EXPECT_GT(moved, 1e-6) << algorithm;
+  }
+}
+
 TEST_F(TensorParallelTest, UserPlanSplittingTheMlpOnlyEqualsOneProcess) {
   testing::ScopedEnv env;
   env.set("TP_WORKER_PLAN", "mlp");
