@@ -130,20 +130,7 @@ int main(int argc, char** argv) try {
   if (!clipping.empty()) algos.push_back(testing::gradient_clipping_from_spec(clipping));
   const std::string algorithm = std::getenv("FSDP_WORKER_ALGORITHM") ? std::getenv("FSDP_WORKER_ALGORITHM") : "";
   std::shared_ptr<algorithms::EMA> ema;
-  if (algorithm == "ema") {
-    ema = std::make_shared<algorithms::EMA>(algorithms::EMAOptions().half_life(std::nullopt).smoothing(0.6));
-    algos.push_back(ema);
-  } else if (algorithm == "sam") {
-    algos.push_back(std::make_shared<algorithms::SAM>(algorithms::SAMOptions().rho(0.05)));
-  } else if (algorithm == "swa") {  // averages batches 2..6 (elapsed 1/3 on), loaded into the model after batch 6
-    algos.push_back(std::make_shared<algorithms::SWA>(algorithms::SWAOptions()
-                                                          .swa_start(Time::from_duration(0.3))
-                                                          .swa_end(Time::from_duration(0.99))
-                                                          .update_interval(Time::from_batch(1))
-                                                          .schedule_swa_lr(false)));
-  } else if (!algorithm.empty()) {
-    throw std::invalid_argument("FSDP_WORKER_ALGORITHM must be ema, sam or swa, got " + algorithm);
-  }
+  if (!algorithm.empty()) algos.push_back(testing::copy_keeping_algorithm(algorithm, "FSDP_WORKER_ALGORITHM", ema));
   TrainerOptions options = TrainerOptions(model)
                                .algorithms(algos)
                                .train_dataloader(loader)

@@ -120,21 +120,8 @@ int main(int argc, char** argv) try {
   if (!env_or("TP_WORKER_CLIP").empty())
     algos.push_back(testing::gradient_clipping_from_spec(env_or("TP_WORKER_CLIP")));
   std::shared_ptr<algorithms::EMA> ema;
-  const std::string algorithm = env_or("TP_WORKER_ALGORITHM");
-  if (algorithm == "ema") {
-    ema = std::make_shared<algorithms::EMA>(algorithms::EMAOptions().half_life(std::nullopt).smoothing(0.6));
-    algos.push_back(ema);
-  } else if (algorithm == "sam") {
-    algos.push_back(std::make_shared<algorithms::SAM>(algorithms::SAMOptions().rho(0.05)));
-  } else if (algorithm == "swa") {  // averages from batch 2 on, loaded into the model after the last batch
-    algos.push_back(std::make_shared<algorithms::SWA>(algorithms::SWAOptions()
-                                                          .swa_start(Time::from_duration(0.3))
-                                                          .swa_end(Time::from_duration(0.99))
-                                                          .update_interval(Time::from_batch(1))
-                                                          .schedule_swa_lr(false)));
-  } else if (!algorithm.empty()) {
-    throw std::invalid_argument("TP_WORKER_ALGORITHM must be ema, sam or swa, got " + algorithm);
-  }
+  if (!env_or("TP_WORKER_ALGORITHM").empty())
+    algos.push_back(testing::copy_keeping_algorithm(env_or("TP_WORKER_ALGORITHM"), "TP_WORKER_ALGORITHM", ema));
   options.algorithms(algos);
   auto grad_norms = std::make_shared<testing::GradNorms>();
   if (env_or("TP_WORKER_GRAD_NORMS") == "1") {

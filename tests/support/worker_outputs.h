@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,26 @@ inline std::vector<std::pair<std::string, at::Tensor>> full_weights(Trainer& tra
   std::vector<std::pair<std::string, at::Tensor>> w;
   for (const auto& p : model.named_parameters()) w.emplace_back(p.key(), p.value().detach().clone());
   return w;
+}
+
+/// The algorithm the FSDP and TP workers' *_ALGORITHM names, with the settings their tests compare: "ema" (smoothing
+/// 0.6 every batch; also kept in `ema`), "sam" (rho 0.05), "swa" (averaging every batch from 0.3dur, the average
+/// loaded into the model at 0.99dur); std::invalid_argument naming `variable` otherwise.
+inline std::shared_ptr<Algorithm> copy_keeping_algorithm(const std::string& name, const std::string& variable,
+                                                         std::shared_ptr<algorithms::EMA>& ema) {
+  if (name == "ema") {
+    ema = std::make_shared<algorithms::EMA>(algorithms::EMAOptions().half_life(std::nullopt).smoothing(0.6));
+    return ema;
+  }
+  if (name == "sam") return std::make_shared<algorithms::SAM>(algorithms::SAMOptions().rho(0.05));
+  if (name == "swa") {
+    return std::make_shared<algorithms::SWA>(algorithms::SWAOptions()
+                                                 .swa_start(Time::from_duration(0.3))
+                                                 .swa_end(Time::from_duration(0.99))
+                                                 .update_interval(Time::from_batch(1))
+                                                 .schedule_swa_lr(false));
+  }
+  throw std::invalid_argument(variable + " must be ema, sam or swa, got " + name);
 }
 
 /// Keeps the last value of each l2_norm metric (OptimizerMonitor's).
