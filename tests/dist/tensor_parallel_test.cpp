@@ -94,12 +94,14 @@ TEST_F(TensorParallelTest, LlamaTp2Tp4AndFsdp2xTp2EqualOneProcessWithClippingAnd
   EXPECT_LT(shard[0], 0.55 * alone[0]);
 }
 
-TEST_F(TensorParallelTest, Gpt2FusedAttentionTp2AndFsdp2xTp2EqualOneProcess) {
+TEST_F(TensorParallelTest, Gpt2FusedAttentionTp2And2x2AndBertTp2EqualOneProcess) {
   testing::ScopedEnv env;
   env.set("TP_WORKER_CLIP", "norm:0.5");
   run("gpt-one", "gpt2", "one", 1);
   expect_run_equals("gpt-one", "gpt-tp2", "gpt2", "tp2", 2);
   expect_run_equals("gpt-one", "gpt-2x2", "gpt2", "2x2", 4);
+  run("bert-one", "bert", "one", 1);  // BERT's post-LN layers: the same attention and its ffn
+  expect_run_equals("bert-one", "bert-tp2", "bert", "tp2", 2);
 }
 
 TEST_F(TensorParallelTest, EmaAndOptimizerMonitorUnderFsdp2xTp2EqualOneProcess) {

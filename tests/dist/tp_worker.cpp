@@ -2,7 +2,7 @@
 // heads of 8 features, 2 layers) or GPT-2 (4 heads of 8 features, 2 layers) on random tokens, 4 batches of 8
 // sequences of 12 tokens (split over the data-parallel ranks), DecoupledAdamW.
 // Usage: tp_worker OUT MODEL LAYOUT
-//   MODEL: llama or gpt2
+//   MODEL: llama, gpt2 or bert (BertMLM, 4 heads of 8 features, 2 layers, on the same next-token targets)
 //   LAYOUT: one (the default strategy, one process), tpN (FSDP over one data-parallel rank, tensor_parallel_degree N),
 //     SxN (FULL_SHARD over S data-parallel ranks x tensor_parallel_degree N), fsdpS (FULL_SHARD over S ranks, no tp)
 // Rank 0 writes the full weights after training to OUT (a pickled name -> tensor dict) and prints "loss L" (the last
@@ -50,7 +50,11 @@ std::shared_ptr<nn::Layer> build(const std::string& model) {
     return std::make_shared<models::GPT>(
         models::TransformerConfig().vocab_size(96).max_seq_len(32).n_layer(2).n_head(4).d_model(32).d_ff(64));
   }
-  throw std::invalid_argument("MODEL must be llama or gpt2, got '" + model + "'");
+  if (model == "bert") {  // bidirectional, trained here on the next-token targets like the decoders
+    return std::make_shared<models::BertMLM>(
+        models::TransformerConfig().vocab_size(96).max_seq_len(32).n_layer(2).n_head(4).d_model(32).d_ff(64));
+  }
+  throw std::invalid_argument("MODEL must be llama, gpt2 or bert, got '" + model + "'");
 }
 
 // The layout's (shard degree, tensor-parallel degree); (0, 0) for one process.
