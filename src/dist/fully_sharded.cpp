@@ -248,11 +248,13 @@ std::map<std::string, std::vector<double>> FullyShardedDataParallel::parameter_s
   // Each parameter's sums over the part of it this rank's shard holds (zeros where it holds none); one all-reduce
   // over the shard group (every rank has the same flats, so vectors of the same length and order).
   std::vector<std::string> names;
+  std::vector<bool> whole;  // per name: a parameter tensor parallelism left whole on every rank of the group
   std::vector<double> sums;
   for (auto& f : m.flats) {
     const int64_t begin = m.sharded() ? m.rank * f.shard_numel : 0;
     for (size_t i = 0; i < f.params.size(); ++i) {
       names.push_back(f.names[i]);
+      whole.push_back(!f.pieces[i]);
       const int64_t lo = std::max(f.offsets[i], begin);
       const int64_t hi = std::min(f.offsets[i] + c10::multiply_integers(f.shapes[i]), begin + f.shard_numel);
       const std::vector<double> values = hi > lo ? part(f.shard, lo - begin, hi - begin) : std::vector<double>(width);
@@ -264,11 +266,8 @@ std::map<std::string, std::vector<double>> FullyShardedDataParallel::parameter_s
   if (m.sharded() && t.numel() > 0) all_reduce(t, ReduceOp::SUM, m.shard_group);
   if (m.tp > 1 && t.numel() > 0) {  // split parameters: summed over their parts; the others counted once
     if (m.tp_rank != 0) {
-      std::set<std::string> split_names;
-      for (const auto& s : m.splits) split_names.insert(s.name);
       for (size_t k = 0; k < names.size(); ++k)
-        if (!split_names.count(names[k]))
-          t.narrow(0, static_cast<int64_t>(k * width), static_cast<int64_t>(width)).zero_();
+        if (whole[k]) t.narrow(0, static_cast<int64_t>(k * width), static_cast<int64_t>(width)).zero_();
     }
     all_reduce(t, ReduceOp::SUM, m.tp_group);
   }
