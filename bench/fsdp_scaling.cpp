@@ -3,7 +3,7 @@
 //   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
 //                [--batch 2] [--steps 4] [--activation-checkpointing 0|1] [--backward-prefetch PRE|POST|NONE]
 //                [--forward-prefetch 0|1] [--checkpoint full|sharded --checkpoint-dir DIR] [--model gpt2|smollm2]
-//                [--deferred 0|1] [--tp N --tp-plan default|mlp]
+//                [--deferred 0|1] [--tp N --tp-plan default|mlp|mlp+vocab --loss-parallel 0|1]
 // --model gpt2 (the default): a GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at
 // seq 1024; the position table is --seq long here; --layers, --d-model, --heads change it); --model smollm2: the
 // SmolLM2-135M-shaped Llama (vocab 49152, 30 layers, hidden 576, 9 query and 3 key-value heads, MLP 1536, tied
@@ -22,9 +22,10 @@
 //   checkpoint=K save_ms=S load_ms=L save_peak_mib=A load_peak_mib=B disk_mib=D
 // (the peaks are the resident high-water marks during the save and the load alone, reset before each).
 // --tp N (with an FSDP --strategy) adds tensor parallelism of degree N (parallelism_config.tp) with the model's plan
-// (--tp-plan default) or the MLPs' layers only (--tp-plan mlp: SmolLM2's 3 key-value heads do not split in 2 or 4);
+// (--tp-plan default) or the MLPs' layers only (--tp-plan mlp: SmolLM2's 3 key-value heads do not split in 2 or 4;
+// mlp+vocab: and the token embedding rowwise, the tied head with it), --loss-parallel 1 sets tp.loss_parallel;
 // the data is split over world / N data-parallel ranks, each reading N times --batch, so that the global batch is the
-// same as without tp. The line then says tp=N plan=P.
+// same as without tp. The line then says tp=N plan=P loss_parallel=L.
 #include "composer/composer.h"
 
 #include <torch/torch.h>
@@ -100,6 +101,7 @@ int main(int argc, char** argv) try {
   bool activation_checkpointing = false, forward_prefetch = false, deferred = false;
   int64_t tp = 1;
   std::string tp_plan = "default";
+  bool loss_parallel = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--strategy")
@@ -134,6 +136,8 @@ int main(int argc, char** argv) try {
       tp = std::stoll(v);
     else if (k == "--tp-plan")
       tp_plan = v;
+    else if (k == "--loss-parallel")
+      loss_parallel = v == "1";
     else
       throw std::invalid_argument("unknown option " + k);
   }
@@ -194,14 +198,15 @@ int main(int argc, char** argv) try {
             .backward_prefetch(dist::backward_prefetch_from_string(backward_prefetch, "--backward-prefetch"))
             .forward_prefetch(forward_prefetch));
     if (tp > 1) {
-      dist::TPOptions tp_options = dist::TPOptions().tensor_parallel_degree(tp);
-      if (tp_plan == "mlp") {
-        tp_options.layer_plan(
-            dist::TensorParallelPlan{{"model.model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE},
-                                     {"model.model.layers.*.mlp.up_proj", nn::ParallelStyle::COLWISE},
-                                     {"model.model.layers.*.mlp.down_proj", nn::ParallelStyle::ROWWISE}});
+      dist::TPOptions tp_options = dist::TPOptions().tensor_parallel_degree(tp).loss_parallel(loss_parallel);
+      if (tp_plan == "mlp" || tp_plan == "mlp+vocab") {
+        dist::TensorParallelPlan plan{{"model.model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE},
+                                      {"model.model.layers.*.mlp.up_proj", nn::ParallelStyle::COLWISE},
+                                      {"model.model.layers.*.mlp.down_proj", nn::ParallelStyle::ROWWISE}};
+        if (tp_plan == "mlp+vocab") plan.push_back({"model.model.embed_tokens", nn::ParallelStyle::ROWWISE});
+        tp_options.layer_plan(plan);
       } else if (tp_plan != "default") {
-        throw std::invalid_argument("--tp-plan must be default or mlp, got " + tp_plan);
+        throw std::invalid_argument("--tp-plan must be default, mlp or mlp+vocab, got " + tp_plan);
       }
       config.tp(tp_options);
     }
@@ -258,10 +263,10 @@ int main(int argc, char** argv) try {
   }
   std::cout << "RESULT fsdp_scaling model=" << model_name << " strategy=" << strategy
             << " activation_checkpointing=" << activation_checkpointing << " deferred=" << deferred << " tp=" << tp
-            << " plan=" << tp_plan << " world=" << world << " rank=" << rank << " setup_peak_mib=" << setup_peak
-            << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2]) << " param_bytes=" << param_bytes
-            << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << run_peak
-            << " per_unit=" << per_unit
+            << " plan=" << tp_plan << " loss_parallel=" << loss_parallel << " world=" << world << " rank=" << rank
+            << " setup_peak_mib=" << setup_peak << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2])
+            << " param_bytes=" << param_bytes << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes
+            << " peak_rss_mib=" << run_peak << " per_unit=" << per_unit
             << " peak_gathered_mib=" << static_cast<double>(peak_gathered) / (1024.0 * 1024.0) << ckpt.str()
             << std::endl;
   trainer.close();

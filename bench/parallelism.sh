@@ -5,13 +5,17 @@
 # ("FSDPxTP") on 1, 2 and 4 ranks (composer-cpp launch), the strategies interleaved at each world size and reversed
 # every other round. On the 2-core CPU the ranks share the cores: step times compare strategies at one world size, not
 # scaling. SmolLM2's 9 query and 3 key-value heads do not split in 2 or 4, so TP splits the MLPs only
-# (--tp-plan mlp; the attention stays whole on every rank of the group); the global batch is the same for every row.
+# (--tp-plan mlp; the attention stays whole on every rank of the group) and, in the rows TP_PLANS adds, the
+# vocabulary too (mlp+vocab: the tied 49152-token embedding's rows, the logits gathered; mlp+vocab+loss: with
+# loss_parallel, the logits left split for the loss); the global batch is the same for every row.
 # Each world size also runs FULL_SHARD with the model built under nn::DeferredInit ("FULL_SHARD+deferred": drawn unit
 # by unit, each sharded as drawn); "setup peak" is the resident high-water mark from building the model to the end of
 # the Trainer's construction. (The larger configuration that does not fit one process under a memory limit is
 # tests/dist/deferred_init_dist_test.cpp's: 4 ranks under RLIMIT_AS.)
 # Environment: ROUNDS (default 1), STEPS (default 3), SEQ (default 64), BATCH (default 2 per rank), WORLDS
-# (default "1 2 4"). Prints each RESULT line, then a table of medians per (world, strategy).
+# (default "1 2 4"), TP_PLANS (default "mlp mlp+vocab mlp+vocab+loss": the TP rows' plans), STRATEGIES (default
+# "ddp FULL_SHARD SHARD_GRAD_OP FULL_SHARD+deferred": the other rows). Prints each RESULT
+# line, then a table of medians per (world, strategy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
@@ -20,20 +24,24 @@ STEPS="${STEPS:-3}"
 SEQ="${SEQ:-64}"
 BATCH="${BATCH:-2}"
 WORLDS="${WORLDS:-1 2 4}"
+TP_PLANS="${TP_PLANS:-mlp mlp+vocab mlp+vocab+loss}"
+STRATEGIES="${STRATEGIES:-ddp FULL_SHARD SHARD_GRAD_OP FULL_SHARD+deferred}"
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 echo "parallelism: smollm2 shape, $ROUNDS round(s), $STEPS steps, seq $SEQ, batch $BATCH per rank, $(nproc) cores; $(date -u +%FT%TZ)"
 for n in $WORLDS; do
   for round in $(seq 1 "$ROUNDS"); do
-    order="ddp FULL_SHARD SHARD_GRAD_OP FULL_SHARD+deferred"
-    if ((n > 1)); then order="$order TP"; fi
+    order="$STRATEGIES"
+    if ((n > 1)); then for p in $TP_PLANS; do order="$order TP:$p"; done; fi
     if ((n == 4)); then order="$order FSDPxTP"; fi
     if ((round % 2 == 0)); then order="$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')"; fi
     for s in $order; do
       extra=(--strategy "${s%+deferred}" --deferred 0)
       case "$s" in
         *+deferred) extra=(--strategy FULL_SHARD --deferred 1) ;;
-        TP) extra=(--strategy FULL_SHARD --tp "$n" --tp-plan mlp) ;;
+        TP:*+loss) extra=(--strategy FULL_SHARD --tp "$n" --tp-plan "${s#TP:}" --loss-parallel 1)
+          extra[5]="${extra[5]%+loss}" ;;
+        TP:*) extra=(--strategy FULL_SHARD --tp "$n" --tp-plan "${s#TP:}") ;;
         FSDPxTP) extra=(--strategy FULL_SHARD --tp 2 --tp-plan mlp) ;;
       esac
       "$BUILD/tools/composer-cpp" launch -n "$n" -- "$BUILD/bench/fsdp_scaling" --model smollm2 "${extra[@]}" \
@@ -49,7 +57,8 @@ for line in open(sys.argv[1]):
     name = kv["strategy"] + ("+deferred" if kv.get("deferred") == "1" else "")
     tp = int(kv.get("tp", "1"))
     if tp > 1:
-        name = ("TP %d" % tp if tp == int(kv["world"]) else "FULL_SHARD %d x TP %d" % (int(kv["world"]) // tp, tp)) + " (" + kv.get("plan", "default") + ")"
+        plan = kv.get("plan", "default") + (", loss_parallel" if kv.get("loss_parallel") == "1" else "")
+        name = ("TP %d" % tp if tp == int(kv["world"]) else "FULL_SHARD %d x TP %d" % (int(kv["world"]) // tp, tp)) + " (" + plan + ")"
     rows.setdefault((int(kv["world"]), name), []).append(kv)
 mib = lambda b: float(b) / 2**20
 print("| ranks | strategy | step s (median) | params MiB / rank | grads MiB / rank | optimizer MiB / rank | setup peak RSS MiB / rank (max) | peak RSS MiB / rank (max) |")

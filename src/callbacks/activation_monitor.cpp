@@ -53,6 +53,7 @@ class Observer : public nn::Layer {
       : inner_(std::move(inner)), name_(std::move(name)), logger_(logger) {
     adopt_members_of(*inner_);
   }
+  nn::Layer* stands_in_for() const override { return inner_.get(); }
   at::Tensor forward(const at::Tensor& x) override {
     at::Tensor out = inner_->forward(x);
     Metrics metrics;

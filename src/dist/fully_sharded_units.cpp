@@ -24,6 +24,7 @@ class FullyShardedDataParallel::Impl::UnitLayer final : public nn::Layer {
       : inner_(std::move(inner)), engine_(std::move(engine)), unit_(unit) {
     adopt_members_of(*inner_);
   }
+  nn::Layer* stands_in_for() const override { return inner_.get(); }
 
   at::Tensor forward(const at::Tensor& x) override {
     Impl* m = *engine_;

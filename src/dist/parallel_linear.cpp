@@ -14,20 +14,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The groups the layers run their collectives over, by number (an autograd context keeps IValues only).
+// The groups the layers run their collectives over, by number.
 std::mutex registry_mutex;
 std::deque<Group>& registry() {
   static std::deque<Group> groups;
   return groups;
-}
-int64_t register_group(const Group& group) {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  registry().push_back(group);
-  return static_cast<int64_t>(registry().size()) - 1;
-}
-Group group_at(int64_t id) {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  return registry().at(static_cast<size_t>(id));
 }
 
 at::Tensor summed_over(const at::Tensor& t, int64_t group) {
@@ -54,7 +45,37 @@ struct ReduceFromGroup : public torch::autograd::Function<ReduceFromGroup> {
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], at::Tensor()}; }
 };
 
+// The slices of the last dimension put together; the backward keeps this rank's slice of the gradient.
+struct GatherFromGroup : public torch::autograd::Function<GatherFromGroup> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t group) {
+    const Group g = group_at(group);
+    ctx->saved_data["begin"] = g.rank() * x.size(-1);
+    ctx->saved_data["width"] = x.size(-1);
+    check_before_collective();
+    return at::cat(all_gather(x.contiguous(), g), -1);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const int64_t begin = ctx->saved_data["begin"].toInt(), width = ctx->saved_data["width"].toInt();
+    return {grads[0].narrow(-1, begin, width).contiguous(), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+Group group_at(int64_t id) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  return registry().at(static_cast<size_t>(id));
+}
+
+int64_t register_group(const Group& group) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry().push_back(group);
+  return static_cast<int64_t>(registry().size()) - 1;
+}
+
+at::Tensor copy_to_group(const at::Tensor& x, int64_t id) { return CopyToGroup::apply(x, id); }
+at::Tensor reduce_from_group(const at::Tensor& x, int64_t id) { return ReduceFromGroup::apply(x, id); }
+at::Tensor gather_from_group(const at::Tensor& x, int64_t id) { return GatherFromGroup::apply(x, id); }
 
 ParallelLinear::ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style, const Group& group)
     : style_(style), group_(register_group(group)), weight_(inner.weight), bias_(inner.bias) {
@@ -62,8 +83,8 @@ ParallelLinear::ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style,
 }
 
 at::Tensor ParallelLinear::forward(const at::Tensor& x) {
-  if (style_ == nn::ParallelStyle::COLWISE) return at::linear(CopyToGroup::apply(x, group_), weight_, bias_);
-  at::Tensor y = ReduceFromGroup::apply(at::linear(x, weight_), group_);
+  if (style_ == nn::ParallelStyle::COLWISE) return at::linear(copy_to_group(x, group_), weight_, bias_);
+  at::Tensor y = reduce_from_group(at::linear(x, weight_), group_);
   return bias_.defined() ? y + bias_ : y;
 }
 

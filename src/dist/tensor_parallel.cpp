@@ -8,6 +8,7 @@
 #include "composer/nn/layer.h"
 #include "composer/nn/layers.h"
 #include "dist/detail/parallel_linear.h"
+#include "dist/detail/vocabulary_parallel.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
@@ -34,21 +35,20 @@ bool matches(const std::string& pattern, const std::string& name) {
   return true;
 }
 
-// The split of `linear`'s weight that `entry` asks for over `degree` ranks; std::invalid_argument naming the module
-// when the features do not divide.
-TensorParallelSplit split_for(const nn::ParallelLayerPlan& entry, const nn::Linear& linear, const std::string& name,
-                              int64_t degree, int64_t rank) {
+// The split of a weight whose split dimension has `features` features that `entry` asks for over `degree` ranks;
+// std::invalid_argument naming the module when they do not divide.
+TensorParallelSplit split_for(const nn::ParallelLayerPlan& entry, int64_t dim, int64_t features,
+                              const std::string& name, int64_t degree, int64_t rank) {
   TensorParallelSplit s;
-  s.dim = entry.style == nn::ParallelStyle::COLWISE ? 0 : 1;
+  s.dim = dim;
   s.chunks = std::max<int64_t>(entry.chunks, 1);
   s.degree = degree;
   s.rank = rank;
-  const int64_t features = s.dim == 0 ? linear.out_features : linear.in_features;
   const int64_t granule = std::max<int64_t>(entry.granule, 1);
   if (features % s.chunks != 0 || (features / s.chunks) % (degree * granule) != 0) {
     std::ostringstream os;
     os << "parallelism_config.tp.tensor_parallel_degree " << degree << " does not split " << name << " ("
-       << to_string(entry.style) << "): its " << features << (s.dim == 0 ? " output" : " input") << " features";
+       << to_string(entry.style) << "): its " << features << (dim == 0 ? " output" : " input") << " features";
     if (s.chunks > 1) os << " (" << s.chunks << " blocks)";
     if (granule > 1) os << " are " << features / granule << " heads of " << granule;
     os << " and each rank's slice must be whole" << (granule > 1 ? " heads" : " features")
@@ -56,6 +56,60 @@ TensorParallelSplit split_for(const nn::ParallelLayerPlan& entry, const nn::Line
     throw std::invalid_argument(os.str());
   }
   return s;
+}
+
+std::string not_splittable(const nn::ParallelLayerPlan& entry, const std::string& full, const std::string& what) {
+  return "parallelism_config.tp: layer_plan entry '" + entry.name + "' matches " + full + ", which is not a " +
+         "composer::nn::Linear (or, rowwise, a composer::nn::Embedding) child of a composer::nn::Composite (a " + what +
+         ")";
+}
+
+void refuse_deferred(const at::Tensor& weight, const std::string& full) {
+  if (!nn::is_deferred(weight)) return;
+  throw std::invalid_argument("parallelism_config.tp: " + full +
+                              " is deferred (nn::DeferredInit, model.init_device meta); tensor parallelism splits "
+                              "weights that hold values: build the model on the CPU");
+}
+
+// Narrows `linear`'s weight (and a column-parallel bias) to this rank's slice; returns the layer that replaces it.
+std::shared_ptr<nn::Layer> split_linear(nn::Linear& linear, const nn::ParallelLayerPlan& entry, const std::string& full,
+                                        const Group& group, bool loss_parallel, std::vector<SplitParameter>& out) {
+  refuse_deferred(linear.weight, full);
+  const int64_t dim = entry.style == nn::ParallelStyle::COLWISE ? 0 : 1;
+  const TensorParallelSplit split =
+      split_for(entry, dim, dim == 0 ? linear.out_features : linear.in_features, full, group.size(), group.rank());
+  linear.weight.set_data(split.local_of(linear.weight.detach()));
+  out.push_back({full + ".weight", linear.weight, split});
+  if (linear.bias.defined() && split.dim == 0) {
+    linear.bias.set_data(split.local_of(linear.bias.detach()));
+    out.push_back({full + ".bias", linear.bias, split});
+  }
+  if (entry.vocabulary_head && dim == 0) return std::make_shared<detail::ParallelHead>(linear, group, loss_parallel);
+  return std::make_shared<detail::ParallelLinear>(linear, entry.style, group);
+}
+
+// Narrows `table`'s rows (the vocabulary) to this rank's; returns the layer that replaces it.
+std::shared_ptr<nn::Layer> split_embedding(nn::Embedding& table, const nn::ParallelLayerPlan& entry,
+                                           const std::string& full, const Group& group, bool loss_parallel,
+                                           std::vector<SplitParameter>& out) {
+  refuse_deferred(table.weight, full);
+  if (entry.style != nn::ParallelStyle::ROWWISE) {
+    throw std::invalid_argument("parallelism_config.tp: layer_plan entry '" + entry.name + "' splits the embedding " +
+                                full + " colwise; an embedding splits rowwise (its rows, the vocabulary)");
+  }
+  const int64_t rows = table.weight.size(0);
+  if (rows % group.size() != 0) {
+    throw std::invalid_argument("parallelism_config.tp.tensor_parallel_degree " + std::to_string(group.size()) +
+                                " does not split " + full + " (rowwise): its " + std::to_string(rows) +
+                                " rows (the vocabulary) must divide equally; pick a degree that divides them or "
+                                "leave the embedding out of the layer_plan");
+  }
+  TensorParallelSplit split;
+  split.degree = group.size();
+  split.rank = group.rank();
+  table.weight.set_data(split.local_of(table.weight.detach()));
+  out.push_back({full + ".weight", table.weight, split});
+  return std::make_shared<detail::ParallelEmbedding>(table, group, loss_parallel);
 }
 
 }  // namespace
@@ -100,7 +154,8 @@ std::vector<int64_t> piece_shape(const std::vector<int64_t>& shape, const std::o
   return out;
 }
 
-std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorParallelPlan& plan, const Group& group) {
+std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorParallelPlan& plan, const Group& group,
+                                        bool loss_parallel) {
   std::vector<SplitParameter> out;
   std::vector<bool> used(plan.size(), false);
   at::NoGradGuard no_grad;
@@ -108,32 +163,20 @@ std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorPa
     auto* parent = dynamic_cast<nn::Composite*>(item.value().get());
     for (const auto& child : item.value()->named_children()) {
       const std::string& name = child.key();
-      const std::shared_ptr<torch::nn::Module>& module = child.value();
+      torch::nn::Module* module = child.value().get();
       const std::string full = item.key().empty() ? name : item.key() + "." + name;
       size_t k = 0;
       while (k < plan.size() && !matches(plan[k].name, full)) ++k;
       if (k == plan.size()) continue;
       used[k] = true;
-      auto* linear = dynamic_cast<nn::Linear*>(module.get());
-      if (!parent || !linear) {
-        throw std::invalid_argument("parallelism_config.tp: layer_plan entry '" + plan[k].name + "' matches " + full +
-                                    ", which is not a composer::nn::Linear child of a composer::nn::Composite (a " +
-                                    module->name() + ")");
+      if (!parent) throw std::invalid_argument(not_splittable(plan[k], full, module->name()));
+      if (auto* linear = dynamic_cast<nn::Linear*>(module)) {
+        parent->replace(name, split_linear(*linear, plan[k], full, group, loss_parallel, out));
+      } else if (auto* table = dynamic_cast<nn::Embedding*>(module)) {
+        parent->replace(name, split_embedding(*table, plan[k], full, group, loss_parallel, out));
+      } else {
+        throw std::invalid_argument(not_splittable(plan[k], full, module->name()));
       }
-      if (nn::is_deferred(linear->weight)) {
-        throw std::invalid_argument("parallelism_config.tp: " + full +
-                                    " is deferred (nn::DeferredInit, model.init_device meta); tensor parallelism "
-                                    "splits weights that hold values: build the model on the CPU");
-      }
-      const TensorParallelSplit split = split_for(plan[k], *linear, full, group.size(), group.rank());
-      linear->weight.set_data(split.local_of(linear->weight.detach()));
-      out.push_back({full + ".weight", linear->weight, split});
-      if (linear->bias.defined() && split.dim == 0) {
-        TensorParallelSplit bias = split;
-        linear->bias.set_data(bias.local_of(linear->bias.detach()));
-        out.push_back({full + ".bias", linear->bias, bias});
-      }
-      parent->replace(name, std::make_shared<detail::ParallelLinear>(*linear, plan[k].style, group));
     }
   }
   for (size_t k = 0; k < plan.size(); ++k) {

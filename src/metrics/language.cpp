@@ -13,8 +13,11 @@ void LanguageCrossEntropy::update(const at::Tensor& logits, const at::Tensor& ta
   const at::Tensor flat_logits = logits.reshape({-1, logits.size(-1)}).to(at::kFloat);
   const at::Tensor flat_target = target.reshape({-1});
   const at::Tensor summed = at::cross_entropy_loss(flat_logits, flat_target, {}, at::Reduction::Sum, ignore_index_);
-  const at::Tensor count = flat_target.ne(ignore_index_).sum();
-  accumulate(at::stack({summed.detach().to(at::kDouble), count.to(at::kDouble)}));
+  update_from_sum(summed, flat_target.ne(ignore_index_).sum());
+}
+
+void LanguageCrossEntropy::update_from_sum(const at::Tensor& summed, const at::Tensor& tokens) {
+  accumulate(at::stack({summed.detach().to(at::kDouble), tokens.to(at::kDouble)}));
 }
 
 double LanguageCrossEntropy::compute() const { return mean_of_state(); }

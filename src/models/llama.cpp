@@ -171,7 +171,13 @@ at::Tensor Llama::head(const at::Tensor& hidden) {
   const nn::Composite& model = decoder_of(*this);
   const at::Tensor x = model.child("norm").forward(hidden);
   if (has("lm_head")) return child("lm_head").forward(x);
-  return at::linear(x, detail::embedding_weight(model.child("embed_tokens")));  // tied head
+  return detail::tied_logits(model.child("embed_tokens"), x);
+}
+
+std::vector<nn::ParallelLayerPlan> Llama::tensor_parallel_plan() const {
+  std::vector<nn::ParallelLayerPlan> plan{{"model.embed_tokens", nn::ParallelStyle::ROWWISE}};
+  if (has("lm_head")) plan.push_back({"lm_head", nn::ParallelStyle::COLWISE, 1, 1, /*vocabulary_head=*/true});
+  return plan;
 }
 
 at::Tensor Llama::forward(const at::Tensor& ids) {

@@ -143,7 +143,7 @@ at::Tensor GPT::forward(const at::Tensor& ids) {
   at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, child("wpe")));
   x = at::dropout(x, config_.dropout(), is_training());
   x = child("ln_f").forward(child("h").forward(x));
-  return at::linear(x, detail::embedding_weight(child("wte")));  // tied head
+  return detail::tied_logits(child("wte"), x);
 }
 
 at::Tensor GPTBlock::forward_cached(const at::Tensor& x, LayerKVCache& layer) {
@@ -170,7 +170,7 @@ at::Tensor GPT::forward_cached(const at::Tensor& ids, KVCache& cache) {
   x = at::dropout(x, config_.dropout(), is_training());
   for (size_t i = 0; i < h.child_names().size(); ++i)
     x = dynamic_cast<GPTBlock&>(h.child(h.child_names()[i])).forward_cached(x, cache.layers[i]);
-  return at::linear(child("ln_f").forward(x), detail::embedding_weight(child("wte")));  // tied head
+  return detail::tied_logits(child("wte"), child("ln_f").forward(x));
 }
 
 BertLayer::BertLayer(const TransformerConfig& c) {
@@ -214,7 +214,7 @@ at::Tensor BertMLM::forward(const at::Tensor& ids) {
                  child("position_embeddings").forward(positions(ids, child("position_embeddings")));
   x = at::dropout(child("embeddings_ln").forward(x), config_.dropout(), is_training());
   x = child("head").forward(child("layers").forward(x));
-  return at::linear(x, detail::embedding_weight(child("word_embeddings")), decoder_bias_);
+  return detail::tied_logits(child("word_embeddings"), x, decoder_bias_);
 }
 
 }  // namespace composer::models

@@ -1,9 +1,9 @@
 // Tensor parallelism with real processes over Gloo (composer-cpp launch): float64 Llama-family and GPT-2 runs with
 // tensor_parallel_degree 2 and 4, and FSDP 2 x TP 2, reach the weights of one process with the global batch (within
-// 1e-10) with DecoupledAdamW, norm clipping and microbatching; EMA's averaged weights and OptimizerMonitor's norms
-// agree too; full and sharded (DCP) checkpoints of TP 2 and 2 x 2 runs resume on other layouts, and PyTorch reads the
-// sharded ones; bad plans and degrees are clear errors. In process: a split and its inverse, the model zoo's plans, a
-// plan's errors.
+// 1e-10) with DecoupledAdamW, norm clipping and microbatching, the vocabulary split too (tied heads); EMA's averaged
+// weights and OptimizerMonitor's norms agree too; full and sharded (DCP) checkpoints of TP 2 and 2 x 2 runs resume on
+// other layouts, and PyTorch reads the sharded ones; bad plans and degrees are clear errors. In process: a split and
+// its inverse, the model zoo's plans, a plan's errors.
 #include "support/checkpoint_leaves.h"
 #include "support/process.h"
 #include "support/python.h"
@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -102,6 +103,42 @@ TEST_F(TensorParallelTest, Gpt2FusedAttentionTp2And2x2AndBertTp2EqualOneProcess)
   expect_run_equals("gpt-one", "gpt-2x2", "gpt2", "2x2", 4);
   run("bert-one", "bert", "one", 1);  // BERT's post-LN layers: the same attention and its ffn
   expect_run_equals("bert-one", "bert-tp2", "bert", "tp2", 2);
+}
+
+// The vocabulary split (the Llama plan's embed_tokens rowwise; a user plan adding GPT-2's wte): the tied heads
+// multiply by each rank's rows and gather the logits; the runs equal one process, and each rank keeps its rows only.
+TEST_F(TensorParallelTest, VocabularyParallelTiedHeadsEqualOneProcessAndKeepTheirRows) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_CLIP", "norm:0.5");
+  env.set("TP_WORKER_TIED", "1");
+  run("tied-one", "llama", "one", 1);
+  const std::string tp2 = expect_run_equals("tied-one", "tied-tp2", "llama", "tp2", 2);
+  expect_run_equals("tied-one", "tied-2x2", "llama", "2x2", 4);
+  // The tied decoder (vocabulary 96, width 64, 2 layers of 30720 split and 128 whole weights, the final norm's 64):
+  // half of the embedding and of the split layers per rank, in float64.
+  const double kept = (96 * 64 + 2 * 30720) / 2 + 2 * 128 + 64;
+  EXPECT_EQ(testing::printed_values(tp2, "shard_bytes ", "[rank 1] "), std::vector<double>{8 * kept}) << tp2;
+  env.set("TP_WORKER_PLAN", "vocab");
+  run("gpt-vocab-one", "gpt2", "one", 1);
+  expect_run_equals("gpt-vocab-one", "gpt-vocab-tp2", "gpt2", "tp2", 2);
+}
+
+// Loss parallelism: in training the vocabulary heads leave their logits split, and the loss and the train metric come
+// from each rank's slice (never gathered); the runs still equal one process, and so does the metric.
+TEST_F(TensorParallelTest, LossParallelEqualsOneProcessAndSoDoesItsMetric) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_MICROBATCH", "2");
+  env.set("TP_WORKER_LOSS_PARALLEL", "1");  // no effect on one process
+  const std::string one = run("lp-one", "llama", "one", 1);
+  const std::string tp2 = expect_run_equals("lp-one", "lp-tp2", "llama", "tp2", 2);  // the untied lm_head
+  const auto expected = testing::printed_pairs(one, "metric "), got = testing::printed_pairs(tp2, "metric ");
+  ASSERT_FALSE(expected.empty()) << one;
+  ASSERT_EQ(got.size(), expected.size()) << tp2;
+  for (const auto& [key, value] : expected)  // one process's metric sums in float32
+    EXPECT_NEAR(got.at(key), value, 1e-5 * std::abs(value)) << key;
+  env.set("TP_WORKER_TIED", "1");
+  run("lp-tied-one", "llama", "one", 1);
+  expect_run_equals("lp-tied-one", "lp-tied-2x2", "llama", "2x2", 4);
 }
 
 TEST_F(TensorParallelTest, EmaAndOptimizerMonitorUnderFsdp2xTp2EqualOneProcess) {
@@ -225,7 +262,7 @@ TEST_F(TensorParallelTest, ADegreeThatDoesNotSplitTheHeadsIsAClearError) {
 }
 
 // From YAML through composer-cpp: tensor_parallel_degree 2 on 2 ranks (one data-parallel place, the whole batch of
-// 8 on each rank) trains as DDP on 2 ranks with 4 each does (float32).
+// 8 on each rank; the vocabulary split, the loss from its slices) trains as DDP on 2 ranks with 4 each does (float32).
 TEST_F(TensorParallelTest, CliConfigWithTpTrainsAsDdpWithTheSameGlobalBatch) {
   const auto run_cli = [&](const std::string& name, int batch, const std::string& parallelism) {
     const std::string cfg = (dir / (name + ".yaml")).string();
@@ -248,7 +285,8 @@ TEST_F(TensorParallelTest, CliConfigWithTpTrainsAsDdpWithTheSameGlobalBatch) {
         .toGenericDict();
   };
   const auto ddp = run_cli("ddp", 4, "");
-  const auto tp = run_cli("tp", 8, "parallelism_config: {fsdp: {}, tp: {tensor_parallel_degree: 2}}\n");
+  const auto tp =
+      run_cli("tp", 8, "parallelism_config: {fsdp: {}, tp: {tensor_parallel_degree: 2, loss_parallel: true}}\n");
   ASSERT_EQ(ddp.size(), tp.size());
   for (const auto& e : ddp) {
     const std::string key = e.key().toStringRef();
@@ -290,7 +328,11 @@ TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
   const dist::TensorParallelPlan plan = dist::default_tensor_parallel_plan(*llama);
   std::map<std::string, std::pair<nn::ParallelStyle, int64_t>> by_name;
   for (const auto& e : plan) by_name[e.name] = {e.style, e.granule};
-  EXPECT_EQ(by_name.size(), 7u);
+  EXPECT_EQ(by_name.size(), 9u);
+  EXPECT_EQ(by_name.at("model.embed_tokens").first, nn::ParallelStyle::ROWWISE);  // the vocabulary
+  const auto head = std::find_if(plan.begin(), plan.end(), [](const auto& e) { return e.name == "lm_head"; });
+  ASSERT_NE(head, plan.end());
+  EXPECT_TRUE(head->vocabulary_head);
   EXPECT_EQ(by_name.at("model.layers.0.self_attn.k_proj"), std::make_pair(nn::ParallelStyle::COLWISE, int64_t{8}));
   EXPECT_EQ(by_name.at("model.layers.0.self_attn.o_proj"), std::make_pair(nn::ParallelStyle::ROWWISE, int64_t{8}));
   EXPECT_EQ(by_name.at("model.layers.0.mlp.down_proj").first, nn::ParallelStyle::ROWWISE);
@@ -316,6 +358,8 @@ TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
             std::string::npos);
   EXPECT_NE(wrong(*llama, {{"model.layers.*.mlp.gate", nn::ParallelStyle::COLWISE}}).find("matches no module"),
             std::string::npos);
+  EXPECT_NE(wrong(*llama, {{"model.embed_tokens", nn::ParallelStyle::COLWISE}}).find("an embedding splits rowwise"),
+            std::string::npos);
   torch::nn::Sequential plain(torch::nn::Linear(2, 2));
   try {
     dist::default_tensor_parallel_plan(*plain);
@@ -324,7 +368,7 @@ TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
     EXPECT_NE(std::string(e.what()).find("give TPOptions::layer_plan"), std::string::npos) << e.what();
   }
   const auto split = dist::parallelize(*llama, plan, dist::Group());
-  EXPECT_EQ(split.size(), 7u);  // the weights (no biases)
+  EXPECT_EQ(split.size(), 9u);  // the weights (no biases)
   EXPECT_EQ(llama->forward(at::randint(32, {2, 5}, at::kLong)).sizes(), (std::vector<int64_t>{2, 5, 32}));
 }
 

@@ -14,7 +14,8 @@
 // (and then trains TP_WORKER_STEPS more), TP_WORKER_ALGORITHM=ema adds EMA (smoothing 0.6 every batch; rank 0 also
 // writes EMA's averaged weights to OUT.ema), TP_WORKER_GRAD_NORMS=1 adds an OptimizerMonitor and rank 0 prints
 // "monitored KEY VALUE" for the last batch's l2 norms, TP_WORKER_PLAN=mlp gives a user layer_plan splitting the MLPs
-// only.
+// only (=vocab: the model's plan and its token embedding rowwise, for GPT-2), TP_WORKER_TIED=1 ties the Llama's head,
+// TP_WORKER_LOSS_PARALLEL=1 sets loss_parallel. Rank 0 prints "metric KEY VALUE" for the train metrics.
 #include "support/clipping_spec.h"
 #include "support/worker_outputs.h"
 
@@ -44,7 +45,7 @@ std::shared_ptr<nn::Layer> build(const std::string& model) {
                                                .num_attention_heads(8)
                                                .num_key_value_heads(4)
                                                .max_position_embeddings(32)
-                                               .tie_word_embeddings(false));
+                                               .tie_word_embeddings(env_or("TP_WORKER_TIED") == "1"));
   }
   if (model == "gpt2") {
     return std::make_shared<models::GPT>(
@@ -68,16 +69,22 @@ std::pair<int64_t, int64_t> layout_of(const std::string& layout) {
   return {std::stoll(layout.substr(0, x)), std::stoll(layout.substr(x + 1))};
 }
 
-dist::ParallelismConfig parallelism(int64_t shard, int64_t degree) {
+dist::ParallelismConfig parallelism(int64_t shard, int64_t degree, const torch::nn::Module& model) {
   dist::FSDPOptions fsdp = dist::FSDPOptions()
                                .data_parallel_shard_degree(shard)
                                .mixed_precision(dist::FSDPMixedPrecision::of("FULL"))  // float64 throughout
                                .state_dict_type(env_or("TP_WORKER_SHARDED") == "1" ? "sharded" : "full");
-  dist::TPOptions tp = dist::TPOptions().tensor_parallel_degree(degree);
+  dist::TPOptions tp =
+      dist::TPOptions().tensor_parallel_degree(degree).loss_parallel(env_or("TP_WORKER_LOSS_PARALLEL") == "1");
   if (env_or("TP_WORKER_PLAN") == "mlp") {
     tp.layer_plan(dist::TensorParallelPlan{{"model.model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE},
                                            {"model.model.layers.*.mlp.up_proj", nn::ParallelStyle::COLWISE},
                                            {"model.model.layers.*.mlp.down_proj", nn::ParallelStyle::ROWWISE}});
+  }
+  if (env_or("TP_WORKER_PLAN") == "vocab") {
+    dist::TensorParallelPlan plan = dist::default_tensor_parallel_plan(model);
+    plan.push_back({"model.wte", nn::ParallelStyle::ROWWISE});
+    tp.layer_plan(plan);
   }
   return dist::ParallelismConfig().fsdp(fsdp).tp(tp);
 }
@@ -112,7 +119,7 @@ int main(int argc, char** argv) try {
                                .dist_timeout(120);
   if (env_or("TP_WORKER_MICROBATCH", "0") != "0")
     options.device_train_microbatch_size(MicrobatchSize::parse(env_or("TP_WORKER_MICROBATCH")));
-  if (shard > 0) options.parallelism_config(parallelism(shard, degree));
+  if (shard > 0) options.parallelism_config(parallelism(shard, degree, *model));
   // The data split by data-parallel place: a tensor-parallel group's ranks read the same batches.
   const auto strategy = dist::make_strategy(options.parallelism_config(), at::kDouble);
   const int64_t dp = strategy->data_parallel_size(), dp_rank = strategy->data_parallel_rank();
@@ -153,6 +160,8 @@ int main(int argc, char** argv) try {
   if (rank == 0) {
     std::cout << "loss " << std::setprecision(17) << trainer.state().total_loss_dict["loss/train/total"] << "\nsamples "
               << trainer.state().timestamp.sample << std::endl;
+    for (const auto& [key, value] : trainer.state().train_metric_values)
+      std::cout << "metric " << key << " " << std::setprecision(17) << value << std::endl;
     for (const auto& [key, value] : grad_norms->last)
       std::cout << "monitored " << key << " " << std::setprecision(17) << value << std::endl;
   }

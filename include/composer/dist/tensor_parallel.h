@@ -3,8 +3,10 @@
 // MLP's first layers are split by output features (each rank computes its heads' and its slice of the hidden
 // features), the attention's output projection and the MLP's last layer by input features (each rank computes a
 // partial sum, all-reduced over the tensor-parallel group in the forward). The input of a column-parallel layer is
-// replicated, its gradient all-reduced over the group in the backward. Everything else (embeddings, norms, the head)
-// stays replicated on the group's ranks and gets the same gradient on each of them.
+// replicated, its gradient all-reduced over the group in the backward. Where the plan says so the vocabulary splits
+// too: the token embedding's rows and the head's logits (gathered, or left split for the loss under loss_parallel).
+// Everything else (norms, position embeddings) stays replicated on the group's ranks and gets the same gradient on
+// each of them.
 //
 // FullyShardedDataParallel applies it (its options' tp section): the world is a mesh (replicate, shard, tp), the
 // tensor-parallel group the innermost `tensor_parallel_degree` consecutive ranks, and FSDP shards each rank's
@@ -42,13 +44,19 @@ struct TPOptions {
   TORCH_ARG(int64_t, tensor_parallel_degree) = 1;
   /// Composer's layer_plan; unset: default_tensor_parallel_plan(model). Set in code only.
   TORCH_ARG(std::optional<TensorParallelPlan>, layer_plan);
+  /// torchtitan's loss parallelism: where the plan splits the vocabulary, a training forward leaves the logits split
+  /// and the loss (ComposerLanguageModel's) is computed from each rank's slice (nn::SplitLogits) instead of gathering
+  /// them. A custom loss or algorithm that reads the logits must then ask nn::SplitLogits.
+  TORCH_ARG(bool, loss_parallel) = false;
 
  public:
-  /// The keys a config sets (Composer's names).
+  /// The keys a config sets (Composer's names; loss_parallel is torchtitan's).
   template <class Self, class Visit>
   static void for_each_field(Self& self, Visit&& visit) {
     visit("tensor_parallel_degree", self.tensor_parallel_degree_,
           "ranks per tensor-parallel group (consecutive ranks); -1: what the data-parallel degrees leave");
+    visit("loss_parallel", self.loss_parallel_,
+          "the language-model loss from each rank's slice of the vocabulary's logits, not gathered (torchtitan's)");
   }
 };
 
@@ -72,12 +80,14 @@ struct SplitParameter {
   TensorParallelSplit split;
 };
 
-/// Applies `plan` for the tensor-parallel `group`: each matched composer::nn::Linear, a child of a
+/// Applies `plan` for the tensor-parallel `group`: each matched composer::nn::Linear (or Embedding), a child of a
 /// composer::nn::Composite, is replaced by a layer computing with this rank's slice of its weight (and bias, when
 /// column-parallel) and running the group's collectives; the parameters are the same tensors, narrowed in place, so
 /// that references to them (an optimizer's) stay valid. Returns the split parameters. std::invalid_argument naming the
 /// module for a matched module that is not an nn::Linear child of a Composite, a split that does not divide by the
 /// group's size (in whole granules), or an entry that matches nothing.
-std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorParallelPlan& plan, const Group& group);
+/// `loss_parallel`: the vocabulary heads leave their logits split in a forward that records gradients (TPOptions).
+std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorParallelPlan& plan, const Group& group,
+                                        bool loss_parallel = false);
 
 }  // namespace composer::dist

@@ -11,6 +11,9 @@ class LanguageCrossEntropy : public Metric {
   explicit LanguageCrossEntropy(int64_t ignore_index = -100);
   std::string name() const override { return "LanguageCrossEntropy"; }
   void update(const at::Tensor& logits, const at::Tensor& target) override;
+  /// Adds `summed`, the cross entropy summed over `tokens` counted tokens (where the loss has computed it: logits
+  /// split over a tensor-parallel group).
+  void update_from_sum(const at::Tensor& summed, const at::Tensor& tokens);
   double compute() const override;
   std::shared_ptr<Metric> clone_empty() const override { return std::make_shared<LanguageCrossEntropy>(ignore_index_); }
 

@@ -103,10 +103,13 @@ class LlamaDecoderLayer : public nn::Composite {
 
 /// Hugging Face's LlamaForCausalLM: children "model" (embed_tokens, layers.0..N-1, norm) and, untied, "lm_head".
 /// input ids [B, L] -> logits [B, L, V].
-class Llama : public nn::Composite, public IncrementalDecoder {
+class Llama : public nn::Composite, public IncrementalDecoder, public nn::TensorParallelizable {
  public:
   explicit Llama(LlamaConfig config);
   at::Tensor forward(const at::Tensor& ids) override;
+  /// The vocabulary split: model.embed_tokens rowwise (each rank its rows) and, untied, lm_head colwise as the
+  /// vocabulary head (a tied head multiplies by the embedding's rows).
+  std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
   at::Tensor forward_cached(const at::Tensor& ids, KVCache& cache) override;
   /// True while every layer is still a LlamaDecoderLayer (a wrapper put in by surgery cannot take a cache).
   bool supports_cache() const override;

@@ -27,6 +27,7 @@ class CheckpointedLayer : public Layer {
   explicit CheckpointedLayer(std::shared_ptr<Layer> inner, bool offload_input = false);
   at::Tensor forward(const at::Tensor& x) override;
   Layer& inner() const { return *inner_; }
+  Layer* stands_in_for() const override { return inner_.get(); }
   bool offloads_input() const { return offload_input_; }
 
  private:

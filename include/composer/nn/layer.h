@@ -23,6 +23,9 @@ namespace composer::nn {
 class Layer : public torch::nn::Module {
  public:
   virtual at::Tensor forward(const at::Tensor& x) = 0;
+  /// The layer this one wraps and forwards to (activation checkpointing's, an FSDP unit's, an observer's), or null: a
+  /// parent that asks a child what it is (a tied head asking its embedding) looks through wrappers with it.
+  virtual Layer* stands_in_for() const { return nullptr; }
 
  protected:
   /// For a layer that stands in for `inner` (wraps it and forwards to it): registers inner's own parameters, buffers

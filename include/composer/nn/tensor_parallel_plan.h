@@ -1,7 +1,10 @@
-// How a module's Linear layers split over a tensor-parallel group (torch's ColwiseParallel and RowwiseParallel), as
-// the module itself describes it: the model zoo's attention and MLP blocks implement TensorParallelizable, and
-// dist::default_tensor_parallel_plan collects their entries (docs/fsdp.md has the table per architecture).
+// How a module's Linear and Embedding layers split over a tensor-parallel group (torch's ColwiseParallel and
+// RowwiseParallel), as the module itself describes it: the model zoo's attention and MLP blocks (and the Llama
+// decoder's vocabulary) implement TensorParallelizable, and dist::default_tensor_parallel_plan collects their entries
+// (docs/fsdp.md has the table per architecture).
 #pragma once
+
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <string>
@@ -9,10 +12,13 @@
 
 namespace composer::nn {
 
-/// How a Linear is split over the tensor-parallel group.
+/// How a Linear (or an Embedding) is split over the tensor-parallel group.
 enum class ParallelStyle {
   COLWISE,  ///< the output features split: each rank computes its slice of the output (torch's ColwiseParallel)
-  ROWWISE,  ///< the input features split: each rank computes a partial output, summed over the group (RowwiseParallel)
+  /// The input features split: each rank computes a partial output, summed over the group (RowwiseParallel). On an
+  /// Embedding: its rows (the vocabulary) split; each rank looks up the ids in its rows, zeros for the others',
+  /// summed over the group (torch's RowwiseParallel on nn.Embedding, Megatron's VocabParallelEmbedding).
+  ROWWISE,
 };
 /// "colwise", "rowwise".
 std::string to_string(ParallelStyle style);
@@ -20,8 +26,8 @@ std::string to_string(ParallelStyle style);
 /// std::invalid_argument naming `key` and the choices otherwise.
 ParallelStyle parallel_style_from_string(const std::string& text, const std::string& key);
 
-/// One entry of a tensor-parallel plan: the composer::nn::Linear children whose dotted name matches `name` ('*'
-/// matches one name component) split in `style`.
+/// One entry of a tensor-parallel plan: the composer::nn::Linear (or, ROWWISE, composer::nn::Embedding) children
+/// whose dotted name matches `name` ('*' matches one name component) split in `style`.
 struct ParallelLayerPlan {
   std::string name;
   ParallelStyle style = ParallelStyle::COLWISE;
@@ -31,6 +37,35 @@ struct ParallelLayerPlan {
   /// Each rank's slice of a block is a whole number of these features (an attention head's: its dimension), so that
   /// the group's size must divide the block's count of them.
   int64_t granule = 1;
+  /// COLWISE: the layer is the model's head over the vocabulary: each rank's slice of the logits is gathered over the
+  /// group into the whole vocabulary's (torch's output_layouts=Replicate()), or left split for the loss while
+  /// training under TPOptions::loss_parallel (SplitLogits).
+  bool vocabulary_head = false;
+};
+
+/// An Embedding whose rows (the vocabulary) a tensor-parallel group splits: a head tied to it computes its logits
+/// through it (models look through Layer::stands_in_for to find it).
+class VocabularyParallel {
+ public:
+  virtual ~VocabularyParallel() = default;
+  /// hidden [..., H] -> the logits over the whole vocabulary [..., V]: each rank multiplies by its rows, the slices
+  /// gathered over the group.
+  virtual at::Tensor tied_logits(const at::Tensor& hidden) = 0;
+};
+
+/// A head whose logits a tensor-parallel group splits over the vocabulary (rank r the slice [r V/N, (r+1) V/N)): under
+/// TPOptions::loss_parallel a forward that records gradients leaves them split, and the loss and metrics ask it.
+class SplitLogits {
+ public:
+  virtual ~SplitLogits() = default;
+  /// The whole vocabulary's size V (split logits have V / N).
+  virtual int64_t vocabulary_size() const = 0;
+  /// Split logits [..., V/N] -> the whole vocabulary's [..., V], gathered over the group (no gradient).
+  virtual at::Tensor whole_logits(const at::Tensor& split) = 0;
+  /// The token cross entropy of split logits [..., V/N] against `labels` [...] (`ignore_index` skipped), the mean
+  /// over the counted tokens (`mean`) or their sum, from each rank's slice (three all-reduces of one value per token).
+  virtual at::Tensor cross_entropy(const at::Tensor& split, const at::Tensor& labels, int64_t ignore_index,
+                                   bool mean) = 0;
 };
 
 /// A module that knows how its Linear children split over a tensor-parallel group.

@@ -1,7 +1,8 @@
-// The layer tensor parallelism puts in place of a split composer::nn::Linear, and the collectives around it (Megatron's
-// f and g): a column-parallel layer's input passes unchanged in the forward and has its gradient all-reduced over the
-// group in the backward; a row-parallel layer's partial output is all-reduced in the forward and its gradient passes
-// unchanged in the backward.
+// The layer tensor parallelism puts in place of a split composer::nn::Linear, and the collectives around it and the
+// vocabulary's layers (Megatron's f and g): a column-parallel layer's input passes unchanged in the forward and
+// has its gradient all-reduced over the group in the backward; a row-parallel layer's partial output is all-reduced
+// in the forward and its gradient passes unchanged in the backward; a gathered output is each rank's slice of the
+// last dimension put together, its gradient cut back to the slice.
 #pragma once
 
 #include "composer/dist/dist.h"
@@ -15,6 +16,17 @@
 
 namespace composer::dist::detail {
 
+/// The group's number in the registry the autograd functions read (an autograd context keeps IValues only).
+int64_t register_group(const Group& group);
+/// The group registered as `id`.
+Group group_at(int64_t id);
+/// Megatron's f: x unchanged; in the backward its gradient summed over group `id`.
+at::Tensor copy_to_group(const at::Tensor& x, int64_t id);
+/// Megatron's g: x summed over group `id`; its gradient unchanged.
+at::Tensor reduce_from_group(const at::Tensor& x, int64_t id);
+/// The ranks' x put together along the last dimension, in rank order; the backward keeps this rank's slice.
+at::Tensor gather_from_group(const at::Tensor& x, int64_t id);
+
 class ParallelLinear final : public nn::Layer {
  public:
   /// Takes over `inner`'s parameters (already narrowed to this rank's slice), under their names.
@@ -24,7 +36,7 @@ class ParallelLinear final : public nn::Layer {
 
  private:
   nn::ParallelStyle style_;
-  int64_t group_;  // the group's place in the registry the autograd functions read
+  int64_t group_;
   at::Tensor weight_, bias_;
 };
 
