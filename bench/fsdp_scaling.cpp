@@ -3,7 +3,8 @@
 //   fsdp_scaling --strategy ddp|FULL_SHARD|SHARD_GRAD_OP [--layers 12] [--d-model 768] [--heads 12] [--seq 64]
 //                [--batch 2] [--steps 4] [--activation-checkpointing 0|1] [--backward-prefetch PRE|POST|NONE]
 //                [--forward-prefetch 0|1] [--checkpoint full|sharded --checkpoint-dir DIR] [--model gpt2|smollm2]
-//                [--deferred 0|1] [--tp N --tp-plan default|mlp|mlp+vocab --loss-parallel 0|1]
+//                [--deferred 0|1] [--tp N --tp-plan default|mlp|mlp+vocab --loss-parallel 0|1
+//                --sequence-parallel 0|1]
 // --model gpt2 (the default): a GPT-2-small-shaped decoder (vocab 50257, 12 layers, d_model 768: 124M parameters at
 // seq 1024; the position table is --seq long here; --layers, --d-model, --heads change it); --model smollm2: the
 // SmolLM2-135M-shaped Llama (vocab 49152, 30 layers, hidden 576, 9 query and 3 key-value heads, MLP 1536, tied
@@ -23,9 +24,10 @@
 // (the peaks are the resident high-water marks during the save and the load alone, reset before each).
 // --tp N (with an FSDP --strategy) adds tensor parallelism of degree N (parallelism_config.tp) with the model's plan
 // (--tp-plan default) or the MLPs' layers only (--tp-plan mlp: SmolLM2's 3 key-value heads do not split in 2 or 4;
-// mlp+vocab: and the token embedding rowwise, the tied head with it), --loss-parallel 1 sets tp.loss_parallel;
+// mlp+vocab: and the token embedding rowwise, the tied head with it), --loss-parallel 1 sets tp.loss_parallel,
+// --sequence-parallel 1 tp.sequence_parallel (with the default plan: SmolLM2's heads split in 3);
 // the data is split over world / N data-parallel ranks, each reading N times --batch, so that the global batch is the
-// same as without tp. The line then says tp=N plan=P loss_parallel=L.
+// same as without tp. The line then says tp=N plan=P loss_parallel=L sequence_parallel=Q.
 #include "composer/composer.h"
 
 #include <torch/torch.h>
@@ -101,7 +103,7 @@ int main(int argc, char** argv) try {
   bool activation_checkpointing = false, forward_prefetch = false, deferred = false;
   int64_t tp = 1;
   std::string tp_plan = "default";
-  bool loss_parallel = false;
+  bool loss_parallel = false, sequence_parallel = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--strategy")
@@ -138,6 +140,8 @@ int main(int argc, char** argv) try {
       tp_plan = v;
     else if (k == "--loss-parallel")
       loss_parallel = v == "1";
+    else if (k == "--sequence-parallel")
+      sequence_parallel = v == "1";
     else
       throw std::invalid_argument("unknown option " + k);
   }
@@ -198,7 +202,10 @@ int main(int argc, char** argv) try {
             .backward_prefetch(dist::backward_prefetch_from_string(backward_prefetch, "--backward-prefetch"))
             .forward_prefetch(forward_prefetch));
     if (tp > 1) {
-      dist::TPOptions tp_options = dist::TPOptions().tensor_parallel_degree(tp).loss_parallel(loss_parallel);
+      dist::TPOptions tp_options = dist::TPOptions()
+                                       .tensor_parallel_degree(tp)
+                                       .loss_parallel(loss_parallel)
+                                       .sequence_parallel(sequence_parallel);
       if (tp_plan == "mlp" || tp_plan == "mlp+vocab") {
         dist::TensorParallelPlan plan{{"model.model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE},
                                       {"model.model.layers.*.mlp.up_proj", nn::ParallelStyle::COLWISE},
@@ -263,10 +270,11 @@ int main(int argc, char** argv) try {
   }
   std::cout << "RESULT fsdp_scaling model=" << model_name << " strategy=" << strategy
             << " activation_checkpointing=" << activation_checkpointing << " deferred=" << deferred << " tp=" << tp
-            << " plan=" << tp_plan << " loss_parallel=" << loss_parallel << " world=" << world << " rank=" << rank
-            << " setup_peak_mib=" << setup_peak << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2])
-            << " param_bytes=" << param_bytes << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes
-            << " peak_rss_mib=" << run_peak << " per_unit=" << per_unit
+            << " plan=" << tp_plan << " loss_parallel=" << loss_parallel << " sequence_parallel=" << sequence_parallel
+            << " world=" << world << " rank=" << rank << " setup_peak_mib=" << setup_peak
+            << " step_ms=" << (ms.empty() ? 0.0 : ms[ms.size() / 2]) << " param_bytes=" << param_bytes
+            << " grad_bytes=" << grad_bytes << " optim_bytes=" << optim_bytes << " peak_rss_mib=" << run_peak
+            << " per_unit=" << per_unit
             << " peak_gathered_mib=" << static_cast<double>(peak_gathered) / (1024.0 * 1024.0) << ckpt.str()
             << std::endl;
   trainer.close();

@@ -7,7 +7,8 @@
 # scaling. SmolLM2's 9 query and 3 key-value heads do not split in 2 or 4, so TP splits the MLPs only
 # (--tp-plan mlp; the attention stays whole on every rank of the group) and, in the rows TP_PLANS adds, the
 # vocabulary too (mlp+vocab: the tied 49152-token embedding's rows, the logits gathered; mlp+vocab+loss: with
-# loss_parallel, the logits left split for the loss); the global batch is the same for every row.
+# loss_parallel, the logits left split for the loss; a "+sp" suffix adds sequence_parallel, which needs the
+# default plan: SmolLM2's heads split in 3, so WORLDS=3); the global batch is the same for every row.
 # Each world size also runs FULL_SHARD with the model built under nn::DeferredInit ("FULL_SHARD+deferred": drawn unit
 # by unit, each sharded as drawn); "setup peak" is the resident high-water mark from building the model to the end of
 # the Trainer's construction. (The larger configuration that does not fit one process under a memory limit is
@@ -39,9 +40,11 @@ for n in $WORLDS; do
       extra=(--strategy "${s%+deferred}" --deferred 0)
       case "$s" in
         *+deferred) extra=(--strategy FULL_SHARD --deferred 1) ;;
-        TP:*+loss) extra=(--strategy FULL_SHARD --tp "$n" --tp-plan "${s#TP:}" --loss-parallel 1)
-          extra[5]="${extra[5]%+loss}" ;;
-        TP:*) extra=(--strategy FULL_SHARD --tp "$n" --tp-plan "${s#TP:}") ;;
+        TP:*)
+          plan="${s#TP:}" loss=0 sp=0
+          if [[ "$plan" == *+sp ]]; then plan="${plan%+sp}" sp=1; fi
+          if [[ "$plan" == *+loss ]]; then plan="${plan%+loss}" loss=1; fi
+          extra=(--strategy FULL_SHARD --tp "$n" --tp-plan "$plan" --loss-parallel "$loss" --sequence-parallel "$sp") ;;
         FSDPxTP) extra=(--strategy FULL_SHARD --tp 2 --tp-plan mlp) ;;
       esac
       "$BUILD/tools/composer-cpp" launch -n "$n" -- "$BUILD/bench/fsdp_scaling" --model smollm2 "${extra[@]}" \
@@ -57,7 +60,7 @@ for line in open(sys.argv[1]):
     name = kv["strategy"] + ("+deferred" if kv.get("deferred") == "1" else "")
     tp = int(kv.get("tp", "1"))
     if tp > 1:
-        plan = kv.get("plan", "default") + (", loss_parallel" if kv.get("loss_parallel") == "1" else "")
+        plan = kv.get("plan", "default") + (", loss_parallel" if kv.get("loss_parallel") == "1" else "") + (", sequence_parallel" if kv.get("sequence_parallel") == "1" else "")
         name = ("TP %d" % tp if tp == int(kv["world"]) else "FULL_SHARD %d x TP %d" % (int(kv["world"]) // tp, tp)) + " (" + plan + ")"
     rows.setdefault((int(kv["world"]), name), []).append(kv)
 mib = lambda b: float(b) / 2**20

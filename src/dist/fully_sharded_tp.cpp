@@ -38,9 +38,7 @@ int64_t FullyShardedDataParallel::Impl::tp_degree(const FSDPOptions& o, const st
 }
 
 void FullyShardedDataParallel::Impl::split_for_tensor_parallel(torch::nn::Module& model) {
-  const TensorParallelPlan plan =
-      tp_options->layer_plan() ? *tp_options->layer_plan() : default_tensor_parallel_plan(model);
-  splits = parallelize(model, plan, tp_group, tp_options->loss_parallel());
+  splits = parallelize(model, tp_group, *tp_options);
   for (size_t k = 0; k < splits.size(); ++k) {
     split_index[splits[k].parameter.unsafeGetTensorImpl()] = k;
     split_shapes.push_back(splits[k].parameter.sizes().vec());

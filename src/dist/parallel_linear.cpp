@@ -1,6 +1,7 @@
 #include "dist/detail/parallel_linear.h"
 
 #include "composer/dist/collective_check.h"
+#include "dist/detail/sequence_parallel.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -77,15 +78,28 @@ at::Tensor copy_to_group(const at::Tensor& x, int64_t id) { return CopyToGroup::
 at::Tensor reduce_from_group(const at::Tensor& x, int64_t id) { return ReduceFromGroup::apply(x, id); }
 at::Tensor gather_from_group(const at::Tensor& x, int64_t id) { return GatherFromGroup::apply(x, id); }
 
-ParallelLinear::ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style, const Group& group)
-    : style_(style), group_(register_group(group)), weight_(inner.weight), bias_(inner.bias) {
+ParallelLinear::ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style, const Group& group,
+                               bool sequence_parallel)
+    : style_(style),
+      sequence_parallel_(sequence_parallel),
+      group_(register_group(group)),
+      weight_(inner.weight),
+      bias_(inner.bias) {
   adopt_members_of(inner);
 }
 
 at::Tensor ParallelLinear::forward(const at::Tensor& x) {
-  if (style_ == nn::ParallelStyle::COLWISE) return at::linear(copy_to_group(x, group_), weight_, bias_);
-  at::Tensor y = reduce_from_group(at::linear(x, weight_), group_);
-  return bias_.defined() ? y + bias_ : y;
+  const bool split = sequence_split(sequence_parallel_);
+  // Under sequence parallelism the norm before it gathered the input, and the gather's backward sums the gradient.
+  if (style_ == nn::ParallelStyle::COLWISE) return at::linear(split ? x : copy_to_group(x, group_), weight_, bias_);
+  const at::Tensor partial = at::linear(x, weight_);
+  if (!split) {
+    const at::Tensor y = reduce_from_group(partial, group_);
+    return bias_.defined() ? y + bias_ : y;
+  }
+  // The bias is added on this rank's slice of the sequence: its gradient is the slices' sum.
+  const at::Tensor y = scatter_sequence(partial, group_);
+  return bias_.defined() ? y + summed_gradient(bias_, group_) : y;
 }
 
 }  // namespace composer::dist::detail

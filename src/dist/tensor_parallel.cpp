@@ -8,6 +8,7 @@
 #include "composer/nn/layer.h"
 #include "composer/nn/layers.h"
 #include "dist/detail/parallel_linear.h"
+#include "dist/detail/sequence_parallel.h"
 #include "dist/detail/vocabulary_parallel.h"
 
 #include <ATen/ATen.h>
@@ -73,7 +74,8 @@ void refuse_deferred(const at::Tensor& weight, const std::string& full) {
 
 // Narrows `linear`'s weight (and a column-parallel bias) to this rank's slice; returns the layer that replaces it.
 std::shared_ptr<nn::Layer> split_linear(nn::Linear& linear, const nn::ParallelLayerPlan& entry, const std::string& full,
-                                        const Group& group, bool loss_parallel, std::vector<SplitParameter>& out) {
+                                        const Group& group, const TPOptions& options,
+                                        std::vector<SplitParameter>& out) {
   refuse_deferred(linear.weight, full);
   const int64_t dim = entry.style == nn::ParallelStyle::COLWISE ? 0 : 1;
   const TensorParallelSplit split =
@@ -84,13 +86,15 @@ std::shared_ptr<nn::Layer> split_linear(nn::Linear& linear, const nn::ParallelLa
     linear.bias.set_data(split.local_of(linear.bias.detach()));
     out.push_back({full + ".bias", linear.bias, split});
   }
-  if (entry.vocabulary_head && dim == 0) return std::make_shared<detail::ParallelHead>(linear, group, loss_parallel);
-  return std::make_shared<detail::ParallelLinear>(linear, entry.style, group);
+  if (entry.vocabulary_head && dim == 0) {
+    return std::make_shared<detail::ParallelHead>(linear, group, options.loss_parallel(), options.sequence_parallel());
+  }
+  return std::make_shared<detail::ParallelLinear>(linear, entry.style, group, options.sequence_parallel());
 }
 
 // Narrows `table`'s rows (the vocabulary) to this rank's; returns the layer that replaces it.
 std::shared_ptr<nn::Layer> split_embedding(nn::Embedding& table, const nn::ParallelLayerPlan& entry,
-                                           const std::string& full, const Group& group, bool loss_parallel,
+                                           const std::string& full, const Group& group, const TPOptions& options,
                                            std::vector<SplitParameter>& out) {
   refuse_deferred(table.weight, full);
   if (entry.style != nn::ParallelStyle::ROWWISE) {
@@ -109,7 +113,8 @@ std::shared_ptr<nn::Layer> split_embedding(nn::Embedding& table, const nn::Paral
   split.rank = group.rank();
   table.weight.set_data(split.local_of(table.weight.detach()));
   out.push_back({full + ".weight", table.weight, split});
-  return std::make_shared<detail::ParallelEmbedding>(table, group, loss_parallel);
+  return std::make_shared<detail::ParallelEmbedding>(table, group, options.loss_parallel(),
+                                                     options.sequence_parallel());
 }
 
 }  // namespace
@@ -154,28 +159,33 @@ std::vector<int64_t> piece_shape(const std::vector<int64_t>& shape, const std::o
   return out;
 }
 
-std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorParallelPlan& plan, const Group& group,
-                                        bool loss_parallel) {
+std::vector<SplitParameter> parallelize(torch::nn::Module& model, const Group& group, const TPOptions& options) {
+  const TensorParallelPlan plan = options.layer_plan() ? *options.layer_plan() : default_tensor_parallel_plan(model);
   std::vector<SplitParameter> out;
   std::vector<bool> used(plan.size(), false);
+  bool split_embedding_seen = false;
   at::NoGradGuard no_grad;
   for (const auto& item : model.named_modules("", /*include_self=*/true)) {
     auto* parent = dynamic_cast<nn::Composite*>(item.value().get());
     for (const auto& child : item.value()->named_children()) {
       const std::string& name = child.key();
-      torch::nn::Module* module = child.value().get();
       const std::string full = item.key().empty() ? name : item.key() + "." + name;
       size_t k = 0;
       while (k < plan.size() && !matches(plan[k].name, full)) ++k;
       if (k == plan.size()) continue;
       used[k] = true;
-      if (!parent) throw std::invalid_argument(not_splittable(plan[k], full, module->name()));
-      if (auto* linear = dynamic_cast<nn::Linear*>(module)) {
-        parent->replace(name, split_linear(*linear, plan[k], full, group, loss_parallel, out));
-      } else if (auto* table = dynamic_cast<nn::Embedding*>(module)) {
-        parent->replace(name, split_embedding(*table, plan[k], full, group, loss_parallel, out));
+      auto layer = std::dynamic_pointer_cast<nn::Layer>(child.value());
+      if (!parent || !layer) throw std::invalid_argument(not_splittable(plan[k], full, child.value()->name()));
+      if (plan[k].style == nn::ParallelStyle::SEQUENCE) {
+        if (options.sequence_parallel())
+          parent->replace(name, std::make_shared<detail::SequenceParallelLayer>(layer, group));
+      } else if (auto* linear = dynamic_cast<nn::Linear*>(layer.get())) {
+        parent->replace(name, split_linear(*linear, plan[k], full, group, options, out));
+      } else if (auto* table = dynamic_cast<nn::Embedding*>(layer.get())) {
+        parent->replace(name, split_embedding(*table, plan[k], full, group, options, out));
+        split_embedding_seen = true;
       } else {
-        throw std::invalid_argument(not_splittable(plan[k], full, module->name()));
+        throw std::invalid_argument(not_splittable(plan[k], full, layer->name()));
       }
     }
   }
@@ -184,6 +194,12 @@ std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorPa
       throw std::invalid_argument("parallelism_config.tp: layer_plan entry '" + plan[k].name +
                                   "' matches no module of the model");
     }
+  }
+  if (options.sequence_parallel() && !split_embedding_seen) {
+    throw std::invalid_argument(
+        "parallelism_config.tp.sequence_parallel: the plan splits no embedding rowwise; the sequence-parallel region "
+        "starts at the token embedding's output, so the plan must split it and every layer up to the head (the Llama "
+        "family's default plan does)");
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include "composer/dist/collective_check.h"
 #include "dist/detail/parallel_linear.h"
+#include "dist/detail/sequence_parallel.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -67,12 +68,13 @@ at::Tensor split_cross_entropy(const at::Tensor& logits, const at::Tensor& label
   return SplitCrossEntropy::apply(logits, labels, begin, ignore_index, mean, group);
 }
 
-VocabularySlice::VocabularySlice(const Group& group, int64_t rows, bool loss_parallel)
+VocabularySlice::VocabularySlice(const Group& group, int64_t rows, bool loss_parallel, bool sequence_parallel)
     : group_(register_group(group)),
       rows_(rows),
       size_(group.size()),
       begin_(group.rank() * rows),
-      loss_parallel_(loss_parallel) {}
+      loss_parallel_(loss_parallel),
+      sequence_parallel_(sequence_parallel) {}
 
 at::Tensor VocabularySlice::whole_logits(const at::Tensor& split) {
   at::NoGradGuard no_grad;
@@ -85,13 +87,18 @@ at::Tensor VocabularySlice::cross_entropy(const at::Tensor& split, const at::Ten
   return split_cross_entropy(split, labels, begin_, ignore_index, mean, group_);
 }
 
+at::Tensor VocabularySlice::head_input(const at::Tensor& hidden) {
+  return sequence_split(sequence_parallel_) ? hidden : copy_to_group(hidden, group_);
+}
+
 at::Tensor VocabularySlice::head_output(const at::Tensor& slice) {
   if (loss_parallel_ && at::GradMode::is_enabled()) return slice;
   return gather_from_group(slice, group_);
 }
 
-ParallelEmbedding::ParallelEmbedding(const nn::Embedding& inner, const Group& group, bool loss_parallel)
-    : VocabularySlice(group, inner.weight.size(0), loss_parallel), weight_(inner.weight) {
+ParallelEmbedding::ParallelEmbedding(const nn::Embedding& inner, const Group& group, bool loss_parallel,
+                                     bool sequence_parallel)
+    : VocabularySlice(group, inner.weight.size(0), loss_parallel, sequence_parallel), weight_(inner.weight) {
   adopt_members_of(inner);
 }
 
@@ -99,20 +106,23 @@ at::Tensor ParallelEmbedding::forward(const at::Tensor& ids) {
   const at::Tensor local = ids - begin_;
   const at::Tensor elsewhere = local.lt(0).logical_or(local.ge(rows_));
   const at::Tensor rows = at::embedding(weight_, local.masked_fill(elsewhere, 0));
-  return reduce_from_group(rows.masked_fill(elsewhere.unsqueeze(-1), 0), group_);
+  const at::Tensor mine = rows.masked_fill(elsewhere.unsqueeze(-1), 0);
+  return sequence_split(sequence_parallel_) ? scatter_sequence(mine, group_) : reduce_from_group(mine, group_);
 }
 
 at::Tensor ParallelEmbedding::tied_logits(const at::Tensor& hidden) {
-  return head_output(at::linear(copy_to_group(hidden, group_), weight_));
+  return head_output(at::linear(head_input(hidden), weight_));
 }
 
-ParallelHead::ParallelHead(const nn::Linear& inner, const Group& group, bool loss_parallel)
-    : VocabularySlice(group, inner.weight.size(0), loss_parallel), weight_(inner.weight), bias_(inner.bias) {
+ParallelHead::ParallelHead(const nn::Linear& inner, const Group& group, bool loss_parallel, bool sequence_parallel)
+    : VocabularySlice(group, inner.weight.size(0), loss_parallel, sequence_parallel),
+      weight_(inner.weight),
+      bias_(inner.bias) {
   adopt_members_of(inner);
 }
 
 at::Tensor ParallelHead::forward(const at::Tensor& hidden) {
-  return head_output(at::linear(copy_to_group(hidden, group_), weight_, bias_));
+  return head_output(at::linear(head_input(hidden), weight_, bias_));
 }
 
 }  // namespace composer::dist::detail

@@ -135,6 +135,10 @@ at::Tensor LlamaDecoderLayer::forward(const at::Tensor& x) {
   return h + child("mlp").forward(child("post_attention_layernorm").forward(h));
 }
 
+std::vector<nn::ParallelLayerPlan> LlamaDecoderLayer::tensor_parallel_plan() const {
+  return {{"input_layernorm", nn::ParallelStyle::SEQUENCE}, {"post_attention_layernorm", nn::ParallelStyle::SEQUENCE}};
+}
+
 at::Tensor LlamaDecoderLayer::forward_cached(const at::Tensor& x, LayerKVCache& layer) {
   auto* attn = dynamic_cast<LlamaAttention*>(&child("self_attn"));
   if (!attn) throw std::logic_error("LlamaDecoderLayer::forward_cached: self_attn was replaced by surgery");
@@ -175,7 +179,8 @@ at::Tensor Llama::head(const at::Tensor& hidden) {
 }
 
 std::vector<nn::ParallelLayerPlan> Llama::tensor_parallel_plan() const {
-  std::vector<nn::ParallelLayerPlan> plan{{"model.embed_tokens", nn::ParallelStyle::ROWWISE}};
+  std::vector<nn::ParallelLayerPlan> plan{{"model.embed_tokens", nn::ParallelStyle::ROWWISE},
+                                          {"model.norm", nn::ParallelStyle::SEQUENCE}};
   if (has("lm_head")) plan.push_back({"lm_head", nn::ParallelStyle::COLWISE, 1, 1, /*vocabulary_head=*/true});
   return plan;
 }

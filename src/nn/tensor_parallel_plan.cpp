@@ -6,14 +6,27 @@
 
 namespace composer::nn {
 
-std::string to_string(ParallelStyle style) { return style == ParallelStyle::COLWISE ? "colwise" : "rowwise"; }
+std::string to_string(ParallelStyle style) {
+  switch (style) {
+    case ParallelStyle::COLWISE:
+      return "colwise";
+    case ParallelStyle::ROWWISE:
+      return "rowwise";
+    case ParallelStyle::SEQUENCE:
+      return "sequence";
+  }
+  return "unknown";
+}
 
 ParallelStyle parallel_style_from_string(const std::string& text, const std::string& key) {
   const std::string lower = composer::detail::to_lower(text);
   if (lower == "colwise" || lower == "colwiseparallel") return ParallelStyle::COLWISE;
   if (lower == "rowwise" || lower == "rowwiseparallel") return ParallelStyle::ROWWISE;
-  throw std::invalid_argument(key + " must be colwise or rowwise (ColwiseParallel, RowwiseParallel), got '" + text +
-                              "'");
+  if (lower == "sequence" || lower == "sequenceparallel") return ParallelStyle::SEQUENCE;
+  throw std::invalid_argument(key +
+                              " must be colwise, rowwise or sequence (ColwiseParallel, RowwiseParallel, "
+                              "SequenceParallel), got '" +
+                              text + "'");
 }
 
 }  // namespace composer::nn

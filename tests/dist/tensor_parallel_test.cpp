@@ -141,6 +141,29 @@ TEST_F(TensorParallelTest, LossParallelEqualsOneProcessAndSoDoesItsMetric) {
   expect_run_equals("lp-tied-one", "lp-tied-2x2", "llama", "2x2", 4);
 }
 
+// Sequence parallelism: the norms and the residual stream on each rank's slice of the 12-token sequences (6 or 3
+// tokens), the attention and MLP inputs gathered, their outputs reduce-scattered; the runs equal one process, with the
+// logits gathered or, tied and loss-parallel, left split.
+TEST_F(TensorParallelTest, SequenceParallelEqualsOneProcess) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_CLIP", "norm:0.5");
+  env.set("TP_WORKER_MICROBATCH", "2");
+  env.set("TP_WORKER_SEQUENCE_PARALLEL", "1");
+  run("sp-one", "llama", "one", 1);
+  expect_run_equals("sp-one", "sp-tp2", "llama", "tp2", 2);
+  expect_run_equals("sp-one", "sp-tp4", "llama", "tp4", 4);
+  env.set("TP_WORKER_TIED", "1");
+  env.set("TP_WORKER_LOSS_PARALLEL", "1");
+  run("sp-tied-one", "llama", "one", 1);
+  expect_run_equals("sp-tied-one", "sp-tied-2x2", "llama", "2x2", 4);
+  env.set("TP_WORKER_SEQ", "11");  // 11 tokens do not split in 2: every rank stops with the error
+  const auto r = run_worker(launch(2, {TP_WORKER, (dir / "odd.pt").string(), "llama", "tp2"}), 120);
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("sequence_parallel: the sequence length 11 does not split in tensor_parallel_degree 2"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_F(TensorParallelTest, EmaAndOptimizerMonitorUnderFsdp2xTp2EqualOneProcess) {
   testing::ScopedEnv env;
   env.set("TP_WORKER_ALGORITHM", "ema");
@@ -328,7 +351,9 @@ TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
   const dist::TensorParallelPlan plan = dist::default_tensor_parallel_plan(*llama);
   std::map<std::string, std::pair<nn::ParallelStyle, int64_t>> by_name;
   for (const auto& e : plan) by_name[e.name] = {e.style, e.granule};
-  EXPECT_EQ(by_name.size(), 9u);
+  EXPECT_EQ(by_name.size(), 12u);
+  EXPECT_EQ(by_name.at("model.layers.0.input_layernorm").first, nn::ParallelStyle::SEQUENCE);  // only when asked
+  EXPECT_EQ(by_name.at("model.norm").first, nn::ParallelStyle::SEQUENCE);
   EXPECT_EQ(by_name.at("model.embed_tokens").first, nn::ParallelStyle::ROWWISE);  // the vocabulary
   const auto head = std::find_if(plan.begin(), plan.end(), [](const auto& e) { return e.name == "lm_head"; });
   ASSERT_NE(head, plan.end());
@@ -348,7 +373,7 @@ TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
   // A one-rank group splits nothing but checks the plan, and the forward still runs.
   const auto wrong = [](torch::nn::Module& m, dist::TensorParallelPlan p) {
     try {
-      dist::parallelize(m, p, dist::Group());
+      dist::parallelize(m, dist::Group(), dist::TPOptions().layer_plan(p));
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }
@@ -367,9 +392,19 @@ TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("give TPOptions::layer_plan"), std::string::npos) << e.what();
   }
-  const auto split = dist::parallelize(*llama, plan, dist::Group());
+  try {  // sequence parallelism starts at a split embedding
+    dist::parallelize(*llama, dist::Group(),
+                      dist::TPOptions().sequence_parallel(true).layer_plan(
+                          dist::TensorParallelPlan{{"model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE}}));
+    ADD_FAILURE() << "sequence parallelism without a split embedding";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence_parallel: the plan splits no embedding"), std::string::npos)
+        << e.what();
+  }
+  auto fresh = std::make_shared<models::Llama>(llama->config());
+  const auto split = dist::parallelize(*fresh, dist::Group(), dist::TPOptions().sequence_parallel(true));
   EXPECT_EQ(split.size(), 9u);  // the weights (no biases)
-  EXPECT_EQ(llama->forward(at::randint(32, {2, 5}, at::kLong)).sizes(), (std::vector<int64_t>{2, 5, 32}));
+  EXPECT_EQ(fresh->forward(at::randint(32, {2, 5}, at::kLong)).sizes(), (std::vector<int64_t>{2, 5, 32}));
 }
 
 }  // namespace

@@ -15,7 +15,9 @@
 // writes EMA's averaged weights to OUT.ema), TP_WORKER_GRAD_NORMS=1 adds an OptimizerMonitor and rank 0 prints
 // "monitored KEY VALUE" for the last batch's l2 norms, TP_WORKER_PLAN=mlp gives a user layer_plan splitting the MLPs
 // only (=vocab: the model's plan and its token embedding rowwise, for GPT-2), TP_WORKER_TIED=1 ties the Llama's head,
-// TP_WORKER_LOSS_PARALLEL=1 sets loss_parallel. Rank 0 prints "metric KEY VALUE" for the train metrics.
+// TP_WORKER_LOSS_PARALLEL=1 sets loss_parallel, TP_WORKER_SEQUENCE_PARALLEL=1 sequence_parallel, TP_WORKER_SEQ the
+// sequence length (12). Rank 0 prints
+// "metric KEY VALUE" for the train metrics.
 #include "support/clipping_spec.h"
 #include "support/worker_outputs.h"
 
@@ -74,8 +76,10 @@ dist::ParallelismConfig parallelism(int64_t shard, int64_t degree, const torch::
                                .data_parallel_shard_degree(shard)
                                .mixed_precision(dist::FSDPMixedPrecision::of("FULL"))  // float64 throughout
                                .state_dict_type(env_or("TP_WORKER_SHARDED") == "1" ? "sharded" : "full");
-  dist::TPOptions tp =
-      dist::TPOptions().tensor_parallel_degree(degree).loss_parallel(env_or("TP_WORKER_LOSS_PARALLEL") == "1");
+  dist::TPOptions tp = dist::TPOptions()
+                           .tensor_parallel_degree(degree)
+                           .loss_parallel(env_or("TP_WORKER_LOSS_PARALLEL") == "1")
+                           .sequence_parallel(env_or("TP_WORKER_SEQUENCE_PARALLEL") == "1");
   if (env_or("TP_WORKER_PLAN") == "mlp") {
     tp.layer_plan(dist::TensorParallelPlan{{"model.model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE},
                                            {"model.model.layers.*.mlp.up_proj", nn::ParallelStyle::COLWISE},
@@ -101,7 +105,7 @@ int main(int argc, char** argv) try {
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
   if (world > 1) dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(120));
   const int64_t steps = std::stoll(env_or("TP_WORKER_STEPS", "4"));
-  const int64_t seq = 12, batch = 8;
+  const int64_t seq = std::stoll(env_or("TP_WORKER_SEQ", "12")), batch = 8;
   auto gen = at::detail::createCPUGenerator(1);
   const at::Tensor tokens = at::randint(96, {(seq + 1) * batch * 8}, gen, at::kLong);  // 8 batches an epoch
 

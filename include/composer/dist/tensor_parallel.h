@@ -48,6 +48,13 @@ struct TPOptions {
   /// and the loss (ComposerLanguageModel's) is computed from each rank's slice (nn::SplitLogits) instead of gathering
   /// them. A custom loss or algorithm that reads the logits must then ask nn::SplitLogits.
   TORCH_ARG(bool, loss_parallel) = false;
+  /// Megatron's sequence parallelism: in a training forward the activations between the split layers (the norms and
+  /// the residual stream) hold this rank's slice of the sequence: the row-parallel layers and the embedding
+  /// reduce-scatter their output over the sequence instead of all-reducing it, the column-parallel layers and the head
+  /// all-gather their input. The plan's SEQUENCE entries (the Llama decoder's norms) then compute on the slice. Needs a
+  /// plan that splits the token embedding and every layer between it and the head (the Llama family's default), and
+  /// sequences whose length the degree divides.
+  TORCH_ARG(bool, sequence_parallel) = false;
 
  public:
   /// The keys a config sets (Composer's names; loss_parallel is torchtitan's).
@@ -57,6 +64,8 @@ struct TPOptions {
           "ranks per tensor-parallel group (consecutive ranks); -1: what the data-parallel degrees leave");
     visit("loss_parallel", self.loss_parallel_,
           "the language-model loss from each rank's slice of the vocabulary's logits, not gathered (torchtitan's)");
+    visit("sequence_parallel", self.sequence_parallel_,
+          "the norms and residual stream on each rank's slice of the sequence (Megatron's; the Llama plan)");
   }
 };
 
@@ -80,14 +89,15 @@ struct SplitParameter {
   TensorParallelSplit split;
 };
 
-/// Applies `plan` for the tensor-parallel `group`: each matched composer::nn::Linear (or Embedding), a child of a
+/// Applies the plan for the tensor-parallel `group`: each matched composer::nn::Linear (or Embedding), a child of a
 /// composer::nn::Composite, is replaced by a layer computing with this rank's slice of its weight (and bias, when
 /// column-parallel) and running the group's collectives; the parameters are the same tensors, narrowed in place, so
 /// that references to them (an optimizer's) stay valid. Returns the split parameters. std::invalid_argument naming the
 /// module for a matched module that is not an nn::Linear child of a Composite, a split that does not divide by the
 /// group's size (in whole granules), or an entry that matches nothing.
-/// `loss_parallel`: the vocabulary heads leave their logits split in a forward that records gradients (TPOptions).
-std::vector<SplitParameter> parallelize(torch::nn::Module& model, const TensorParallelPlan& plan, const Group& group,
-                                        bool loss_parallel = false);
+/// The plan is `options`' layer_plan, or default_tensor_parallel_plan(model); its loss_parallel and sequence_parallel
+/// apply (std::invalid_argument for sequence_parallel with a plan that splits no embedding).
+std::vector<SplitParameter> parallelize(torch::nn::Module& model, const Group& group,
+                                        const TPOptions& options = TPOptions());
 
 }  // namespace composer::dist

@@ -94,11 +94,13 @@ class LlamaMLP : public nn::Composite, public nn::TensorParallelizable {
 };
 
 /// x + self_attn(input_layernorm(x)), then + mlp(post_attention_layernorm(.)).
-class LlamaDecoderLayer : public nn::Composite {
+class LlamaDecoderLayer : public nn::Composite, public nn::TensorParallelizable {
  public:
   LlamaDecoderLayer(const LlamaConfig& c, std::shared_ptr<RotaryEmbedding> rotary);
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor forward_cached(const at::Tensor& x, LayerKVCache& layer);
+  /// The norms on the sequence's slices under sequence parallelism.
+  std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
 };
 
 /// Hugging Face's LlamaForCausalLM: children "model" (embed_tokens, layers.0..N-1, norm) and, untied, "lm_head".
@@ -108,7 +110,8 @@ class Llama : public nn::Composite, public IncrementalDecoder, public nn::Tensor
   explicit Llama(LlamaConfig config);
   at::Tensor forward(const at::Tensor& ids) override;
   /// The vocabulary split: model.embed_tokens rowwise (each rank its rows) and, untied, lm_head colwise as the
-  /// vocabulary head (a tied head multiplies by the embedding's rows).
+  /// vocabulary head (a tied head multiplies by the embedding's rows); model.norm on the sequence's slices under
+  /// sequence parallelism.
   std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
   at::Tensor forward_cached(const at::Tensor& ids, KVCache& cache) override;
   /// True while every layer is still a LlamaDecoderLayer (a wrapper put in by surgery cannot take a cache).

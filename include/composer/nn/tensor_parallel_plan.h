@@ -19,15 +19,19 @@ enum class ParallelStyle {
   /// Embedding: its rows (the vocabulary) split; each rank looks up the ids in its rows, zeros for the others',
   /// summed over the group (torch's RowwiseParallel on nn.Embedding, Megatron's VocabParallelEmbedding).
   ROWWISE,
+  /// Nothing splits: under TPOptions::sequence_parallel the layer (a norm) computes on this rank's slice of the
+  /// sequence and its parameters' gradients are summed over the group (torch's SequenceParallel); otherwise the entry
+  /// leaves the layer as it is.
+  SEQUENCE,
 };
-/// "colwise", "rowwise".
+/// "colwise", "rowwise", "sequence".
 std::string to_string(ParallelStyle style);
-/// "colwise" or "rowwise" (any case; torch's class names ColwiseParallel and RowwiseParallel too);
-/// std::invalid_argument naming `key` and the choices otherwise.
+/// "colwise", "rowwise" or "sequence" (any case; torch's class names ColwiseParallel, RowwiseParallel and
+/// SequenceParallel too); std::invalid_argument naming `key` and the choices otherwise.
 ParallelStyle parallel_style_from_string(const std::string& text, const std::string& key);
 
-/// One entry of a tensor-parallel plan: the composer::nn::Linear (or, ROWWISE, composer::nn::Embedding) children
-/// whose dotted name matches `name` ('*' matches one name component) split in `style`.
+/// One entry of a tensor-parallel plan: the composer::nn::Linear (or, ROWWISE, composer::nn::Embedding; SEQUENCE, any
+/// Layer) children whose dotted name matches `name` ('*' matches one name component) split in `style`.
 struct ParallelLayerPlan {
   std::string name;
   ParallelStyle style = ParallelStyle::COLWISE;

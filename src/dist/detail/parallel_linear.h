@@ -29,13 +29,16 @@ at::Tensor gather_from_group(const at::Tensor& x, int64_t id);
 
 class ParallelLinear final : public nn::Layer {
  public:
-  /// Takes over `inner`'s parameters (already narrowed to this rank's slice), under their names.
-  ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style, const Group& group);
+  /// Takes over `inner`'s parameters (already narrowed to this rank's slice), under their names. With
+  /// `sequence_parallel` a column-parallel layer takes its input as the norm before it gathered it, a row-parallel one
+  /// reduce-scatters its output over the sequence (sequence_parallel.h).
+  ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style, const Group& group, bool sequence_parallel);
   at::Tensor forward(const at::Tensor& x) override;
   nn::ParallelStyle style() const { return style_; }
 
  private:
   nn::ParallelStyle style_;
+  bool sequence_parallel_;
   int64_t group_;
   at::Tensor weight_, bias_;
 };

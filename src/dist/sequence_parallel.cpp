@@ -1,0 +1,93 @@
+#include "dist/detail/sequence_parallel.h"
+
+#include "composer/dist/collective_check.h"
+#include "dist/detail/parallel_linear.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace composer::dist::detail {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int64_t kSequence = 1;  // [batch, sequence, features]
+
+at::Tensor gathered(const at::Tensor& x, int64_t group) {
+  check_before_collective();
+  return at::cat(all_gather(x.contiguous(), group_at(group)), kSequence);
+}
+
+// The sum over the group, this rank's slice of the sequence (Gloo reduce-scatters as an all-reduce and a slice too).
+at::Tensor scattered(const at::Tensor& x, int64_t group) {
+  const Group g = group_at(group);
+  if (x.dim() < 2 || x.size(kSequence) % g.size() != 0) {
+    throw std::invalid_argument(
+        "parallelism_config.tp.sequence_parallel: the sequence length " +
+        (x.dim() < 2 ? std::string("(a tensor of ") + std::to_string(x.dim()) + " dimensions)"
+                     : std::to_string(x.size(kSequence))) +
+        " does not split in tensor_parallel_degree " + std::to_string(g.size()) +
+        " equal slices; train on sequences whose length the degree divides");
+  }
+  at::Tensor sum = x.contiguous().clone();
+  check_before_collective();
+  all_reduce(sum, ReduceOp::SUM, g);
+  const int64_t width = x.size(kSequence) / g.size();
+  return sum.narrow(kSequence, g.rank() * width, width).contiguous();
+}
+
+struct GatherSequence : public torch::autograd::Function<GatherSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return gathered(x, group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {scattered(grads[0], ctx->saved_data["group"].toInt()), at::Tensor()};
+  }
+};
+
+struct ScatterSequence : public torch::autograd::Function<ScatterSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return scattered(x, group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {gathered(grads[0], ctx->saved_data["group"].toInt()), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool sequence_split(bool enabled) { return enabled && at::GradMode::is_enabled(); }
+
+at::Tensor gather_sequence(const at::Tensor& x, int64_t group) { return GatherSequence::apply(x, group); }
+at::Tensor scatter_sequence(const at::Tensor& x, int64_t group) { return ScatterSequence::apply(x, group); }
+at::Tensor summed_gradient(const at::Tensor& p, int64_t group) { return copy_to_group(p, group); }
+
+SequenceParallelLayer::SequenceParallelLayer(std::shared_ptr<nn::Layer> inner, const Group& group)
+    : inner_(std::move(inner)), group_(register_group(group)) {
+  adopt_members_of(*inner_);
+  const int64_t id = group_;
+  // Each rank's gradient covers its slice of the sequence: the whole sequence's is their sum. A backward follows a
+  // forward that recorded gradients, which ran sequence-parallel.
+  for (auto& p : inner_->parameters()) {
+    if (!p.requires_grad()) continue;
+    p.register_hook([id](const at::Tensor& grad) {
+      at::Tensor sum = grad.contiguous().clone();
+      check_before_collective();
+      all_reduce(sum, ReduceOp::SUM, group_at(id));
+      return sum;
+    });
+  }
+}
+
+at::Tensor SequenceParallelLayer::forward(const at::Tensor& x) {
+  // Only a sequence-parallel forward runs on a slice (evaluation and generation pass the whole sequence).
+  return sequence_split(true) ? gather_sequence(inner_->forward(x), group_) : inner_->forward(x);
+}
+
+}  // namespace composer::dist::detail
