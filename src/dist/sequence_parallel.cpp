@@ -26,12 +26,11 @@ at::Tensor gathered(const at::Tensor& x, int64_t group) {
 at::Tensor scattered(const at::Tensor& x, int64_t group) {
   const Group g = group_at(group);
   if (x.dim() < 2 || x.size(kSequence) % g.size() != 0) {
-    throw std::invalid_argument(
-        "parallelism_config.tp.sequence_parallel: the sequence length " +
-        (x.dim() < 2 ? std::string("(a tensor of ") + std::to_string(x.dim()) + " dimensions)"
-                     : std::to_string(x.size(kSequence))) +
-        " does not split in tensor_parallel_degree " + std::to_string(g.size()) +
-        " equal slices; train on sequences whose length the degree divides");
+    throw std::invalid_argument("parallelism_config.tp.sequence_parallel: the sequence length " +
+                                (x.dim() < 2 ? std::string("(a tensor of ") + std::to_string(x.dim()) + " dimensions)"
+                                             : std::to_string(x.size(kSequence))) +
+                                " does not split in tensor_parallel_degree " + std::to_string(g.size()) +
+                                " equal slices; train on sequences whose length the degree divides");
   }
   at::Tensor sum = x.contiguous().clone();
   check_before_collective();
