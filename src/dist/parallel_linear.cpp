@@ -22,13 +22,6 @@ std::deque<Group>& registry() {
   return groups;
 }
 
-at::Tensor summed_over(const at::Tensor& t, int64_t group) {
-  at::Tensor out = t.contiguous().clone();
-  check_before_collective();  // automatic microbatching's agreement, as before FSDP's collectives
-  all_reduce(out, ReduceOp::SUM, group_at(group));
-  return out;
-}
-
 // Megatron's f: the identity forward, the gradient summed over the group.
 struct CopyToGroup : public torch::autograd::Function<CopyToGroup> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t group) {
@@ -52,8 +45,7 @@ struct GatherFromGroup : public torch::autograd::Function<GatherFromGroup> {
     const Group g = group_at(group);
     ctx->saved_data["begin"] = g.rank() * x.size(-1);
     ctx->saved_data["width"] = x.size(-1);
-    check_before_collective();
-    return at::cat(all_gather(x.contiguous(), g), -1);
+    return gathered_along(x, -1, group);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const int64_t begin = ctx->saved_data["begin"].toInt(), width = ctx->saved_data["width"].toInt();
@@ -66,6 +58,18 @@ struct GatherFromGroup : public torch::autograd::Function<GatherFromGroup> {
 Group group_at(int64_t id) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   return registry().at(static_cast<size_t>(id));
+}
+
+at::Tensor summed_over(const at::Tensor& x, int64_t id) {
+  at::Tensor out = x.contiguous().clone();
+  check_before_collective();  // automatic microbatching's agreement, as before FSDP's collectives
+  all_reduce(out, ReduceOp::SUM, group_at(id));
+  return out;
+}
+
+at::Tensor gathered_along(const at::Tensor& x, int64_t dim, int64_t id) {
+  check_before_collective();
+  return at::cat(all_gather(x.contiguous(), group_at(id)), dim);
 }
 
 int64_t register_group(const Group& group) {
@@ -97,9 +101,9 @@ at::Tensor ParallelLinear::forward(const at::Tensor& x) {
     const at::Tensor y = reduce_from_group(partial, group_);
     return bias_.defined() ? y + bias_ : y;
   }
-  // The bias is added on this rank's slice of the sequence: its gradient is the slices' sum.
+  // The bias is added on this rank's slice of the sequence: its gradient is the slices' sum (Megatron's f on it).
   const at::Tensor y = scatter_sequence(partial, group_);
-  return bias_.defined() ? y + summed_gradient(bias_, group_) : y;
+  return bias_.defined() ? y + copy_to_group(bias_, group_) : y;
 }
 
 }  // namespace composer::dist::detail

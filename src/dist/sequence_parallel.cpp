@@ -1,6 +1,5 @@
 #include "dist/detail/sequence_parallel.h"
 
-#include "composer/dist/collective_check.h"
 #include "dist/detail/parallel_linear.h"
 
 #include <ATen/ATen.h>
@@ -17,11 +16,6 @@ using torch::autograd::variable_list;
 
 constexpr int64_t kSequence = 1;  // [batch, sequence, features]
 
-at::Tensor gathered(const at::Tensor& x, int64_t group) {
-  check_before_collective();
-  return at::cat(all_gather(x.contiguous(), group_at(group)), kSequence);
-}
-
 // The sum over the group, this rank's slice of the sequence (Gloo reduce-scatters as an all-reduce and a slice too).
 at::Tensor scattered(const at::Tensor& x, int64_t group) {
   const Group g = group_at(group);
@@ -32,9 +26,7 @@ at::Tensor scattered(const at::Tensor& x, int64_t group) {
                                 " does not split in tensor_parallel_degree " + std::to_string(g.size()) +
                                 " equal slices; train on sequences whose length the degree divides");
   }
-  at::Tensor sum = x.contiguous().clone();
-  check_before_collective();
-  all_reduce(sum, ReduceOp::SUM, g);
+  const at::Tensor sum = summed_over(x, group);
   const int64_t width = x.size(kSequence) / g.size();
   return sum.narrow(kSequence, g.rank() * width, width).contiguous();
 }
@@ -42,7 +34,7 @@ at::Tensor scattered(const at::Tensor& x, int64_t group) {
 struct GatherSequence : public torch::autograd::Function<GatherSequence> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t group) {
     ctx->saved_data["group"] = group;
-    return gathered(x, group);
+    return gathered_along(x, kSequence, group);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     return {scattered(grads[0], ctx->saved_data["group"].toInt()), at::Tensor()};
@@ -55,7 +47,7 @@ struct ScatterSequence : public torch::autograd::Function<ScatterSequence> {
     return scattered(x, group);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {gathered(grads[0], ctx->saved_data["group"].toInt()), at::Tensor()};
+    return {gathered_along(grads[0], kSequence, ctx->saved_data["group"].toInt()), at::Tensor()};
   }
 };
 
@@ -65,7 +57,6 @@ bool sequence_split(bool enabled) { return enabled && at::GradMode::is_enabled()
 
 at::Tensor gather_sequence(const at::Tensor& x, int64_t group) { return GatherSequence::apply(x, group); }
 at::Tensor scatter_sequence(const at::Tensor& x, int64_t group) { return ScatterSequence::apply(x, group); }
-at::Tensor summed_gradient(const at::Tensor& p, int64_t group) { return copy_to_group(p, group); }
 
 SequenceParallelLayer::SequenceParallelLayer(std::shared_ptr<nn::Layer> inner, const Group& group)
     : inner_(std::move(inner)), group_(register_group(group)) {
@@ -75,12 +66,7 @@ SequenceParallelLayer::SequenceParallelLayer(std::shared_ptr<nn::Layer> inner, c
   // forward that recorded gradients, which ran sequence-parallel.
   for (auto& p : inner_->parameters()) {
     if (!p.requires_grad()) continue;
-    p.register_hook([id](const at::Tensor& grad) {
-      at::Tensor sum = grad.contiguous().clone();
-      check_before_collective();
-      all_reduce(sum, ReduceOp::SUM, group_at(id));
-      return sum;
-    });
+    p.register_hook([id](const at::Tensor& grad) { return summed_over(grad, id); });
   }
 }
 

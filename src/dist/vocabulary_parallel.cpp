@@ -78,8 +78,7 @@ VocabularySlice::VocabularySlice(const Group& group, int64_t rows, bool loss_par
 
 at::Tensor VocabularySlice::whole_logits(const at::Tensor& split) {
   at::NoGradGuard no_grad;
-  check_before_collective();
-  return at::cat(all_gather(split.contiguous(), group_at(group_)), -1);
+  return gathered_along(split, -1, group_);
 }
 
 at::Tensor VocabularySlice::cross_entropy(const at::Tensor& split, const at::Tensor& labels, int64_t ignore_index,

@@ -20,6 +20,10 @@ namespace composer::dist::detail {
 int64_t register_group(const Group& group);
 /// The group registered as `id`.
 Group group_at(int64_t id);
+/// x summed over group `id` (a copy), after automatic microbatching's agreement check.
+at::Tensor summed_over(const at::Tensor& x, int64_t id);
+/// The ranks' x put together along `dim`, in rank order (no autograd), after the agreement check.
+at::Tensor gathered_along(const at::Tensor& x, int64_t dim, int64_t id);
 /// Megatron's f: x unchanged; in the backward its gradient summed over group `id`.
 at::Tensor copy_to_group(const at::Tensor& x, int64_t id);
 /// Megatron's g: x summed over group `id`; its gradient unchanged.

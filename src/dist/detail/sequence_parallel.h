@@ -25,8 +25,6 @@ at::Tensor gather_sequence(const at::Tensor& x, int64_t group);
 /// The sum of the ranks' x, this rank's slice of the sequence (a reduce-scatter over dimension 1); the backward
 /// all-gathers the gradient. std::invalid_argument when the degree does not divide the sequence's length.
 at::Tensor scatter_sequence(const at::Tensor& x, int64_t group);
-/// `p` unchanged; in the backward its gradient summed over the group (a parameter used on this rank's slice only).
-at::Tensor summed_gradient(const at::Tensor& p, int64_t group);
 
 /// A layer (a norm) that computes on this rank's slice of the sequence and gathers its output over the sequence;
 /// its parameters' gradients are summed over the group in the backward of a sequence-parallel forward.
