@@ -259,23 +259,41 @@ const GgufTensorInfo& GgufFile::info(const std::string& name) const {
 }
 
 at::Tensor GgufFile::tensor(const std::string& name, at::ScalarType dtype) const {
-  const GgufTensorInfo& t = info(name);
   if (!at::isFloatingType(dtype)) {
     throw std::invalid_argument("GgufFile::tensor('" + name + "'): dtype must be floating, got " +
                                 std::string(c10::toString(dtype)));
   }
-  const unsigned char* src = data_ + t.offset;
-  at::Tensor out;
-  if (t.type == static_cast<uint32_t>(GgmlType::F16) || t.type == static_cast<uint32_t>(GgmlType::BF16)) {
-    const auto stored = t.type == static_cast<uint32_t>(GgmlType::F16) ? at::kHalf : at::kBFloat16;
-    out = at::from_blob(const_cast<unsigned char*>(src), t.shape, at::TensorOptions().dtype(stored))
-              .to(dtype, false, true);
-  } else {
-    out = at::empty(t.shape, at::kFloat);
-    dequantize(t.type, src, out.data_ptr<float>(), out.numel());
-    if (dtype != at::kFloat) out = out.to(dtype);
+  const GgufTensorInfo& t = info(name);
+  int64_t numel = 1;
+  for (const int64_t d : t.shape) numel *= d;
+  return read_part(name, 0, numel).view(t.shape).to(dtype);
+}
+
+at::Tensor GgufFile::read_part(const std::string& name, int64_t offset, int64_t numel) const {
+  const GgufTensorInfo& t = info(name);
+  int64_t total = 1;
+  for (const int64_t d : t.shape) total *= d;
+  if (offset < 0 || numel < 0 || offset + numel > total) {
+    throw std::invalid_argument("GgufFile::read_part('" + name + "'): elements [" + std::to_string(offset) + ", " +
+                                std::to_string(offset + numel) + ") lie outside its " + std::to_string(total));
   }
-  return out;
+  const unsigned char* src = data_ + t.offset;
+  if (t.type == static_cast<uint32_t>(GgmlType::F16) || t.type == static_cast<uint32_t>(GgmlType::BF16) ||
+      t.type == static_cast<uint32_t>(GgmlType::F32)) {
+    const auto stored = t.type == static_cast<uint32_t>(GgmlType::F16)    ? at::kHalf
+                        : t.type == static_cast<uint32_t>(GgmlType::BF16) ? at::kBFloat16
+                                                                          : at::kFloat;
+    const int64_t bytes = static_cast<int64_t>(c10::elementSize(stored));
+    return at::from_blob(const_cast<unsigned char*>(src + offset * bytes), {numel}, at::TensorOptions().dtype(stored))
+        .to(at::kFloat, false, true);
+  }
+  // Quantized: the blocks covering the range (a block never spans two rows: a row is a whole number of blocks).
+  const int64_t block = ggml_block_size(t.type);
+  const int64_t first = offset / block, last = (offset + numel + block - 1) / block;
+  at::Tensor out = at::empty({(last - first) * block}, at::kFloat);
+  dequantize(t.type, src + first * static_cast<int64_t>(ggml_nbytes(t.type, block)), out.data_ptr<float>(),
+             out.numel());
+  return out.narrow(0, offset - first * block, numel);
 }
 
 }  // namespace composer::formats

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -36,6 +37,26 @@ std::string hf_name(const std::string& gguf) {
   if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) return "";
   auto it = block.find(gguf.substr(dot + 1));
   return it == block.end() ? "" : "model.layers." + index + "." + it->second;
+}
+
+// Elements [offset, offset + numel) of a query or key tensor with its rows unpermuted (unpermute_rotary_rows), read
+// row by row from the rows of the file that hold them: a sharded load dequantizes only its part.
+at::Tensor read_unpermuted_part(const formats::GgufFile& f, const std::string& tensor, int64_t heads, int64_t offset,
+                                int64_t numel) {
+  const auto& shape = f.info(tensor).shape;
+  const int64_t half = shape.at(0) / heads / 2;
+  int64_t row = 1;  // elements per row
+  for (size_t d = 1; d < shape.size(); ++d) row *= shape[d];
+  std::vector<at::Tensor> pieces;
+  for (int64_t pos = offset; pos < offset + numel;) {
+    const int64_t r = pos / row, begin = pos - r * row, end = std::min(row, offset + numel - r * row);
+    const int64_t within =
+        r % (2 * half);  // row r of head r / (2 half) is stored at (within % half) * 2 + within / half
+    const int64_t stored = r - within + (within % half) * 2 + within / half;
+    pieces.push_back(f.read_part(tensor, stored * row + begin, end - begin));
+    pos += end - begin;
+  }
+  return pieces.empty() ? at::empty({0}, at::kFloat) : at::cat(pieces);
 }
 
 int64_t required_int(const formats::GgufFile& f, const std::string& key) {
@@ -103,8 +124,6 @@ std::shared_ptr<Llama> load_llama_gguf(const std::string& path, at::ScalarType d
     if (name.empty())
       fail(f, "tensor '" + t.name + "' is not a tensor of this " + std::to_string(config.num_hidden_layers()) +
                   "-layer llama model");
-    // Query and key rows are permuted in llama.cpp's files: unpermuted whole, so a part is cut from the whole tensor
-    // (under nn::DeferredInit each tensor is dequantized when its unit is materialized).
     const int64_t heads = !permuted                                      ? 0
                           : t.name.find(".attn_q.") != std::string::npos ? config.num_attention_heads()
                           : t.name.find(".attn_k.") != std::string::npos ? config.kv_heads()
@@ -112,9 +131,8 @@ std::shared_ptr<Llama> load_llama_gguf(const std::string& path, at::ScalarType d
     weights.fill_from(
         name, t.shape,
         [file, tensor = t.name, heads](int64_t offset, int64_t numel) {
-          at::Tensor w = file->tensor(tensor, at::kFloat);
-          if (heads > 0) w = unpermute_rotary_rows(w, heads);
-          return w.reshape(-1).narrow(0, offset, numel);
+          return heads > 0 ? read_unpermuted_part(*file, tensor, heads, offset, numel)
+                           : file->read_part(tensor, offset, numel);
         },
         t.name);
   }

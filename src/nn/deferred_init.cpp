@@ -128,6 +128,12 @@ void replay(DeferredRecord& r, const Names& names, const std::function<void(cons
     }
     done(p);
   };
+  // drawn_after[i]: a random initialization after entry i is kept, so the stream must advance through entry i's.
+  std::vector<bool> drawn_after(r.entries.size() + 1, false);
+  for (size_t i = r.entries.size(); i-- > 0;) {
+    const DeferredRecord::Entry& e = r.entries[i];
+    drawn_after[i] = drawn_after[i + 1] || (e.random && last.at(e.target.unsafeGetTensorImpl()) == i);
+  }
   at::NoGradGuard no_grad;
   {
     GeneratorAt at_record(r.generator_state);
@@ -144,7 +150,7 @@ void replay(DeferredRecord& r, const Names& names, const std::function<void(cons
         } else {
           fill(e.target, &e.init);
         }
-      } else if (e.random) {  // overwritten later: only advances the stream
+      } else if (e.random && drawn_after[i + 1]) {  // overwritten later: only advances the stream a later draw reads
         at::Tensor scratch = at::empty(e.target.sizes(), e.target.options().device(c10::kCPU));
         e.init(scratch);
       }
@@ -202,7 +208,7 @@ at::Tensor new_parameter(at::IntArrayRef shape, const at::TensorOptions& options
 
 void initialize(const at::Tensor& parameter, std::function<void(at::Tensor&)> init, bool random) {
   if (auto r = record_of(parameter)) {
-    r->entries.push_back({parameter, std::move(init), random});
+    r->entries.push_back({parameter, std::move(init), random, {}});
     return;
   }
   at::NoGradGuard no_grad;

@@ -62,6 +62,31 @@ TEST_F(GgufTest, EveryTypeDequantizesAsTheGgufPackage) {
   EXPECT_EQ(f.tensor("q8_0", at::kDouble).scalar_type(), at::kDouble);
 }
 
+// A sharded load reads parts: any element range (inside a block, across blocks and rows, the whole tensor) equals the
+// same elements of the whole tensor, for every type.
+TEST_F(GgufTest, PartsOfEveryTypeAreTheWholeTensorsElements) {
+  COMPOSER_REQUIRE_PYTHON("gguf numpy safetensors");
+  write();
+  formats::GgufFile f(file);
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 768}, {0, 1}, {5, 20}, {31, 2}, {250, 300}, {767, 1}};
+  for (const auto& t : f.tensors()) {
+    const at::Tensor whole = f.tensor(t.name).reshape(-1);
+    ASSERT_EQ(whole.numel(), 768) << t.name;
+    for (const auto& [offset, numel] : ranges) {
+      const at::Tensor part = f.read_part(t.name, offset, numel);
+      EXPECT_EQ(part.numel(), numel) << t.name << " at " << offset;
+      EXPECT_TRUE(at::equal(part, whole.narrow(0, offset, numel))) << t.name << " at " << offset;
+    }
+  }
+  try {
+    f.read_part("q4_k", 700, 100);
+    ADD_FAILURE() << "a range outside the tensor was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'q4_k'): elements [700, 800) lie outside its 768"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(GgufTest, DamagedFilesAndWrongQuestionsAreErrorsNamingTheFile) {
   COMPOSER_REQUIRE_PYTHON("gguf numpy safetensors");
   write();

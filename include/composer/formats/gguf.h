@@ -81,6 +81,10 @@ class GgufFile {
   const GgufTensorInfo& info(const std::string& name) const;
   /// The tensor dequantized into a new CPU tensor of `dtype` (a floating type) in its torch shape.
   at::Tensor tensor(const std::string& name, at::ScalarType dtype = at::kFloat) const;
+  /// Elements [offset, offset + numel) of the tensor's row-major flattening, dequantized into a new 1-D float tensor:
+  /// only the blocks that hold them are read (a sharded load reads its part). Throws std::invalid_argument naming the
+  /// tensor when the range lies outside it.
+  at::Tensor read_part(const std::string& name, int64_t offset, int64_t numel) const;
 
  private:
   void parse();

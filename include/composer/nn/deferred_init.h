@@ -13,7 +13,8 @@
 // How the values stay the same: a DeferredInit records the default CPU generator's state when it starts, and every
 // initialization this library's layers and models run (nn::initialize) in order. Materializing restores that state
 // and replays the record in the same order: an initialization that a later one overwrites only advances the stream
-// (drawn into a scratch tensor of the parameter's shape, freed at once), the last one fills the parameter. So each
+// (drawn into a scratch tensor of the parameter's shape, freed at once; skipped when no later random initialization
+// is kept, as in a pretrained load, where every draw is overwritten), the last one fills the parameter. So each
 // parameter receives bitwise the values a build without DeferredInit gives it, on every rank, whatever the order in
 // which the units are sharded. What the record cannot reproduce is refused when materializing: random draws made
 // while recording outside nn::initialize (a torch::nn layer, a torch::randn in a model's constructor), and writes to a
