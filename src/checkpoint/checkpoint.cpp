@@ -1,5 +1,6 @@
 #include "composer/checkpoint/checkpoint.h"
 
+#include "checkpoint/detail/file_parts.h"
 #include "composer/checkpoint/distributed_checkpoint.h"
 #include "composer/checkpoint/state_codec.h"
 #include "composer/core/serialization.h"
@@ -54,6 +55,27 @@ c10::IValue prune(const c10::IValue& value, const std::string& path, const std::
   return out;
 }
 
+c10::IValue read_whole(const std::string& path) {
+  detail::verify_zip_records(path);  // LibTorch's reader does not check the CRC-32s
+  return detail::unpickle_file(path);
+}
+
+// Under a sharded strategy: each rank verifies its share of the records' CRC-32s (every rank reads the file, and
+// read_on_every_rank agrees on any rank's error) and reads its parts of the tensors it holds in part. A file the
+// lazy reader cannot read (a LibTorch-only object) is read whole instead, as without parts.
+c10::IValue read_by_parts(const std::string& path, const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
+  const detail::ByteSource file = detail::file_bytes(path);
+  detail::ZipArchive(file).verify(dist::get_global_rank(), dist::get_world_size());
+  try {
+    std::vector<ShardedEntry> read;
+    c10::IValue payload = detail::read_file_parts(file, wanted, read);
+    parts.insert(parts.end(), read.begin(), read.end());
+    return payload;
+  } catch (const std::exception&) {
+  }
+  return detail::unpickle_file(path);
+}
+
 }  // namespace
 
 c10::IValue gather_rng_states() {
@@ -103,8 +125,7 @@ c10::IValue read_checkpoint(const std::string& path, const PartsWanted& wanted, 
   if (size == 0) throw CheckpointError("checkpoint '" + path + "' is empty");
   c10::IValue payload;
   try {
-    detail::verify_zip_records(path);  // LibTorch's reader does not check the CRC-32s
-    payload = detail::unpickle_file(path);
+    payload = wanted ? read_by_parts(path, wanted, parts) : read_whole(path);
   } catch (const std::exception& e) {
     throw CheckpointError("checkpoint '" + path + "' is corrupt or truncated (" + std::to_string(size) +
                           " bytes): " + brief_error(e, 200));

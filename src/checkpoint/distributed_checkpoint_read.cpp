@@ -2,6 +2,7 @@
 // whole payload, or with local_parts_wanted this rank's parts of the tensors it holds only in part.
 #include "composer/checkpoint/distributed_checkpoint.h"
 
+#include "checkpoint/detail/dcp_files.h"
 #include "checkpoint/detail/part_boxes.h"
 
 #include "composer/checkpoint/checkpoint.h"
@@ -175,8 +176,8 @@ int64_t copy_into_boxes(const at::Tensor& chunk, const std::vector<int64_t>& off
 // A DCP directory being read: its .metadata, where each stored value and tensor chunk lies, and the open files.
 class DcpReader {
  public:
-  DcpReader(const std::string& dir, FetchCheckpointFile fetch) : dir_(dir), fetch_(std::move(fetch)) {
-    if (fetch_) fetch_(kMetadataFile);
+  DcpReader(const std::string& dir, detail::DcpFiles files) : dir_(dir), files_from_(std::move(files)) {
+    if (files_from_.fetch) files_from_.fetch(kMetadataFile);
     read_metadata();
     index_storage();
   }
@@ -241,10 +242,17 @@ class DcpReader {
     }
   }
 
-  c10::IValue read_blob(const Location& loc, const std::string& fqn) {
+  // The stored bytes at `loc`: a ranged read when the files allow it, else from the file (fetched whole once).
+  std::string bytes_at(const Location& loc, const std::string& fqn) {
+    if (files_from_.read) {
+      std::string bytes = files_from_.read(loc.file, loc.offset, loc.length);
+      if (static_cast<int64_t>(bytes.size()) != loc.length)
+        fail(": '" + loc.file + "' is truncated (the bytes of '" + fqn + "' end early)");
+      return bytes;
+    }
     auto it = files_.find(loc.file);
     if (it == files_.end()) {
-      if (fetch_) fetch_(loc.file);
+      if (files_from_.fetch) files_from_.fetch(loc.file);
       it = files_.emplace(loc.file, std::ifstream(fs::path(dir_) / loc.file, std::ios::binary)).first;
       if (!it->second) fail(": its file '" + loc.file + "' is missing");
     }
@@ -254,6 +262,11 @@ class DcpReader {
     it->second.read(bytes.data(), loc.length);
     if (it->second.gcount() != loc.length)
       fail(": '" + loc.file + "' is truncated (the bytes of '" + fqn + "' end early)");
+    return bytes;
+  }
+
+  c10::IValue read_blob(const Location& loc, const std::string& fqn) {
+    const std::string bytes = bytes_at(loc, fqn);
     try {
       return detail::unpickle_bytes(bytes);
     } catch (const std::exception& e) {
@@ -262,7 +275,7 @@ class DcpReader {
   }
 
   std::string dir_;
-  FetchCheckpointFile fetch_;  // unset: every file is in dir_ already
+  detail::DcpFiles files_from_;  // unset: every file is in dir_ already
   Dict md_ = new_dict();
   Dict storage_data_ = new_dict();
   c10::IValue planner_;
@@ -340,7 +353,12 @@ c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWante
 
 c10::IValue read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
                                         std::vector<ShardedEntry>& parts, const FetchCheckpointFile& fetch) {
-  DcpReader reader(dir, fetch);
+  return detail::read_distributed_checkpoint(dir, wanted, parts, detail::DcpFiles{fetch, {}});
+}
+
+c10::IValue detail::read_distributed_checkpoint(const std::string& dir, const PartsWanted& wanted,
+                                                std::vector<ShardedEntry>& parts, const DcpFiles& files) {
+  DcpReader reader(dir, files);
   Node root;
   for (const auto& e : reader.tensors_and_values()) {
     const std::string fqn = e.key().toStringRef();

@@ -60,6 +60,16 @@ int64_t HttpObjectStore::get_object_size(const std::string& object_name) {
   return std::stoll(it->second);
 }
 
+std::string HttpObjectStore::read_range(const std::string& object_name, int64_t offset, int64_t length) {
+  if (length <= 0) return "";
+  detail::CurlRequest req;
+  req.url = get_uri(object_name);
+  req.headers.push_back(detail::range_header(offset, length));
+  const auto r = get(req, options_);
+  if ((r.status < 200 || r.status >= 300) && r.status != 416) fail("reading", req.url, r);
+  return detail::ranged_body(r, offset, length, req.url);
+}
+
 std::vector<ObjectInfo> HttpObjectStore::list_objects(const std::string& prefix) {
   throw ObjectStoreError("listing " + get_uri(prefix) + "* failed: HTTP object stores cannot list objects");
 }

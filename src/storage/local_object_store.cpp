@@ -49,6 +49,12 @@ int64_t LocalObjectStore::get_object_size(const std::string& object_name) {
   return static_cast<int64_t>(size);
 }
 
+std::string LocalObjectStore::read_range(const std::string& object_name, int64_t offset, int64_t length) {
+  if (!fs::is_regular_file(path(object_name)))
+    throw ObjectNotFoundError("reading " + get_uri(object_name) + " failed: no such object");
+  return detail::read_file_range(path(object_name), offset, length, get_uri(object_name));
+}
+
 std::vector<ObjectInfo> LocalObjectStore::list_objects(const std::string& prefix) {
   std::vector<ObjectInfo> out;
   // Walk the deepest folder the prefix names completely, then filter by the whole prefix.

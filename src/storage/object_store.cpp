@@ -4,10 +4,18 @@
 #include "composer/storage/local_object_store.h"
 #include "composer/storage/s3_object_store.h"
 
+#include "storage/detail/local_files.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 
 namespace composer {
+
+namespace fs = std::filesystem;
 
 void ObjectStoreOptions::validate() const {
   auto bad = [](const std::string& field, const std::string& value, const std::string& expected) {
@@ -21,6 +29,22 @@ void ObjectStoreOptions::validate() const {
   if (multipart_threshold_ < 1) bad("multipart_threshold", std::to_string(multipart_threshold_), "bytes >= 1");
   if (!endpoint_url_.empty() && endpoint_url_.find("://") == std::string::npos)
     bad("endpoint_url", "'" + endpoint_url_ + "'", "a URL such as http://127.0.0.1:9000");
+}
+
+std::string ObjectStore::read_range(const std::string& object_name, int64_t offset, int64_t length) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp =
+      (fs::temp_directory_path() / ("composer-range-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+          .string();
+  struct Removed {
+    std::string path;
+    ~Removed() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  } removed{tmp};
+  download_object(object_name, tmp, true);
+  return detail::read_file_range(tmp, offset, length, get_uri(object_name));
 }
 
 bool ObjectStore::object_exists(const std::string& object_name) {

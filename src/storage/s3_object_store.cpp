@@ -219,6 +219,16 @@ void S3ObjectStore::download_object(const std::string& object_name, const std::s
   });
 }
 
+std::string S3ObjectStore::read_range(const std::string& object_name, int64_t offset, int64_t length) {
+  if (length <= 0) return "";
+  CurlRequest req;
+  req.url = url(key(object_name));
+  req.headers.push_back(detail::range_header(offset, length));
+  const CurlResponse r = send(req);
+  if (!ok(r) && r.status != 416) fail("reading", get_uri(object_name), r);
+  return detail::ranged_body(r, offset, length, get_uri(object_name));
+}
+
 std::vector<ObjectInfo> S3ObjectStore::list_objects(const std::string& prefix) {
   std::vector<ObjectInfo> out;
   std::string token;

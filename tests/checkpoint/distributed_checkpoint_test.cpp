@@ -4,6 +4,8 @@
 // touch is never opened.
 #include "support/python.h"
 
+#include "checkpoint/detail/dcp_files.h"
+
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/distributed_checkpoint.h"
 
@@ -12,7 +14,9 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include <unistd.h>
@@ -98,6 +102,45 @@ TEST_F(DistributedCheckpointRead, AFileNoRangeTouchesIsNotRead) {
     std::vector<ShardedEntry> more;
     read_parts(ckpt, Range{3, 7}, Range{0, 7}, more);  // row 0, columns 3-6: both halves
   });
+}
+
+// From an object store that reads ranges (DcpFiles::read, as S3's Range requests give it), a range fetches the
+// stored bytes of the chunks it meets and nothing else: w's first 5 elements and all of v come from the left half's
+// file and v's, never from the right half's; the whole tensor reads the same through ranges.
+TEST_F(DistributedCheckpointRead, RangedReadsFetchOnlyTheChunksARangeMeets) {
+  std::map<std::string, int64_t> fetched;  // bytes per file
+  detail::DcpFiles files;
+  files.read = [&](const std::string& name, int64_t offset, int64_t length) {
+    fetched[name] += length;
+    std::ifstream in(ckpt / name, std::ios::binary);
+    std::string bytes(static_cast<size_t>(length), '\0');
+    in.seekg(offset);
+    in.read(bytes.data(), length);
+    return bytes.substr(0, static_cast<size_t>(in.gcount()));
+  };
+  std::vector<ShardedEntry> parts;
+  const PartsWanted wanted = [&](const std::vector<std::string>& at, const std::vector<int64_t>&) {
+    if (at == std::vector<std::string>{"model", "w"}) return std::optional<Range>(Range{0, 5});
+    if (at == std::vector<std::string>{"model", "v"}) return std::optional<Range>(Range{0, 7});
+    return std::optional<Range>();
+  };
+  detail::read_distributed_checkpoint(ckpt.string(), wanted, parts, files);
+  ASSERT_EQ(parts.size(), 2u);
+  for (const auto& e : parts)
+    EXPECT_TRUE(at::equal(e.part.values, at::arange(e.part.begin, e.part.end, at::kDouble))) << e.part.values;
+  EXPECT_EQ(fetched.count(right_half), 0u);
+  int64_t data_bytes = 0, read_bytes = 0;
+  for (const auto& f : fs::directory_iterator(ckpt))
+    if (f.path().extension() == ".distcp") data_bytes += static_cast<int64_t>(f.file_size());
+  for (const auto& [name, bytes] : fetched) read_bytes += bytes;
+  EXPECT_GT(read_bytes, 0);
+  EXPECT_LT(read_bytes, data_bytes);
+  std::vector<ShardedEntry> none;
+  const auto whole = detail::read_distributed_checkpoint(ckpt.string(), PartsWanted(), none, files);
+  EXPECT_TRUE(
+      at::equal(whole.toGenericDict().at("state").toGenericDict().at("model").toGenericDict().at("w").toTensor(),
+                at::arange(60, at::kDouble).reshape({6, 10})));
+  EXPECT_GT(fetched.count(right_half), 0u);
 }
 
 }  // namespace

@@ -13,13 +13,14 @@
 // From the environment: DEFERRED_WORKER_LAYERS, _HIDDEN, _INTERMEDIATE, _VOCAB size the model (2, 64, 160, 256);
 // DEFERRED_WORKER_STEPS (2) the batches of 4 sequences of 16 tokens (split over the ranks; 8 batches an epoch);
 // DEFERRED_WORKER_BUDGET_MIB=B limits the process's address space to what it maps before building the model plus B
-// MiB (RLIMIT_AS); DEFERRED_WORKER_SAVE=DIR saves a sharded checkpoint into DIR after the last batch;
+// MiB (RLIMIT_AS); DEFERRED_WORKER_SAVE=DIR saves a checkpoint into DIR after the last batch (sharded, or with
+// DEFERRED_WORKER_STATE_DICT=full one file);
 // DEFERRED_WORKER_LOAD=PATH loads PATH before training (and then trains DEFERRED_WORKER_STEPS more batches);
 // DEFERRED_WORKER_SEQ (16) and DEFERRED_WORKER_BATCH (4) size the batches; DEFERRED_WORKER_MICROBATCH (0: whole)
 // sets device_train_microbatch_size (a number or auto; every rank prints "microbatch M", the size in use at the end);
 // DEFERRED_WORKER_BUDGET_RANK=R limits rank R alone;
-// DEFERRED_WORKER_PRETRAINED=DIR|FILE.gguf loads a pretrained Llama instead (load_llama_hf, load_llama_gguf), and
-// every rank prints "setup_read_mib R": the bytes it read (rchar) from building the model to the Trainer built.
+// DEFERRED_WORKER_PRETRAINED=DIR|FILE.gguf loads a pretrained Llama instead (load_llama_hf, load_llama_gguf).
+// Every rank prints "setup_read_mib R": the bytes it read (rchar) from building the model to the Trainer built.
 #include "support/memory_limit.h"
 #include "support/worker_outputs.h"
 
@@ -147,7 +148,7 @@ int main(int argc, char** argv) try {
         dist::ParallelismConfig().fsdp(dist::FSDPOptions()
                                            .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
                                            .wrap_policy(units)
-                                           .state_dict_type("sharded")));
+                                           .state_dict_type(env_or("DEFERRED_WORKER_STATE_DICT", "sharded"))));
   }
   if (!env_or("DEFERRED_WORKER_SAVE").empty())
     options.save_folder(env_or("DEFERRED_WORKER_SAVE"))

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -39,6 +40,14 @@ struct FsdpTest : ::testing::Test {
   void TearDown() override { fs::remove_all(dir); }
   std::map<std::string, std::string> reference_output_;  // what each reference run printed
   void expect_resumes_with(const std::string& algorithm, testing::ScopedEnv& env);
+  // Autoresumes on 2 FULL_SHARD ranks from the checkpoints in `folder` (saving there again); the run writes
+  // dir/autoresumed.pt.
+  testing::WorkerResult autoresume_from(testing::ScopedEnv& env, const std::string& folder) const {
+    env.set("FSDP_WORKER_LOAD", "");
+    env.set("FSDP_WORKER_SAVE", folder);
+    env.set("FSDP_WORKER_AUTORESUME", "1");
+    return run_worker(launch(2, {FSDP_WORKER, (dir / "autoresumed.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  }
 
   // FSDP_WORKER_ALGORITHM, for the runs' file names.
   static std::string algorithm_tag() {
@@ -592,11 +601,8 @@ TEST_F(FsdpTest, ShardedCheckpointsAreDcpAndResumeOnAnotherWorldSize) {
   // resumes from ep0-ba3, to the same weights; loading it directly is an error naming why.
   const fs::path partial = dir / "sharded2to3" / "ep0-ba6";
   ASSERT_TRUE(fs::remove(partial / ".metadata"));
-  env.set("FSDP_WORKER_LOAD", "");
-  env.set("FSDP_WORKER_SAVE", (dir / "sharded2to3").string());
-  env.set("FSDP_WORKER_AUTORESUME", "1");
+  const auto resumed = autoresume_from(env, (dir / "sharded2to3").string());
   const std::string again = (dir / "autoresumed.pt").string();
-  const auto resumed = run_worker(launch(2, {FSDP_WORKER, again, "FULL_SHARD", "adamw", "0"}));
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("ep0-ba3' at batch 3"), std::string::npos) << resumed.output;
   expect_weights_near(one, again, " autoresumed");
@@ -670,17 +676,48 @@ TEST_F(FsdpTest, ADamagedRankFileFailsEveryRankAndAutoresumeFallsBack) {
   EXPECT_NE(refused.output.find("'__3_0.distcp' is truncated"), std::string::npos) << refused.output;
   EXPECT_FALSE(fs::exists(dir / "y.pt"));
 
-  env.set("FSDP_WORKER_LOAD", "");
-  env.set("FSDP_WORKER_SAVE", folder.string());
-  env.set("FSDP_WORKER_AUTORESUME", "1");
+  const auto resumed = autoresume_from(env, folder.string());
   const std::string again = (dir / "autoresumed.pt").string();
-  const auto resumed = run_worker(launch(2, {FSDP_WORKER, again, "FULL_SHARD", "adamw", "0"}));
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("ep0-ba6.corrupt' and trying the previous checkpoint"), std::string::npos)
       << resumed.output;
   EXPECT_NE(resumed.output.find("ep0-ba3' at batch 3"), std::string::npos) << resumed.output;
   EXPECT_TRUE(fs::exists(folder / "ep0-ba6.corrupt" / distcp_file_name(3)));
   expect_weights_near(one, again, " autoresumed past a damaged checkpoint");
+}
+
+// A full checkpoint whose tensor bytes were damaged (one byte of its largest record flipped), loaded on 2 FULL_SHARD
+// ranks that each read only their parts and verify only their share of the records' CRC-32s: a clear error on every
+// rank, naming the failed check, and nothing written; autoresume sets it aside (.corrupt) and resumes from batch 3
+// to the one-process run's weights.
+TEST_F(FsdpTest, ADamagedFullCheckpointFailsEveryRankAndAutoresumeFallsBack) {
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  const fs::path damaged = dir / "one" / "ep0-ba6-rank0.pt";
+  ASSERT_TRUE(fs::exists(damaged));
+  const auto flipped = testing::run_python(
+      {"-c",
+       "import sys, zipfile, struct\n"
+       "i = max(zipfile.ZipFile(sys.argv[1]).infolist(), key=lambda i: i.file_size)\n"
+       "f = open(sys.argv[1], 'r+b'); f.seek(i.header_offset + 26); n, e = struct.unpack('<HH', f.read(4))\n"
+       "at = i.header_offset + 30 + n + e + i.file_size // 2; f.seek(at); b = f.read(1); f.seek(at)\n"
+       "f.write(bytes([b[0] ^ 0xFF]))",
+       damaged.string()});
+  ASSERT_EQ(flipped.status, 0) << flipped.output;
+
+  env.set("FSDP_WORKER_SAVE", "");
+  env.set("FSDP_WORKER_LOAD", damaged.string());
+  const auto refused = run_worker(launch(2, {FSDP_WORKER, (dir / "y.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("fails its CRC-32 check"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir / "y.pt"));
+
+  const auto resumed = autoresume_from(env, (dir / "one").string());
+  const std::string again = (dir / "autoresumed.pt").string();
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("ep0-ba6-rank0.pt.corrupt' and trying the previous checkpoint"), std::string::npos)
+      << resumed.output;
+  expect_weights_near(one, again, " autoresumed past a damaged full checkpoint");
 }
 
 // Composer's own sharded checkpoint (Composer 0.32.1's Trainer with torch FSDP on 2 ranks, tests/peer/
@@ -726,6 +763,43 @@ TEST_F(FsdpTest, ComposersShardedCheckpointLoadsOnAnotherWorldSize) {
   EXPECT_TRUE(composers.at("timestamp/Timestamp/batch") == c10::IValue(int64_t{3}));
 }
 
+// GET requests for `path` ("/bucket/key") in the moto server's log, those answered `status` ("206") or all.
+int64_t gets_in_log(const testing::MotoServer& server, const std::string& path, const std::string& status = "") {
+  const std::string log = server.server_log(), request = "GET " + path + " HTTP";
+  int64_t n = 0;
+  for (auto at = log.find(request); at != std::string::npos; at = log.find(request, at + 1)) {
+    const std::string line = log.substr(at, log.find('\n', at) - at);
+    if (status.empty() || line.find("\" " + status + " ") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// A full checkpoint in S3 (state_dict_type full: one object) loads on 3 FULL_SHARD ranks without being downloaded:
+// each rank reads by ranged requests (206) its share of the CRC-32 checks, the pickle and its parts of the tensors,
+// and trains on to the one-process run's weights.
+TEST_F(FsdpTest, FullCheckpointsInS3AreReadByRangesUnderFullShard) {
+  COMPOSER_REQUIRE_PYTHON("moto boto3");
+  testing::ScopedEnv env;
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  testing::MotoServer server(dir / "server", {"ckpt"});
+  env.set("FSDP_WORKER_SAVE", "s3://ckpt/full");
+  const auto saving = run_worker(launch(2, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(saving.status, 0) << saving.output;
+  env.set("FSDP_WORKER_SAVE", "");
+  env.set("FSDP_WORKER_LOAD", "s3://ckpt/full/ep0-ba3-rank0.pt");
+  const auto gets = [&](const std::string& status) {
+    return gets_in_log(server, "/ckpt/full/ep0-ba3-rank0.pt", status);
+  };
+  const int64_t whole_before = gets("200");
+  const std::string resumed = (dir / "resumed-full-s3.pt").string();
+  const auto loading = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(loading.status, 0) << loading.output;
+  expect_weights_near(one, resumed, " loaded from a full checkpoint in S3 on 3 ranks");
+  std::cout << "ranged GETs of the checkpoint: " << gets("206") << "\n";
+  EXPECT_GE(gets("206"), 3) << server.server_log();
+  EXPECT_EQ(gets("200"), whole_before) << server.server_log();  // no rank downloaded it whole
+}
+
 // Sharded checkpoints in an object store (a real S3 server, moto, on loopback): every rank uploads its own file and
 // rank 0 the .metadata after all of them; 3 ranks load a 2-rank checkpoint from its URI and train on to the
 // one-process run's weights; autoresume passes over a folder whose .metadata never arrived (an interrupted upload),
@@ -751,23 +825,22 @@ TEST_F(FsdpTest, ShardedCheckpointsInS3LoadAndAutoresumeOnAnotherWorldSize) {
 
   env.set("FSDP_WORKER_SAVE", "");
   env.set("FSDP_WORKER_LOAD", "s3://ckpt/sharded/ep0-ba3");
-  // The server's log of GET requests for a file of the checkpoint.
-  const auto gets = [&](const std::string& file) {
-    const std::string log = server.server_log(), request = "\"GET /ckpt/sharded/ep0-ba3/" + file;
-    int64_t n = 0;
-    for (auto at = log.find(request); at != std::string::npos; at = log.find(request, at + 1)) ++n;
-    return n;
+  // The server's log of GET requests for a file of the checkpoint (`status` "206": ranged reads only).
+  const auto gets = [&](const std::string& file, const std::string& status = "") {
+    return gets_in_log(server, "/ckpt/sharded/ep0-ba3/" + file, status);
   };
-  const int64_t first_before = gets("__0_0.distcp"), second_before = gets("__1_0.distcp");
+  const int64_t first_before = gets("__0_0.distcp"), second_before = gets("__1_0.distcp"),
+                ranged_before = gets("__0_0.distcp", "206") + gets("__1_0.distcp", "206");
   const std::string resumed = (dir / "resumed-s3.pt").string();
   const auto loading = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
   ASSERT_EQ(loading.status, 0) << loading.output;
   expect_weights_near(one, resumed, " loaded from S3 on 3 ranks");
-  // Each rank downloads only the files it reads: rank 0 of 3 holds the first third of each flat buffer, inside the
-  // first half that rank 0 of 2 wrote, so it never fetches the second rank's file; the stored values (rank 0's file)
-  // every rank reads.
+  // Each rank reads only the files it needs, by ranged reads (S3 answers 206): rank 0 of 3 holds the first third of
+  // each flat buffer, inside the first half that rank 0 of 2 wrote, so it never fetches the second rank's file; the
+  // stored values (rank 0's file) every rank reads. These files are small: one request each (a 4 MiB read-ahead).
   EXPECT_EQ(gets("__1_0.distcp") - second_before, 2) << server.server_log();
   EXPECT_EQ(gets("__0_0.distcp") - first_before, 3);
+  EXPECT_EQ(gets("__0_0.distcp", "206") + gets("__1_0.distcp", "206") - ranged_before, 5);
 
   // ep0-ba6's upload "interrupted" before its .metadata: it is not a checkpoint. Loading it names why; autoresume
   // takes ep0-ba3 (although the latest pointer names ep0-ba6), saves ep0-ba6 again, and keeps only it.

@@ -17,6 +17,8 @@ class LocalObjectStore : public ObjectStore {
   void upload_object(const std::string& object_name, const std::string& filename) override;
   void download_object(const std::string& object_name, const std::string& filename, bool overwrite = false) override;
   int64_t get_object_size(const std::string& object_name) override;
+  std::string read_range(const std::string& object_name, int64_t offset, int64_t length) override;
+  bool reads_ranges() const override { return true; }
   std::vector<ObjectInfo> list_objects(const std::string& prefix = "") override;
   void delete_object(const std::string& object_name) override;
 

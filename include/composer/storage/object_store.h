@@ -93,6 +93,14 @@ class ObjectStore {
   virtual void download_object(const std::string& object_name, const std::string& filename, bool overwrite = false) = 0;
   /// The object's size in bytes; ObjectNotFoundError when it is missing.
   virtual int64_t get_object_size(const std::string& object_name) = 0;
+  /// Bytes [offset, offset + length) of the object, so that a reader needing part of an object (a rank's chunks of a
+  /// sharded checkpoint's file) fetches only that part. ObjectNotFoundError when the object is missing,
+  /// ObjectStoreError when the range lies past its end. This default downloads the whole object to a temporary file
+  /// and reads the range from it; stores with ranged reads (S3 and HTTP: a Range request; local) override it and
+  /// say so in reads_ranges().
+  virtual std::string read_range(const std::string& object_name, int64_t offset, int64_t length);
+  /// Whether read_range fetches only the range (then readers prefer it to downloading whole objects).
+  virtual bool reads_ranges() const { return false; }
   /// Objects whose names start with `prefix`, sorted by name.
   virtual std::vector<ObjectInfo> list_objects(const std::string& prefix = "") = 0;
   /// Deletes an object; a missing one is not an error.

@@ -1,5 +1,11 @@
 #include "checkpoint/detail/remote_checkpoints.h"
 
+#include "checkpoint/detail/dcp_files.h"
+#include "checkpoint/detail/file_parts.h"
+#include "composer/dist/dist.h"
+#include "composer/utils/error_text.h"
+#include "formats/detail/zip_verify.h"
+
 #include "composer/checkpoint/checkpoint.h"
 #include "composer/checkpoint/checkpoint_saver.h"
 #include "composer/checkpoint/distributed_checkpoint.h"
@@ -10,8 +16,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -58,6 +67,79 @@ namespace {
 /// A sharded checkpoint in an object store (the objects under `key`/, .metadata among them), read as a local one:
 /// each object is downloaded into a temporary folder just before it is first read, so a rank fetches only the
 /// .metadata and the files that hold its parts and the stored values (not the other ranks' files); then removed.
+// Ranged reads of an object with a read-ahead window: the pieces a rank reads lie mostly one after another (the
+// chunks of a sharded checkpoint's file, the records of a full one), so small ones come several to a request; a read
+// larger than the window is one request.
+class RangeReader {
+ public:
+  static constexpr int64_t kWindow = 4 << 20;
+  explicit RangeReader(ObjectStore& store) : store_(store) {}
+  std::string read(const std::string& object, int64_t offset, int64_t length) {
+    Window& w = windows_[object];  // one per object: a rank's reads alternate between a checkpoint's files
+    if (offset < w.start || offset + length > w.start + static_cast<int64_t>(w.bytes.size())) {
+      const int64_t want = std::max(length, std::min(kWindow, size(object) - offset));
+      w.bytes = store_.read_range(object, offset, want);
+      w.start = offset;
+    }
+    return w.bytes.substr(static_cast<size_t>(offset - w.start), static_cast<size_t>(length));
+  }
+  int64_t size(const std::string& object) {
+    auto it = sizes_.find(object);
+    if (it == sizes_.end()) it = sizes_.emplace(object, store_.get_object_size(object)).first;
+    return it->second;
+  }
+
+ private:
+  struct Window {
+    int64_t start = 0;
+    std::string bytes;
+  };
+  ObjectStore& store_;
+  std::map<std::string, int64_t> sizes_;
+  std::map<std::string, Window> windows_;
+};
+
+// A full checkpoint (one torch.save object) read by parts through ranged reads, without downloading it: this rank's
+// share of the CRC-32 checks, the pickle, and its parts of the tensors it holds in part (checkpoint.cpp's
+// read_by_parts, from the store). None when the object is absent (a sharded checkpoint's folder) or the reader by
+// parts cannot take it (then it is downloaded and read as before).
+std::optional<c10::IValue> read_remote_file_parts(ObjectStore& store, const std::string& source, const std::string& key,
+                                                  const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
+  RangeReader ranges(store);
+  ByteSource bytes;
+  try {
+    bytes.size = static_cast<uint64_t>(ranges.size(key));
+  } catch (const ObjectNotFoundError&) {
+    return std::nullopt;
+  } catch (const ObjectStoreError& e) {
+    throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
+  }
+  bytes.read = [&](uint64_t offset, void* dst, uint64_t n) {
+    const std::string got = ranges.read(key, static_cast<int64_t>(offset), static_cast<int64_t>(n));
+    if (got.size() != n) throw std::runtime_error("the object ended early");
+    std::memcpy(dst, got.data(), n);
+  };
+  try {
+    ZipArchive(bytes).verify(dist::get_global_rank(), dist::get_world_size());
+  } catch (const ObjectStoreError& e) {
+    throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
+  } catch (const std::exception& e) {
+    throw CheckpointError("checkpoint " + source + " is corrupt or truncated (" + std::to_string(bytes.size) +
+                          " bytes): " + brief_error(e, 200));
+  }
+  try {
+    std::vector<ShardedEntry> read;
+    c10::IValue payload = read_file_parts(bytes, wanted, read);
+    if (!payload.isGenericDict() || !payload.toGenericDict().contains("state")) return std::nullopt;
+    parts.insert(parts.end(), read.begin(), read.end());
+    return payload;
+  } catch (const ObjectStoreError& e) {
+    throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, const std::string& key,
                                 const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
   const std::string dir = download_path(key);
@@ -69,9 +151,18 @@ c10::IValue read_remote_sharded(ObjectStore& store, const std::string& source, c
   c10::IValue payload;
   try {
     fs::create_directories(dir);
-    payload = read_distributed_checkpoint(dir, wanted, parts, [&](const std::string& name) {
+    // The .metadata whole; of the data files only the chunks this rank reads, where the store reads ranges.
+    DcpFiles files;
+    files.fetch = [&](const std::string& name) {
       store.download_object(key + "/" + name, (fs::path(dir) / name).string(), true);
-    });
+    };
+    RangeReader ranges(store);
+    if (store.reads_ranges()) {
+      files.read = [&](const std::string& name, int64_t offset, int64_t length) {
+        return ranges.read(key + "/" + name, offset, length);
+      };
+    }
+    payload = read_distributed_checkpoint(dir, wanted, parts, files);
   } catch (const ObjectStoreError& e) {
     remove_dir();
     throw CheckpointError(std::string("cannot load sharded checkpoint ") + source + ": " + e.what());
@@ -101,6 +192,9 @@ c10::IValue read_checkpoint_from(const std::string& source, const PartsWanted& w
   }
   std::string key = parse_uri(source).path;
   while (!key.empty() && key.back() == '/') key.pop_back();
+  if (wanted && store->reads_ranges()) {
+    if (auto payload = read_remote_file_parts(*store, source, key, wanted, parts)) return *payload;
+  }
   const std::string local = download_path(key);
   try {
     store->download_object(key, local, true);
@@ -123,7 +217,7 @@ c10::IValue read_checkpoint_from(const std::string& source, const PartsWanted& w
   }
   c10::IValue payload;
   try {
-    payload = read_checkpoint(local);
+    payload = read_checkpoint(local, wanted, parts);
   } catch (const CheckpointError& e) {
     remove_download(local);
     // The message names the downloaded copy; name the object too.

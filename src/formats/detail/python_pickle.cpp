@@ -91,8 +91,8 @@ std::string latin1_bytes(const std::string& utf8) {
 
 class Machine {
  public:
-  Machine(std::string program, caffe2::serialize::PyTorchStreamReader* reader)
-      : program_(std::move(program)), reader_(reader) {}
+  Machine(std::string program, caffe2::serialize::PyTorchStreamReader* reader, LazyStorages* lazy = nullptr)
+      : program_(std::move(program)), reader_(reader), lazy_(lazy) {}
 
   c10::IValue run() {
     while (true) {
@@ -251,9 +251,15 @@ class Machine {
     size_t size = 0;
     if (numel > 0) {
       if (!reader_->hasRecord(record)) throw std::runtime_error("pickle: the archive has no record '" + record + "'");
-      std::tie(data, size) = reader_->getRecord(record);
+      if (!lazy_) std::tie(data, size) = reader_->getRecord(record);
     }
     const size_t want = static_cast<size_t>(numel) * c10::elementSize(dtype);
+    if (lazy_) {  // its shape without its bytes: the caller reads what it needs (and checks the record's size)
+      at::Tensor t = at::empty({numel}, at::TensorOptions().dtype(dtype).device(c10::kMeta));
+      lazy_->records[t.storage().unsafeGetStorageImpl()] = record;
+      storages_.emplace(key, t);
+      return t;
+    }
     if (size < want) {
       throw std::runtime_error("pickle: record '" + record + "' holds " + std::to_string(size) +
                                " bytes, the tensor needs " + std::to_string(want));
@@ -450,6 +456,7 @@ class Machine {
   std::string program_;
   size_t pos_ = 0;
   caffe2::serialize::PyTorchStreamReader* reader_;
+  LazyStorages* lazy_;
   std::vector<c10::IValue> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, c10::IValue> memo_;
@@ -458,14 +465,24 @@ class Machine {
 
 }  // namespace
 
-c10::IValue unpickle_python_archive(caffe2::serialize::PyTorchStreamReader& reader) {
+namespace {
+c10::IValue run_archive(caffe2::serialize::PyTorchStreamReader& reader, LazyStorages* lazy) {
   if (reader.hasRecord("byteorder")) {
     auto [data, size] = reader.getRecord("byteorder");
     const std::string order(static_cast<const char*>(data.get()), size);
     if (order != "little") throw std::runtime_error("pickle: tensors stored " + order + "-endian");
   }
   auto [data, size] = reader.getRecord("data.pkl");
-  return Machine(std::string(static_cast<const char*>(data.get()), size), &reader).run();
+  return Machine(std::string(static_cast<const char*>(data.get()), size), &reader, lazy).run();
+}
+}  // namespace
+
+c10::IValue unpickle_python_archive(caffe2::serialize::PyTorchStreamReader& reader) {
+  return run_archive(reader, nullptr);
+}
+
+c10::IValue unpickle_python_archive(caffe2::serialize::PyTorchStreamReader& reader, LazyStorages& lazy) {
+  return run_archive(reader, &lazy);
 }
 
 c10::IValue unpickle_python_bytes(const std::string& program) { return Machine(program, nullptr).run(); }

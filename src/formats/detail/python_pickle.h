@@ -12,6 +12,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <string>
+#include <unordered_map>
 
 namespace caffe2::serialize {
 class PyTorchStreamReader;
@@ -22,6 +23,14 @@ namespace composer::detail {
 /// Reads the pickle of an open torch.save archive (pickle_io.h's unpickle_file calls it when LibTorch's unpickler
 /// fails). Throws std::runtime_error naming the record or opcode when the archive is not readable.
 c10::IValue unpickle_python_archive(caffe2::serialize::PyTorchStreamReader& reader);
+
+/// The storages of an archive unpickled without reading them: each tensor is on the meta device (its shape, strides,
+/// offset and dtype, no memory), its storage named here by its record ("data/0"), for the caller to read what it
+/// needs of each (a sharded load: its part).
+struct LazyStorages {
+  std::unordered_map<const c10::StorageImpl*, std::string> records;
+};
+c10::IValue unpickle_python_archive(caffe2::serialize::PyTorchStreamReader& reader, LazyStorages& lazy);
 
 /// The same machine over a bare pickle program (not a torch.save archive: no tensors), as pickle.dump writes.
 c10::IValue unpickle_python_bytes(const std::string& program);

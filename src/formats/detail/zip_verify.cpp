@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -25,41 +26,17 @@ uint64_t le(const uint8_t* p, int bytes) {
   return v;
 }
 
-class File {
- public:
-  explicit File(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    struct stat st {};
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0)
-      throw std::runtime_error(std::string("cannot be read: ") + std::strerror(errno));
-    size_ = static_cast<uint64_t>(st.st_size);
-  }
-  ~File() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-  uint64_t size() const { return size_; }
+// The archive's bytes the directory parsing reads, checked against its size.
+struct File {
+  const ByteSource& source;
+  uint64_t size;
   std::vector<uint8_t> read(uint64_t offset, uint64_t n, const char* what) const {
-    if (offset > size_ || n > size_ - offset)
+    if (offset > size || n > size - offset)
       throw std::runtime_error(std::string(what) + " lies past the end of the file (truncated)");
     std::vector<uint8_t> buf(n);
-    read_into(offset, buf.data(), n);
+    source.read(offset, buf.data(), n);
     return buf;
   }
-  void read_into(uint64_t offset, uint8_t* dst, uint64_t n) const {
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(offset));
-      if (got <= 0)
-        throw std::runtime_error(std::string("cannot be read: ") + (got < 0 ? std::strerror(errno) : "unexpected end"));
-      dst += got;
-      offset += static_cast<uint64_t>(got);
-      n -= static_cast<uint64_t>(got);
-    }
-  }
-
- private:
-  int fd_;
-  uint64_t size_ = 0;
 };
 
 struct Directory {
@@ -67,13 +44,13 @@ struct Directory {
 };
 
 Directory find_directory(const File& f) {
-  const uint64_t tail = std::min<uint64_t>(f.size(), 22 + 65535);
-  const std::vector<uint8_t> end = f.read(f.size() - tail, tail, "the zip directory");
+  const uint64_t tail = std::min<uint64_t>(f.size, 22 + 65535);
+  const std::vector<uint8_t> end = f.read(f.size - tail, tail, "the zip directory");
   for (int64_t i = static_cast<int64_t>(tail) - 22; i >= 0; --i) {
     const uint8_t* p = end.data() + i;
     if (le(p, 4) != kEndOfDirectory) continue;
     Directory d{le(p + 10, 2), le(p + 16, 4), le(p + 12, 4)};
-    const uint64_t eocd = f.size() - tail + static_cast<uint64_t>(i);
+    const uint64_t eocd = f.size - tail + static_cast<uint64_t>(i);
     if ((d.entries == 0xFFFF || d.offset == 0xFFFFFFFF || d.size == 0xFFFFFFFF) && eocd >= 20) {
       const std::vector<uint8_t> loc = f.read(eocd - 20, 20, "the zip64 locator");
       if (le(loc.data(), 4) == kZip64Locator) {
@@ -87,13 +64,13 @@ Directory find_directory(const File& f) {
   throw std::runtime_error("is not a zip archive (no end-of-directory record)");
 }
 
-uint32_t crc_of_range(const File& f, uint64_t offset, uint64_t n) {
+uint32_t crc_of_range(const ByteSource& source, uint64_t offset, uint64_t n) {
   constexpr uint64_t kChunk = 4 << 20;
   std::vector<uint8_t> buf(std::min(n, kChunk));
   uLong crc = crc32_z(0L, Z_NULL, 0);
   while (n > 0) {
     const uint64_t m = std::min(n, kChunk);
-    f.read_into(offset, buf.data(), m);
+    source.read(offset, buf.data(), m);
     crc = crc32_z(crc, buf.data(), m);
     offset += m;
     n -= m;
@@ -101,25 +78,20 @@ uint32_t crc_of_range(const File& f, uint64_t offset, uint64_t n) {
   return static_cast<uint32_t>(crc);
 }
 
-struct Record {
-  std::string name;
-  uint64_t data = 0, size = 0;
-  uint32_t crc = 0;
-};
-
 // Checks the records' CRC-32s on up to hardware_concurrency threads (zlib's crc32 runs near 2 GB/s a core).
-void check_crcs(const File& f, const std::vector<Record>& records) {
+void check_crcs(const ByteSource& source, const std::vector<const ZipRecord*>& records) {
   uint64_t total = 0;
-  for (const auto& r : records) total += r.size;
-  const unsigned threads =
-      static_cast<unsigned>(std::clamp<uint64_t>(total >> 26, 1, std::max(1u, std::thread::hardware_concurrency())));
+  for (const auto* r : records) total += r->size;
+  const unsigned threads = !source.concurrent ? 1u
+                                              : static_cast<unsigned>(std::clamp<uint64_t>(
+                                                    total >> 26, 1, std::max(1u, std::thread::hardware_concurrency())));
   std::atomic<size_t> next{0};
   std::vector<std::string> errors(threads);
   auto work = [&](unsigned t) {
     try {
       for (size_t i = next++; i < records.size(); i = next++) {
-        const Record& r = records[i];
-        if (crc_of_range(f, r.data, r.size) != r.crc) {
+        const ZipRecord& r = *records[i];
+        if (crc_of_range(source, r.data, r.size) != r.crc) {
           throw std::runtime_error("record '" + r.name + "' (" + std::to_string(r.size) +
                                    " bytes) fails its CRC-32 check: the bytes were damaged");
         }
@@ -137,14 +109,12 @@ void check_crcs(const File& f, const std::vector<Record>& records) {
     if (!e.empty()) throw std::runtime_error(e);
 }
 
-}  // namespace
-
-int64_t verify_zip_records(const std::string& path) {
-  const File f(path);
+// The stored records of the archive in `f`, in directory order.
+std::vector<ZipRecord> read_directory(const File& f) {
   const Directory d = find_directory(f);
   const std::vector<uint8_t> dir = f.read(d.offset, d.size, "the zip directory");
   uint64_t pos = 0;
-  std::vector<Record> records;
+  std::vector<ZipRecord> records;
   for (uint64_t e = 0; e < d.entries; ++e) {
     if (pos + 46 > dir.size() || le(dir.data() + pos, 4) != kDirectoryEntry)
       throw std::runtime_error("its zip directory is damaged");
@@ -175,11 +145,66 @@ int64_t verify_zip_records(const std::string& path) {
     const std::vector<uint8_t> header = f.read(local, 30, ("record '" + name + "'").c_str());
     if (le(header.data(), 4) != kLocalHeader) throw std::runtime_error("record '" + name + "' has a damaged header");
     const uint64_t data = local + 30 + le(header.data() + 26, 2) + le(header.data() + 28, 2);
-    if (data > f.size() || size > f.size() - data) throw std::runtime_error("record '" + name + "' is truncated");
+    if (data > f.size || size > f.size - data) throw std::runtime_error("record '" + name + "' is truncated");
     records.push_back({name, data, size, crc});
   }
-  check_crcs(f, records);
-  return static_cast<int64_t>(records.size());
+  return records;
 }
+
+}  // namespace
+
+ByteSource file_bytes(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const std::string error = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot be read: " + error);
+  }
+  const auto owned = std::shared_ptr<int>(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+  const auto read = [owned](uint64_t offset, void* dst, uint64_t n) {
+    auto* to = static_cast<uint8_t*>(dst);
+    while (n > 0) {
+      const ssize_t got = ::pread(*owned, to, n, static_cast<off_t>(offset));
+      if (got <= 0)
+        throw std::runtime_error(std::string("cannot be read: ") + (got < 0 ? std::strerror(errno) : "unexpected end"));
+      to += got;
+      offset += static_cast<uint64_t>(got);
+      n -= static_cast<uint64_t>(got);
+    }
+  };
+  return ByteSource{static_cast<uint64_t>(st.st_size), read, true};
+}
+
+ZipArchive::ZipArchive(ByteSource source) : source_(std::move(source)) {
+  records_ = read_directory(File{source_, source_.size});
+}
+
+void ZipArchive::read(const ZipRecord& record, uint64_t offset, void* dst, uint64_t n) const {
+  if (offset > record.size || n > record.size - offset) {
+    throw std::runtime_error("record '" + record.name + "' (" + std::to_string(record.size) + " bytes) has no bytes [" +
+                             std::to_string(offset) + ", " + std::to_string(offset + n) + ")");
+  }
+  source_.read(record.data + offset, dst, n);
+}
+
+int64_t ZipArchive::verify(int64_t share, int64_t shares) const {
+  uint64_t total = 0;
+  for (const auto& r : records_) total += r.size;
+  std::vector<const ZipRecord*> mine;  // record i goes to the share its first byte falls in
+  uint64_t before = 0;
+  for (const auto& r : records_) {
+    const uint64_t owner = total == 0 ? 0 : before * static_cast<uint64_t>(shares) / total;
+    if (static_cast<int64_t>(owner) == share) mine.push_back(&r);
+    before += r.size;
+  }
+  check_crcs(source_, mine);
+  return static_cast<int64_t>(mine.size());
+}
+
+int64_t verify_zip_records(const std::string& path) { return ZipArchive(path).verify(); }
 
 }  // namespace composer::detail

@@ -1,5 +1,7 @@
 #include "storage/detail/curl_transfer.h"
 
+#include "composer/storage/object_store.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -181,6 +183,22 @@ CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double 
     }
   }
   return r;
+}
+
+std::string range_header(int64_t offset, int64_t length) {
+  return "Range: bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1);
+}
+
+std::string ranged_body(const CurlResponse& r, int64_t offset, int64_t length, const std::string& uri) {
+  const auto size = static_cast<int64_t>(r.body.size());
+  if (r.status == 206 && size == length) return r.body;
+  if (r.status == 200 && offset >= 0 && offset + length <= size) return r.body.substr(offset, length);
+  throw ObjectStoreError("reading bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) + ") of " +
+                         uri + " failed: " +
+                         (r.status == 416   ? std::string("they lie past the object's end")
+                          : r.status == 206 ? "the object ends first (" + std::to_string(size) + " of them exist)"
+                                            : "the server answered " + std::to_string(size) + " bytes (HTTP " +
+                                                  std::to_string(r.status) + ")"));
 }
 
 std::string uri_escape(const std::string& text, bool keep_slash) {

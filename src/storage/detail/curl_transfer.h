@@ -47,6 +47,12 @@ CurlResponse perform(const CurlRequest& request);
 /// "object store", "MLflow").
 CurlResponse perform_with_retries(CurlRequest request, double timeout_s, double connect_timeout_s, int64_t attempts,
                                   const std::string& what = "object store");
+/// The header asking for bytes [offset, offset + length) ("Range: bytes=first-last"; length > 0).
+std::string range_header(int64_t offset, int64_t length);
+/// The bytes [offset, offset + length) of an answer to a range request: its body when the server sent the range
+/// (206), or the range cut from the whole object when it ignored the header (200). Throws ObjectStoreError naming
+/// `uri` when the range lies past the object's end (416, or a short body).
+std::string ranged_body(const CurlResponse& r, int64_t offset, int64_t length, const std::string& uri);
 /// Percent-encodes text (RFC 3986 unreserved characters stay); keep_slash leaves '/' as is (object keys in paths).
 std::string uri_escape(const std::string& text, bool keep_slash);
 /// Waits before attempt `attempt` (1-based after the first): 0.5 s, 1 s, 2 s, ... capped at 8 s.

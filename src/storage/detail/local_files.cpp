@@ -48,4 +48,22 @@ void copy_file_atomically(const std::string& from, const std::string& to) {
   });
 }
 
+std::string read_file_range(const std::string& path, int64_t offset, int64_t length, const std::string& uri) {
+  const auto fail = [&](const std::string& why) {
+    throw ObjectStoreError("reading bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
+                           ") of " + uri + " failed: " + why);
+  };
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) fail(ec.message());
+  if (offset < 0 || length < 0 || static_cast<uint64_t>(offset + length) > size)
+    fail("the object has " + std::to_string(size) + " bytes");
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (in.gcount() != length) fail("the file ended early");
+  return bytes;
+}
+
 }  // namespace composer::detail
