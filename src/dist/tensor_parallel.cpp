@@ -10,6 +10,7 @@
 #include "dist/detail/parallel_linear.h"
 #include "dist/detail/sequence_parallel.h"
 #include "dist/detail/vocabulary_parallel.h"
+#include "nn/detail/deferred_narrow.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
@@ -65,25 +66,28 @@ std::string not_splittable(const nn::ParallelLayerPlan& entry, const std::string
          ")";
 }
 
-void refuse_deferred(const at::Tensor& weight, const std::string& full) {
-  if (!nn::is_deferred(weight)) return;
-  throw std::invalid_argument("parallelism_config.tp: " + full +
-                              " is deferred (nn::DeferredInit, model.init_device meta); tensor parallelism splits "
-                              "weights that hold values: build the model on the CPU");
+// Narrows `p` to this rank's part: now, or, when its initialization is deferred, when it is materialized (drawn
+// whole as in a build without the split, this part kept).
+void keep_local(at::Tensor& p, const TensorParallelSplit& split) {
+  if (nn::is_deferred(p)) {
+    const auto local = split.local_of(at::empty(p.sizes(), p.options().device(c10::kMeta))).sizes().vec();
+    nn::detail::narrow_deferred(p, local, [split](const at::Tensor& whole) { return split.local_of(whole); });
+    return;
+  }
+  p.set_data(split.local_of(p.detach()));
 }
 
 // Narrows `linear`'s weight (and a column-parallel bias) to this rank's slice; returns the layer that replaces it.
 std::shared_ptr<nn::Layer> split_linear(nn::Linear& linear, const nn::ParallelLayerPlan& entry, const std::string& full,
                                         const Group& group, const TPOptions& options,
                                         std::vector<SplitParameter>& out) {
-  refuse_deferred(linear.weight, full);
   const int64_t dim = entry.style == nn::ParallelStyle::COLWISE ? 0 : 1;
   const TensorParallelSplit split =
       split_for(entry, dim, dim == 0 ? linear.out_features : linear.in_features, full, group.size(), group.rank());
-  linear.weight.set_data(split.local_of(linear.weight.detach()));
+  keep_local(linear.weight, split);
   out.push_back({full + ".weight", linear.weight, split});
   if (linear.bias.defined() && split.dim == 0) {
-    linear.bias.set_data(split.local_of(linear.bias.detach()));
+    keep_local(linear.bias, split);
     out.push_back({full + ".bias", linear.bias, split});
   }
   if (entry.vocabulary_head && dim == 0) {
@@ -96,7 +100,6 @@ std::shared_ptr<nn::Layer> split_linear(nn::Linear& linear, const nn::ParallelLa
 std::shared_ptr<nn::Layer> split_embedding(nn::Embedding& table, const nn::ParallelLayerPlan& entry,
                                            const std::string& full, const Group& group, const TPOptions& options,
                                            std::vector<SplitParameter>& out) {
-  refuse_deferred(table.weight, full);
   if (entry.style != nn::ParallelStyle::ROWWISE) {
     throw std::invalid_argument("parallelism_config.tp: layer_plan entry '" + entry.name + "' splits the embedding " +
                                 full + " colwise; an embedding splits rowwise (its rows, the vocabulary)");
@@ -111,7 +114,7 @@ std::shared_ptr<nn::Layer> split_embedding(nn::Embedding& table, const nn::Paral
   TensorParallelSplit split;
   split.degree = group.size();
   split.rank = group.rank();
-  table.weight.set_data(split.local_of(table.weight.detach()));
+  keep_local(table.weight, split);
   out.push_back({full + ".weight", table.weight, split});
   return std::make_shared<detail::ParallelEmbedding>(table, group, options.loss_parallel(),
                                                      options.sequence_parallel());

@@ -1,5 +1,7 @@
 #include "composer/nn/deferred_init.h"
 
+#include "nn/detail/deferred_narrow.h"
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/module.h>
@@ -27,6 +29,16 @@ struct DeferredRecord {
   bool drew_outside = false;  // the generator moved while recording: something drew outside initialize()
   c10::Device device = c10::Device(c10::kCPU);
   std::map<const c10::TensorImpl*, PartReader> by_parts;  // while materialize() leaves them to be read by parts
+  struct Narrowed {  // detail::narrow_deferred: the whole shape drawn, and the part kept
+    std::vector<int64_t> whole;
+    std::function<at::Tensor(const at::Tensor&)> keep;
+  };
+  std::map<const c10::TensorImpl*, Narrowed> narrowed;
+  // The shape `p`'s initializations draw: its whole shape when narrowed.
+  std::vector<int64_t> drawn_shape(const at::Tensor& p) const {
+    const auto it = narrowed.find(p.unsafeGetTensorImpl());
+    return it == narrowed.end() ? p.sizes().vec() : it->second.whole;
+  }
 };
 
 namespace {
@@ -117,8 +129,10 @@ void replay(DeferredRecord& r, const Names& names, const std::function<void(cons
   std::map<const c10::TensorImpl*, size_t> last;
   for (size_t i = 0; i < r.entries.size(); ++i) last[r.entries[i].target.unsafeGetTensorImpl()] = i;
   const auto fill = [&](const at::Tensor& p, const std::function<void(at::Tensor&)>* init) {
-    at::Tensor value = at::empty(p.sizes(), p.options().device(c10::kCPU));
+    at::Tensor value = at::empty(r.drawn_shape(p), p.options().device(c10::kCPU));
     if (init) (*init)(value);
+    if (const auto n = r.narrowed.find(p.unsafeGetTensorImpl()); n != r.narrowed.end())
+      value = n->second.keep(value).clone(at::MemoryFormat::Contiguous);  // the whole freed
     if (r.device != value.device()) value = value.to(r.device);
     at::Tensor target = p;
     target.set_data(value);
@@ -140,7 +154,8 @@ void replay(DeferredRecord& r, const Names& names, const std::function<void(cons
     for (size_t i = 0; i < r.entries.size(); ++i) {
       DeferredRecord::Entry& e = r.entries[i];
       if (last.at(e.target.unsafeGetTensorImpl()) == i) {
-        if (e.part && readable.count(e.target.unsafeGetTensorImpl())) {  // left for the caller to read by parts
+        if (e.part && readable.count(e.target.unsafeGetTensorImpl()) &&
+            !r.narrowed.count(e.target.unsafeGetTensorImpl())) {  // left for the caller to read by parts
           r.by_parts[e.target.unsafeGetTensorImpl()] = e.part;
           if (r.device != e.target.device()) {  // still without values, but on the device its values go to
             at::Tensor target = e.target;
@@ -151,7 +166,7 @@ void replay(DeferredRecord& r, const Names& names, const std::function<void(cons
           fill(e.target, &e.init);
         }
       } else if (e.random && drawn_after[i + 1]) {  // overwritten later: only advances the stream a later draw reads
-        at::Tensor scratch = at::empty(e.target.sizes(), e.target.options().device(c10::kCPU));
+        at::Tensor scratch = at::empty(r.drawn_shape(e.target), e.target.options().device(c10::kCPU));
         e.init(scratch);
       }
     }
@@ -233,6 +248,25 @@ at::Tensor read_part(const at::Tensor& parameter, int64_t offset, int64_t numel)
     if (it != r->by_parts.end()) return it->second(offset, numel);
   }
   throw std::logic_error("nn::read_part: the parameter is not left to be read by parts (inside materialize)");
+}
+
+void detail::narrow_deferred(const at::Tensor& parameter, at::IntArrayRef local,
+                             std::function<at::Tensor(const at::Tensor&)> keep) {
+  const auto r = record_of(parameter);
+  if (!r) throw std::logic_error("nn::detail::narrow_deferred: the parameter is not deferred");
+  const c10::TensorImpl* impl = parameter.unsafeGetTensorImpl();
+  DeferredRecord::Narrowed& n = r->narrowed[impl];
+  if (n.keep) {
+    n.keep = [first = std::move(n.keep), then = std::move(keep)](const at::Tensor& whole) {
+      return then(first(whole));
+    };
+  } else {
+    n.whole = parameter.sizes().vec();
+    n.keep = std::move(keep);
+  }
+  at::Tensor p = parameter;
+  p.set_data(deferred_view(local, parameter.options()));
+  r->version[impl] = p._version();
 }
 
 bool is_deferred(const at::Tensor& parameter) { return record_of(parameter) != nullptr; }

@@ -143,25 +143,47 @@ TEST_F(TensorParallelTest, LossParallelEqualsOneProcessAndSoDoesItsMetric) {
 
 // Sequence parallelism: the norms and the residual stream on each rank's slice of the 12-token sequences (6 or 3
 // tokens), the attention and MLP inputs gathered, their outputs reduce-scattered; the runs equal one process, with the
-// logits gathered or, tied and loss-parallel, left split.
-TEST_F(TensorParallelTest, SequenceParallelEqualsOneProcess) {
+// logits gathered or, tied and loss-parallel, left split. Greedy generation from the trained split model (any
+// context length: without gradients nothing is split along the sequence, and the logits come whole) gives one
+// process's tokens.
+TEST_F(TensorParallelTest, SequenceParallelEqualsOneProcessAndGeneratesItsTokens) {
   testing::ScopedEnv env;
   env.set("TP_WORKER_CLIP", "norm:0.5");
   env.set("TP_WORKER_MICROBATCH", "2");
   env.set("TP_WORKER_SEQUENCE_PARALLEL", "1");
-  run("sp-one", "llama", "one", 1);
-  expect_run_equals("sp-one", "sp-tp2", "llama", "tp2", 2);
-  expect_run_equals("sp-one", "sp-tp4", "llama", "tp4", 4);
+  env.set("TP_WORKER_GENERATE", "5");
+  const auto generated = [](const std::string& output) {
+    const auto at = output.find("generated ");
+    return at == std::string::npos ? std::string("(none)") : output.substr(at, output.find('\n', at) - at);
+  };
+  const std::string one = run("sp-one", "llama", "one", 1);
+  EXPECT_NE(generated(one), "(none)") << one;
+  EXPECT_EQ(generated(expect_run_equals("sp-one", "sp-tp2", "llama", "tp2", 2)), generated(one));
+  EXPECT_EQ(generated(expect_run_equals("sp-one", "sp-tp4", "llama", "tp4", 4)), generated(one));
   env.set("TP_WORKER_TIED", "1");
   env.set("TP_WORKER_LOSS_PARALLEL", "1");
-  run("sp-tied-one", "llama", "one", 1);
-  expect_run_equals("sp-tied-one", "sp-tied-2x2", "llama", "2x2", 4);
+  const std::string tied = run("sp-tied-one", "llama", "one", 1);
+  EXPECT_EQ(generated(expect_run_equals("sp-tied-one", "sp-tied-2x2", "llama", "2x2", 4)), generated(tied));
+  env.set("TP_WORKER_GENERATE", "");
   env.set("TP_WORKER_SEQ", "11");  // 11 tokens do not split in 2: every rank stops with the error
   const auto r = run_worker(launch(2, {TP_WORKER, (dir / "odd.pt").string(), "llama", "tp2"}), 120);
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("sequence_parallel: the sequence length 11 does not split in tensor_parallel_degree 2"),
             std::string::npos)
       << r.output;
+}
+
+// A model built under nn::DeferredInit splits before it holds values: each unit is drawn whole as one process draws
+// it, this rank's tensor-parallel part kept and then sharded, so the TP 2 and 2 x 2 runs (untied, and tied with the
+// embedding's rows split) train to the weights of the same deferred model materialized whole on one process.
+TEST_F(TensorParallelTest, DeferredModelsSplitAsTheyMaterializeAndEqualOneProcess) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_DEFERRED", "1");
+  run("deferred-one", "llama", "one", 1);
+  expect_run_equals("deferred-one", "deferred-tp2", "llama", "tp2", 2);
+  env.set("TP_WORKER_TIED", "1");
+  run("deferred-tied-one", "llama", "one", 1);
+  expect_run_equals("deferred-tied-one", "deferred-tied-2x2", "llama", "2x2", 4);
 }
 
 TEST_F(TensorParallelTest, EmaAndOptimizerMonitorUnderFsdp2xTp2EqualOneProcess) {

@@ -16,8 +16,9 @@
 // "monitored KEY VALUE" for the last batch's l2 norms, TP_WORKER_PLAN=mlp gives a user layer_plan splitting the MLPs
 // only (=vocab: the model's plan and its token embedding rowwise, for GPT-2), TP_WORKER_TIED=1 ties the Llama's head,
 // TP_WORKER_LOSS_PARALLEL=1 sets loss_parallel, TP_WORKER_SEQUENCE_PARALLEL=1 sequence_parallel, TP_WORKER_SEQ the
-// sequence length (12). Rank 0 prints
-// "metric KEY VALUE" for the train metrics.
+// sequence length (12), TP_WORKER_GENERATE=N generates N tokens greedily after training (rank 0 prints "generated
+// T..." : the prompts [[1..4], [5..8]] and their continuations, row by row), TP_WORKER_DEFERRED=1 builds the model
+// under nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the train metrics.
 #include "support/clipping_spec.h"
 #include "support/worker_outputs.h"
 
@@ -93,6 +94,51 @@ dist::ParallelismConfig parallelism(int64_t shard, int64_t degree, const torch::
   return dist::ParallelismConfig().fsdp(fsdp).tp(tp);
 }
 
+// The model in float64: converted after a normal build, or, with TP_WORKER_DEFERRED=1, built under nn::DeferredInit
+// with float64 the default dtype (drawn when materialized: by units under FSDP, each split part kept).
+std::shared_ptr<nn::Layer> build_in_float64(const std::string& model_name) {
+  if (env_or("TP_WORKER_DEFERRED") != "1") {
+    auto net = build(model_name);
+    net->to(at::kDouble);
+    return net;
+  }
+  const caffe2::TypeMeta saved = at::get_default_dtype();
+  at::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  std::shared_ptr<nn::Layer> net;
+  {
+    nn::DeferredInit deferred;
+    net = build(model_name);
+  }
+  at::set_default_dtype(saved);
+  return net;
+}
+
+// TP_WORKER_GENERATE=N: N tokens greedily generated after the prompts [[1..4], [5..8]] from the trained model,
+// gathered as for evaluation ("" for N = 0). Every rank generates (a collective under FSDP).
+std::string generate(Trainer& trainer, nn::Layer& net, int64_t n) {
+  if (n <= 0) return "";
+  at::Tensor tokens;
+  {
+    const auto scope = trainer.state().strategy->enter(dist::Phase::EVAL_FORWARD);
+    tokens = models::generate_tokens(net, at::arange(1, 9, at::kLong).view({2, 4}),
+                                     models::GenerationOptions().max_new_tokens(n));
+  }
+  std::string text;
+  for (int64_t i = 0; i < tokens.numel(); ++i) text += " " + std::to_string(tokens.view(-1)[i].item<int64_t>());
+  return text;
+}
+
+// Rank 0's lines: the last loss, the samples seen, the train metrics, the monitored norms, the generated tokens.
+void print_results(Trainer& trainer, const testing::GradNorms& grad_norms, const std::string& generated) {
+  std::cout << "loss " << std::setprecision(17) << trainer.state().total_loss_dict["loss/train/total"] << "\nsamples "
+            << trainer.state().timestamp.sample << std::endl;
+  for (const auto& [key, value] : trainer.state().train_metric_values)
+    std::cout << "metric " << key << " " << std::setprecision(17) << value << std::endl;
+  for (const auto& [key, value] : grad_norms.last)
+    std::cout << "monitored " << key << " " << std::setprecision(17) << value << std::endl;
+  if (!generated.empty()) std::cout << "generated" << generated << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -110,8 +156,7 @@ int main(int argc, char** argv) try {
   const at::Tensor tokens = at::randint(96, {(seq + 1) * batch * 8}, gen, at::kLong);  // 8 batches an epoch
 
   torch::manual_seed(7);
-  auto net = build(model_name);
-  net->to(at::kDouble);
+  const auto net = build_in_float64(model_name);
   auto model = std::make_shared<ComposerLanguageModel>(net);
   auto opt = std::make_shared<optim::DecoupledAdamW>(model->parameters(), optim::DecoupledAdamWOptions(1e-2));
   TrainerOptions options = TrainerOptions(model)
@@ -161,14 +206,8 @@ int main(int argc, char** argv) try {
   if (auto* fsdp = dynamic_cast<dist::FullyShardedDataParallel*>(trainer.state().strategy.get()))
     std::cout << "tp " << fsdp->tensor_parallel_degree() << "\nshard_bytes " << fsdp->memory().parameter_bytes
               << std::endl;
-  if (rank == 0) {
-    std::cout << "loss " << std::setprecision(17) << trainer.state().total_loss_dict["loss/train/total"] << "\nsamples "
-              << trainer.state().timestamp.sample << std::endl;
-    for (const auto& [key, value] : trainer.state().train_metric_values)
-      std::cout << "metric " << key << " " << std::setprecision(17) << value << std::endl;
-    for (const auto& [key, value] : grad_norms->last)
-      std::cout << "monitored " << key << " " << std::setprecision(17) << value << std::endl;
-  }
+  const std::string generated = generate(trainer, *net, std::stoll(env_or("TP_WORKER_GENERATE", "0")));
+  if (rank == 0) print_results(trainer, *grad_norms, generated);
   trainer.close();
   return 0;
 } catch (const std::exception& e) {

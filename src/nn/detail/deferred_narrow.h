@@ -1,0 +1,18 @@
+// A deferred parameter narrowed before it is materialized (a tensor-parallel split of a model whose initialization
+// is deferred): it takes its part's shape at once, and materializing draws (or reads) its whole value exactly as
+// before, in the record's order, and keeps only the part.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+
+namespace composer::nn::detail {
+
+/// `parameter` (deferred: nn::is_deferred) is shaped `local` from now on; nn::materialize gives it `keep(whole)`,
+/// shaped `local`, where `whole` is the value it would have had (drawn from the same stream, or read whole from a
+/// pretrained file). Narrowing again composes. Throws std::logic_error when the parameter is not deferred.
+void narrow_deferred(const at::Tensor& parameter, at::IntArrayRef local,
+                     std::function<at::Tensor(const at::Tensor& whole)> keep);
+
+}  // namespace composer::nn::detail
