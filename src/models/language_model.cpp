@@ -2,6 +2,7 @@
 
 #include "composer/metrics/language.h"
 #include "composer/nn/tensor_parallel_plan.h"
+#include "models/detail/seen_through.h"
 
 #include <torch/torch.h>
 
@@ -12,8 +13,8 @@ namespace {
 // wrappers; null otherwise.
 nn::SplitLogits* split_logits_of(const nn::Layer& model) {
   for (const auto& module : model.modules(/*include_self=*/false)) {
-    for (auto* layer = dynamic_cast<nn::Layer*>(module.get()); layer; layer = layer->stands_in_for())
-      if (auto* split = dynamic_cast<nn::SplitLogits*>(layer)) return split;
+    if (const auto* layer = dynamic_cast<const nn::Layer*>(module.get()))
+      if (auto* split = models::detail::seen_through<nn::SplitLogits>(*layer)) return split;
   }
   return nullptr;
 }

@@ -2,6 +2,7 @@
 
 #include "models/detail/cached_attention.h"
 #include "models/detail/embedding_weight.h"
+#include "models/detail/seen_through.h"
 
 #include "composer/nn/deferred_init.h"
 #include "composer/nn/layers.h"
@@ -195,7 +196,7 @@ bool Llama::supports_cache() const {
   const nn::Composite& model = decoder_of(*this);
   const auto& layers = dynamic_cast<const nn::Composite&>(model.child("layers"));
   for (const auto& name : layers.child_names()) {
-    auto* layer = dynamic_cast<const LlamaDecoderLayer*>(&layers.child(name));
+    auto* layer = detail::seen_through<LlamaDecoderLayer>(layers.child(name));  // through FSDP's units, checkpointing
     if (!layer || !dynamic_cast<const LlamaAttention*>(&layer->child("self_attn"))) return false;
   }
   return true;
@@ -208,8 +209,8 @@ at::Tensor Llama::forward_cached(const at::Tensor& ids, KVCache& cache) {
   cache.layers.resize(layers.child_names().size());
   at::Tensor x = model.child("embed_tokens").forward(ids);
   for (size_t i = 0; i < layers.child_names().size(); ++i) {
-    auto& layer = dynamic_cast<LlamaDecoderLayer&>(layers.child(layers.child_names()[i]));
-    x = layer.forward_cached(x, cache.layers[i]);
+    x = detail::seen_through<LlamaDecoderLayer>(layers.child(layers.child_names()[i]))
+            ->forward_cached(x, cache.layers[i]);
   }
   return head(x);
 }

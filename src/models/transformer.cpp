@@ -2,6 +2,7 @@
 
 #include "models/detail/cached_attention.h"
 #include "models/detail/embedding_weight.h"
+#include "models/detail/seen_through.h"
 
 #include "composer/nn/deferred_init.h"
 #include "composer/utils/compat.h"
@@ -156,7 +157,7 @@ at::Tensor GPTBlock::forward_cached(const at::Tensor& x, LayerKVCache& layer) {
 bool GPT::supports_cache() const {
   const auto& h = dynamic_cast<const nn::Composite&>(child("h"));
   for (const auto& name : h.child_names()) {
-    auto* block = dynamic_cast<const GPTBlock*>(&h.child(name));
+    auto* block = detail::seen_through<GPTBlock>(h.child(name));  // through FSDP's units, checkpointing
     if (!block || !dynamic_cast<const SelfAttention*>(&block->child("attn"))) return false;
   }
   return true;
@@ -169,7 +170,7 @@ at::Tensor GPT::forward_cached(const at::Tensor& ids, KVCache& cache) {
   at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, child("wpe"), cache.length()));
   x = at::dropout(x, config_.dropout(), is_training());
   for (size_t i = 0; i < h.child_names().size(); ++i)
-    x = dynamic_cast<GPTBlock&>(h.child(h.child_names()[i])).forward_cached(x, cache.layers[i]);
+    x = detail::seen_through<GPTBlock>(h.child(h.child_names()[i]))->forward_cached(x, cache.layers[i]);
   return detail::tied_logits(child("wte"), child("ln_f").forward(x));
 }
 

@@ -144,8 +144,8 @@ TEST_F(TensorParallelTest, LossParallelEqualsOneProcessAndSoDoesItsMetric) {
 // Sequence parallelism: the norms and the residual stream on each rank's slice of the 12-token sequences (6 or 3
 // tokens), the attention and MLP inputs gathered, their outputs reduce-scattered; the runs equal one process, with the
 // logits gathered or, tied and loss-parallel, left split. Greedy generation from the trained split model (any
-// context length: without gradients nothing is split along the sequence, and the logits come whole) gives one
-// process's tokens.
+// context length: without gradients nothing is split along the sequence, and the logits come whole; the key-value
+// cache through FSDP's units) gives one process's tokens.
 TEST_F(TensorParallelTest, SequenceParallelEqualsOneProcessAndGeneratesItsTokens) {
   testing::ScopedEnv env;
   env.set("TP_WORKER_CLIP", "norm:0.5");
@@ -158,7 +158,10 @@ TEST_F(TensorParallelTest, SequenceParallelEqualsOneProcessAndGeneratesItsTokens
   };
   const std::string one = run("sp-one", "llama", "one", 1);
   EXPECT_NE(generated(one), "(none)") << one;
-  EXPECT_EQ(generated(expect_run_equals("sp-one", "sp-tp2", "llama", "tp2", 2)), generated(one));
+  const std::string tp2 = expect_run_equals("sp-one", "sp-tp2", "llama", "tp2", 2);
+  EXPECT_EQ(generated(tp2), generated(one));
+  // The key-value cache through FSDP's units, on every rank.
+  EXPECT_EQ(testing::printed_values(tp2, "generation_cached ", "[rank 1] "), std::vector<double>{1}) << tp2;
   EXPECT_EQ(generated(expect_run_equals("sp-one", "sp-tp4", "llama", "tp4", 4)), generated(one));
   env.set("TP_WORKER_TIED", "1");
   env.set("TP_WORKER_LOSS_PARALLEL", "1");

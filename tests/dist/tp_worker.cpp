@@ -17,7 +17,8 @@
 // only (=vocab: the model's plan and its token embedding rowwise, for GPT-2), TP_WORKER_TIED=1 ties the Llama's head,
 // TP_WORKER_LOSS_PARALLEL=1 sets loss_parallel, TP_WORKER_SEQUENCE_PARALLEL=1 sequence_parallel, TP_WORKER_SEQ the
 // sequence length (12), TP_WORKER_GENERATE=N generates N tokens greedily after training (rank 0 prints "generated
-// T..." : the prompts [[1..4], [5..8]] and their continuations, row by row), TP_WORKER_DEFERRED=1 builds the model
+// T..." : the prompts [[1..4], [5..8]] and their continuations, row by row; every rank "generation_cached C", 1
+// when the key-value cache was used), TP_WORKER_DEFERRED=1 builds the model
 // under nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the train metrics.
 #include "support/clipping_spec.h"
 #include "support/worker_outputs.h"
@@ -123,6 +124,8 @@ std::string generate(Trainer& trainer, nn::Layer& net, int64_t n) {
     tokens = models::generate_tokens(net, at::arange(1, 9, at::kLong).view({2, 4}),
                                      models::GenerationOptions().max_new_tokens(n));
   }
+  const auto* decoder = dynamic_cast<const models::IncrementalDecoder*>(&net);
+  std::cout << "generation_cached " << (decoder && decoder->supports_cache() ? 1 : 0) << std::endl;
   std::string text;
   for (int64_t i = 0; i < tokens.numel(); ++i) text += " " + std::to_string(tokens.view(-1)[i].item<int64_t>());
   return text;

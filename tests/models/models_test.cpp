@@ -121,6 +121,25 @@ TEST(LanguageModelsTest, GptCachedStepsEqualTheFullForward) {
             6);
 }
 
+// Wrapped blocks (activation checkpointing here; FSDP's units the same way) keep the key-value cache: the model looks
+// through the wrappers to its blocks, and generates the uncached argmax loop's tokens.
+TEST(LanguageModelsTest, WrappedBlocksKeepTheCache) {
+  at::manual_seed(0);
+  auto gpt = std::make_shared<models::GPT>(
+      models::TransformerConfig().vocab_size(23).max_seq_len(12).n_layer(2).n_head(2).d_model(16));
+  gpt->eval();
+  at::NoGradGuard no_grad;
+  at::Tensor want = at::randint(23, {2, 4}, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor prompt = want;
+  for (int i = 0; i < 6; ++i) want = at::cat({want, gpt->forward(want).select(1, -1).argmax(-1, true)}, 1);
+  const auto blocks = [](const std::string&, const torch::nn::Module& m) {
+    return dynamic_cast<const models::GPTBlock*>(&m) != nullptr;
+  };
+  EXPECT_EQ(nn::apply_activation_checkpointing(*gpt, blocks), 2);
+  ASSERT_TRUE(gpt->supports_cache());
+  EXPECT_TRUE(at::equal(models::generate_tokens(*gpt, prompt, models::GenerationOptions().max_new_tokens(6)), want));
+}
+
 class Zero : public nn::Layer {
  public:
   at::Tensor forward(const at::Tensor& x) override { return at::zeros_like(x); }

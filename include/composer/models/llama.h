@@ -114,7 +114,8 @@ class Llama : public nn::Composite, public IncrementalDecoder, public nn::Tensor
   /// sequence parallelism.
   std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
   at::Tensor forward_cached(const at::Tensor& ids, KVCache& cache) override;
-  /// True while every layer is still a LlamaDecoderLayer (a wrapper put in by surgery cannot take a cache).
+  /// True while every layer is still a LlamaDecoderLayer, or a wrapper that stands in for one (FSDP's units,
+  /// activation checkpointing); a wrapper put in by surgery cannot take a cache.
   bool supports_cache() const override;
   const LlamaConfig& config() const { return config_; }
 

@@ -71,8 +71,9 @@ class GPT : public nn::Composite, public IncrementalDecoder {
   at::Tensor forward(const at::Tensor& ids) override;
   /// Logits for `ids` at positions cache.length() .., extending `cache` (generation with a key-value cache).
   at::Tensor forward_cached(const at::Tensor& ids, KVCache& cache) override;
-  /// True while every block is a GPTBlock with its SelfAttention (Alibi's attention, or a wrapper put in by surgery,
-  /// cannot take a cache; generation then runs the full forward).
+  /// True while every block is (or a wrapper stands in for: FSDP's units, activation checkpointing) a GPTBlock with
+  /// its SelfAttention (Alibi's attention, or a wrapper put in by surgery, cannot take a cache; generation then runs
+  /// the full forward).
   bool supports_cache() const override;
   const TransformerConfig& config() const { return config_; }
 

@@ -4,6 +4,7 @@
 
 #include "composer/nn/layer.h"
 #include "composer/nn/tensor_parallel_plan.h"
+#include "models/detail/seen_through.h"
 
 #include <ATen/ATen.h>
 
@@ -20,11 +21,9 @@ inline at::Tensor embedding_weight(const nn::Layer& table) {
 // A head tied to `table`: hidden @ weight^T (+ bias), through the table (or the one it stands in for) when tensor
 // parallelism split its vocabulary, so that the logits cover the whole vocabulary.
 inline at::Tensor tied_logits(const nn::Layer& table, const at::Tensor& hidden, const at::Tensor& bias = {}) {
-  for (const nn::Layer* layer = &table; layer; layer = layer->stands_in_for()) {
-    if (auto* split = dynamic_cast<nn::VocabularyParallel*>(const_cast<nn::Layer*>(layer))) {
-      const at::Tensor logits = split->tied_logits(hidden);
-      return bias.defined() ? logits + bias : logits;
-    }
+  if (auto* split = seen_through<nn::VocabularyParallel>(table)) {
+    const at::Tensor logits = split->tied_logits(hidden);
+    return bias.defined() ? logits + bias : logits;
   }
   return at::linear(hidden, embedding_weight(table), bias);
 }
