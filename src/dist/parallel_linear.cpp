@@ -93,7 +93,7 @@ ParallelLinear::ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style,
 }
 
 at::Tensor ParallelLinear::forward(const at::Tensor& x) {
-  const bool split = sequence_split(sequence_parallel_);
+  const bool split = sequence_split(sequence_parallel_, is_training());
   // Under sequence parallelism the norm before it gathered the input, and the gather's backward sums the gradient.
   if (style_ == nn::ParallelStyle::COLWISE) return at::linear(split ? x : copy_to_group(x, group_), weight_, bias_);
   const at::Tensor partial = at::linear(x, weight_);

@@ -53,7 +53,7 @@ struct ScatterSequence : public torch::autograd::Function<ScatterSequence> {
 
 }  // namespace
 
-bool sequence_split(bool enabled) { return enabled && at::GradMode::is_enabled(); }
+bool sequence_split(bool enabled, bool training) { return enabled && training; }
 
 at::Tensor gather_sequence(const at::Tensor& x, int64_t group) { return GatherSequence::apply(x, group); }
 at::Tensor scatter_sequence(const at::Tensor& x, int64_t group) { return ScatterSequence::apply(x, group); }
@@ -72,7 +72,7 @@ SequenceParallelLayer::SequenceParallelLayer(std::shared_ptr<nn::Layer> inner, c
 
 at::Tensor SequenceParallelLayer::forward(const at::Tensor& x) {
   // Only a sequence-parallel forward runs on a slice (evaluation and generation pass the whole sequence).
-  return sequence_split(true) ? gather_sequence(inner_->forward(x), group_) : inner_->forward(x);
+  return sequence_split(true, is_training()) ? gather_sequence(inner_->forward(x), group_) : inner_->forward(x);
 }
 
 }  // namespace composer::dist::detail

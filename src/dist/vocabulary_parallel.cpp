@@ -86,8 +86,8 @@ at::Tensor VocabularySlice::cross_entropy(const at::Tensor& split, const at::Ten
   return split_cross_entropy(split, labels, begin_, ignore_index, mean, group_);
 }
 
-at::Tensor VocabularySlice::head_input(const at::Tensor& hidden) {
-  return sequence_split(sequence_parallel_) ? hidden : copy_to_group(hidden, group_);
+at::Tensor VocabularySlice::head_input(const at::Tensor& hidden, bool training) {
+  return sequence_split(sequence_parallel_, training) ? hidden : copy_to_group(hidden, group_);
 }
 
 at::Tensor VocabularySlice::head_output(const at::Tensor& slice) {
@@ -106,11 +106,12 @@ at::Tensor ParallelEmbedding::forward(const at::Tensor& ids) {
   const at::Tensor elsewhere = local.lt(0).logical_or(local.ge(rows_));
   const at::Tensor rows = at::embedding(weight_, local.masked_fill(elsewhere, 0));
   const at::Tensor mine = rows.masked_fill(elsewhere.unsqueeze(-1), 0);
-  return sequence_split(sequence_parallel_) ? scatter_sequence(mine, group_) : reduce_from_group(mine, group_);
+  return sequence_split(sequence_parallel_, is_training()) ? scatter_sequence(mine, group_)
+                                                           : reduce_from_group(mine, group_);
 }
 
 at::Tensor ParallelEmbedding::tied_logits(const at::Tensor& hidden) {
-  return head_output(at::linear(head_input(hidden), weight_));
+  return head_output(at::linear(head_input(hidden, is_training()), weight_));
 }
 
 ParallelHead::ParallelHead(const nn::Linear& inner, const Group& group, bool loss_parallel, bool sequence_parallel)
@@ -121,7 +122,7 @@ ParallelHead::ParallelHead(const nn::Linear& inner, const Group& group, bool los
 }
 
 at::Tensor ParallelHead::forward(const at::Tensor& hidden) {
-  return head_output(at::linear(head_input(hidden), weight_, bias_));
+  return head_output(at::linear(head_input(hidden, is_training()), weight_, bias_));
 }
 
 }  // namespace composer::dist::detail

@@ -189,6 +189,18 @@ TEST_F(TensorParallelTest, DeferredModelsSplitAsTheyMaterializeAndEqualOneProces
   expect_run_equals("deferred-tied-one", "deferred-tied-2x2", "llama", "2x2", 4);
 }
 
+// Activation checkpointing of the decoder layers under TP 2 and 2 x 2 with sequence parallelism: the backward
+// recomputes each layer's forward, its tensor-parallel collectives in the same order on every rank, and the runs
+// train to one process's weights (which checkpointing does not change).
+TEST_F(TensorParallelTest, ActivationCheckpointingUnderTpEqualsOneProcess) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_SEQUENCE_PARALLEL", "1");
+  run("ac-one", "llama", "one", 1);
+  env.set("TP_WORKER_ACTIVATION_CHECKPOINTING", "1");
+  expect_run_equals("ac-one", "ac-tp2", "llama", "tp2", 2);
+  expect_run_equals("ac-one", "ac-2x2", "llama", "2x2", 4);
+}
+
 TEST_F(TensorParallelTest, EmaAndOptimizerMonitorUnderFsdp2xTp2EqualOneProcess) {
   testing::ScopedEnv env;
   env.set("TP_WORKER_ALGORITHM", "ema");

@@ -18,7 +18,8 @@
 // TP_WORKER_LOSS_PARALLEL=1 sets loss_parallel, TP_WORKER_SEQUENCE_PARALLEL=1 sequence_parallel, TP_WORKER_SEQ the
 // sequence length (12), TP_WORKER_GENERATE=N generates N tokens greedily after training (rank 0 prints "generated
 // T..." : the prompts [[1..4], [5..8]] and their continuations, row by row; every rank "generation_cached C", 1
-// when the key-value cache was used), TP_WORKER_DEFERRED=1 builds the model
+// when the key-value cache was used), TP_WORKER_ACTIVATION_CHECKPOINTING=1 checkpoints the Llama's decoder layers under
+// FSDP, TP_WORKER_DEFERRED=1 builds the model
 // under nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the train metrics.
 #include "support/clipping_spec.h"
 #include "support/worker_outputs.h"
@@ -91,6 +92,12 @@ dist::ParallelismConfig parallelism(int64_t shard, int64_t degree, const torch::
     dist::TensorParallelPlan plan = dist::default_tensor_parallel_plan(model);
     plan.push_back({"model.wte", nn::ParallelStyle::ROWWISE});
     tp.layer_plan(plan);
+  }
+  if (env_or("TP_WORKER_ACTIVATION_CHECKPOINTING") == "1") {  // the decoder layers, recomputed in the backward
+    fsdp.activation_checkpointing(true).activation_checkpointing_policy(
+        [](const std::string&, const torch::nn::Module& m) {
+          return dynamic_cast<const models::LlamaDecoderLayer*>(&m) != nullptr;
+        });
   }
   return dist::ParallelismConfig().fsdp(fsdp).tp(tp);
 }

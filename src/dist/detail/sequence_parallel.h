@@ -16,9 +16,11 @@
 
 namespace composer::dist::detail {
 
-/// Whether a forward runs sequence-parallel now: `enabled` (TPOptions::sequence_parallel) and recording gradients (a
-/// training forward; evaluation and generation run as without it).
-bool sequence_split(bool enabled);
+/// Whether a forward runs sequence-parallel now: `enabled` (TPOptions::sequence_parallel) and the layer in training
+/// mode (evaluation and generation, in eval mode, run as without it). Training mode, not whether gradients are
+/// recorded: activation checkpointing runs a layer's first forward without gradients, and every layer of the model
+/// must agree on whether the sequence is split.
+bool sequence_split(bool enabled, bool training);
 /// The ranks' slices of the sequence put together (dimension 1), in rank order; the backward reduce-scatters the
 /// gradient back to this rank's slice.
 at::Tensor gather_sequence(const at::Tensor& x, int64_t group);

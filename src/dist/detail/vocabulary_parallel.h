@@ -31,7 +31,7 @@ class VocabularySlice : public nn::SplitLogits {
  protected:
   /// The head's input: under sequence parallelism as the final norm gathered it (the gather's backward sums the
   /// gradient), otherwise the hidden states with their gradient summed over the group.
-  at::Tensor head_input(const at::Tensor& hidden);
+  at::Tensor head_input(const at::Tensor& hidden, bool training);
   /// This rank's logits [..., V/N] as the head returns them: left split in a forward that records gradients under
   /// loss parallelism, gathered otherwise.
   at::Tensor head_output(const at::Tensor& slice);
