@@ -64,13 +64,10 @@ c10::IValue read_whole(const std::string& path) {
 // read_on_every_rank agrees on any rank's error) and reads its parts of the tensors it holds in part. A file the
 // lazy reader cannot read (a LibTorch-only object) is read whole instead, as without parts.
 c10::IValue read_by_parts(const std::string& path, const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
-  const detail::ByteSource file = detail::file_bytes(path);
-  detail::ZipArchive(file).verify(dist::get_global_rank(), dist::get_world_size());
+  const detail::ZipArchive zip(path);
+  zip.verify(dist::get_global_rank(), dist::get_world_size());
   try {
-    std::vector<ShardedEntry> read;
-    c10::IValue payload = detail::read_file_parts(file, wanted, read);
-    parts.insert(parts.end(), read.begin(), read.end());
-    return payload;
+    return detail::read_file_parts(zip, wanted, parts);
   } catch (const std::exception&) {
   }
   return detail::unpickle_file(path);

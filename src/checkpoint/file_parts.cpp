@@ -36,7 +36,7 @@ class SourceAdapter : public caffe2::serialize::ReadAdapterInterface {
 // The archive's tensors, unpickled on the meta device, and where their storages' bytes lie.
 class LazyArchive {
  public:
-  explicit LazyArchive(const ByteSource& source) : zip_(source) {
+  explicit LazyArchive(const ZipArchive& zip) : zip_(zip) {
     for (const auto& r : zip_.records()) {  // "<archive>/data/0" -> "data/0"
       const size_t slash = r.name.find('/');
       if (slash != std::string::npos) by_name_[r.name.substr(slash + 1)] = &r;
@@ -91,7 +91,7 @@ class LazyArchive {
   }
 
  private:
-  ZipArchive zip_;
+  const ZipArchive& zip_;
   LazyStorages lazy_;
   std::map<std::string, const ZipRecord*> by_name_;
 };
@@ -155,11 +155,11 @@ c10::IValue resolve(const LazyArchive& a, const c10::IValue& value, KeyPath& pat
 
 }  // namespace
 
-c10::IValue read_file_parts(const ByteSource& source, const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
-  LazyArchive archive(source);
+c10::IValue read_file_parts(const ZipArchive& zip, const PartsWanted& wanted, std::vector<ShardedEntry>& parts) {
+  LazyArchive archive(zip);
   c10::IValue payload;
   {
-    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<SourceAdapter>(source));
+    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<SourceAdapter>(zip.source()));
     payload = unpickle_python_archive(reader, archive.lazy());
   }
   KeyPath where;

@@ -13,10 +13,11 @@
 
 namespace composer::detail {
 
-/// The payload of the torch.save archive in `source` (a file, or an object read by ranges) without the tensors `wanted`
+/// The payload of the torch.save archive `zip` (its directory read once; its bytes a file, or an object read by
+/// ranges) without the tensors `wanted`
 /// asks a part of (each read into `parts`, left out of its dict); every other tensor read whole. Does not verify the
 /// records' CRC-32s (ZipArchive::verify). Throws std::runtime_error when the file is not a torch.save archive this
 /// reader can read lazily (the caller then reads it whole); messages do not name the file.
-c10::IValue read_file_parts(const ByteSource& source, const PartsWanted& wanted, std::vector<ShardedEntry>& parts);
+c10::IValue read_file_parts(const ZipArchive& zip, const PartsWanted& wanted, std::vector<ShardedEntry>& parts);
 
 }  // namespace composer::detail

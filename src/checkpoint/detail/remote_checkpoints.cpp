@@ -119,8 +119,10 @@ std::optional<c10::IValue> read_remote_file_parts(ObjectStore& store, const std:
     if (got.size() != n) throw std::runtime_error("the object ended early");
     std::memcpy(dst, got.data(), n);
   };
+  std::optional<ZipArchive> zip;  // its directory read once, for the checks and the parts
   try {
-    ZipArchive(bytes).verify(dist::get_global_rank(), dist::get_world_size());
+    zip.emplace(bytes);
+    zip->verify(dist::get_global_rank(), dist::get_world_size());
   } catch (const ObjectStoreError& e) {
     throw CheckpointError(std::string("cannot load checkpoint: ") + e.what());
   } catch (const std::exception& e) {
@@ -129,7 +131,7 @@ std::optional<c10::IValue> read_remote_file_parts(ObjectStore& store, const std:
   }
   try {
     std::vector<ShardedEntry> read;
-    c10::IValue payload = read_file_parts(bytes, wanted, read);
+    c10::IValue payload = read_file_parts(*zip, wanted, read);
     if (!payload.isGenericDict() || !payload.toGenericDict().contains("state")) return std::nullopt;
     parts.insert(parts.end(), read.begin(), read.end());
     return payload;
