@@ -13,6 +13,13 @@ namespace {
 at::Tensor class_indices(const at::Tensor& target) {
   return target.dim() > 1 && target.is_floating_point() ? target.argmax(-1) : target;
 }
+
+// `t` as `dims` dimensions whose last is `last` (-1: any), reshaped only when it is not already (a per-step metric
+// update pays for each dispatched op).
+at::Tensor shaped(const at::Tensor& t, int64_t dims, int64_t last = -1) {
+  if (t.dim() == dims && (last < 0 || t.size(-1) == last)) return t;
+  return dims == 1 ? t.reshape({-1}) : t.reshape({-1, last});
+}
 }  // namespace
 
 Accuracy::Accuracy(int64_t top_k) : Metric(2), top_k_(top_k) {
@@ -20,12 +27,12 @@ Accuracy::Accuracy(int64_t top_k) : Metric(2), top_k_(top_k) {
 }
 
 void Accuracy::update(const at::Tensor& preds, const at::Tensor& target) {
-  const at::Tensor t = class_indices(target).reshape({-1});
+  const at::Tensor t = shaped(class_indices(target), 1);
   at::Tensor correct;
   if (preds.dim() == 1 || !preds.is_floating_point()) {
-    correct = preds.reshape({-1}).eq(t).sum();
+    correct = shaped(preds, 1).eq(t).sum();
   } else {
-    const at::Tensor logits = preds.reshape({-1, preds.size(-1)});
+    const at::Tensor logits = shaped(preds, 2, preds.size(-1));
     const int64_t k = std::min<int64_t>(top_k_, logits.size(1));
     correct = k == 1 ? logits.argmax(1).eq(t).sum() : std::get<1>(logits.topk(k, 1)).eq(t.unsqueeze(1)).any(1).sum();
   }

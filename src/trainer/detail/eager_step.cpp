@@ -30,8 +30,12 @@ at::Tensor total_of(const LossTotals& losses, const std::string& model) {
   return sum;
 }
 
+// Adds the loss's float mean times `weight` to totals[name]. The mean of a 0-d loss and a product by a weight of 1 are
+// exact, so they are skipped (the whole batch in one microbatch): a copy instead of eight small ops a step.
 void add_weighted(LossTotals& totals, const std::string& name, const at::Tensor& loss, double weight) {
-  const at::Tensor weighted = loss.detach().to(at::kFloat).mean() * weight;
+  at::Tensor weighted = loss.detach().to(at::kFloat);
+  if (weighted.dim() != 0) weighted = weighted.mean();
+  weighted = weight == 1.0 ? weighted.clone() : weighted * weight;  // never an alias of the loss
   auto [it, fresh] = totals.try_emplace(name, weighted);
   if (!fresh) it->second = it->second + weighted;
 }
@@ -88,7 +92,8 @@ void forward_backward(State& s, PrecisionContext& precision, const std::function
   s.strategy->before_backward(sync_gradients);  // no gradient sync on all but the last microbatch
   {
     auto scope = s.strategy->enter(dist::Phase::TRAIN_BACKWARD);
-    (to_backprop * weight).backward({}, /*retain_graph=*/c10::nullopt, /*create_graph=*/backwards_create_graph(s));
+    if (weight != 1.0) to_backprop = to_backprop * weight;  // x * 1 is x: no product and no MulBackward node
+    to_backprop.backward({}, /*retain_graph=*/c10::nullopt, /*create_graph=*/backwards_create_graph(s));
   }
   s.strategy->after_backward(sync_gradients);
   fire(Event::AFTER_BACKWARD);
