@@ -16,8 +16,8 @@ using torch::autograd::variable_list;
 
 constexpr int64_t kSequence = 1;  // [batch, sequence, features]
 
-// The sum over the group, this rank's slice of the sequence (Gloo reduce-scatters as an all-reduce and a slice too).
-at::Tensor scattered(const at::Tensor& x, int64_t group) {
+// This rank's slice of x's sequence.
+at::Tensor slice_of(const at::Tensor& x, int64_t group) {
   const Group g = group_at(group);
   if (x.dim() < 2 || x.size(kSequence) % g.size() != 0) {
     throw std::invalid_argument("parallelism_config.tp.sequence_parallel: the sequence length " +
@@ -26,9 +26,14 @@ at::Tensor scattered(const at::Tensor& x, int64_t group) {
                                 " does not split in tensor_parallel_degree " + std::to_string(g.size()) +
                                 " equal slices; train on sequences whose length the degree divides");
   }
-  const at::Tensor sum = summed_over(x, group);
   const int64_t width = x.size(kSequence) / g.size();
-  return sum.narrow(kSequence, g.rank() * width, width).contiguous();
+  return x.narrow(kSequence, g.rank() * width, width).contiguous();
+}
+
+// The sum over the group, this rank's slice of the sequence (Gloo reduce-scatters as an all-reduce and a slice too).
+at::Tensor scattered(const at::Tensor& x, int64_t group) {
+  slice_of(x, group);  // the length check before the collective, the same on every rank
+  return slice_of(summed_over(x, group), group);
 }
 
 struct GatherSequence : public torch::autograd::Function<GatherSequence> {
@@ -51,12 +56,37 @@ struct ScatterSequence : public torch::autograd::Function<ScatterSequence> {
   }
 };
 
+// Megatron's scatter_to_sequence_parallel_region: forward a slice, backward a gather.
+struct SplitSequence : public torch::autograd::Function<SplitSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return slice_of(x, group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {gathered_along(grads[0], kSequence, ctx->saved_data["group"].toInt()), at::Tensor()};
+  }
+};
+
+// Megatron's gather_from_sequence_parallel_region with tensor_parallel_output_grad=False: forward a gather, backward
+// this rank's slice of a gradient every rank holds whole.
+struct GatherWholeSequence : public torch::autograd::Function<GatherWholeSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return gathered_along(x, kSequence, group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {slice_of(grads[0], ctx->saved_data["group"].toInt()), at::Tensor()};
+  }
+};
+
 }  // namespace
 
 bool sequence_split(bool enabled, bool training) { return enabled && training; }
 
 at::Tensor gather_sequence(const at::Tensor& x, int64_t group) { return GatherSequence::apply(x, group); }
 at::Tensor scatter_sequence(const at::Tensor& x, int64_t group) { return ScatterSequence::apply(x, group); }
+at::Tensor split_sequence(const at::Tensor& x, int64_t group) { return SplitSequence::apply(x, group); }
+at::Tensor gather_whole_sequence(const at::Tensor& x, int64_t group) { return GatherWholeSequence::apply(x, group); }
 
 SequenceParallelLayer::SequenceParallelLayer(std::shared_ptr<nn::Layer> inner, const Group& group)
     : inner_(std::move(inner)), group_(register_group(group)) {
@@ -73,6 +103,16 @@ SequenceParallelLayer::SequenceParallelLayer(std::shared_ptr<nn::Layer> inner, c
 at::Tensor SequenceParallelLayer::forward(const at::Tensor& x) {
   // Only a sequence-parallel forward runs on a slice (evaluation and generation pass the whole sequence).
   return sequence_split(true, is_training()) ? gather_sequence(inner_->forward(x), group_) : inner_->forward(x);
+}
+
+SequenceBoundaryLayer::SequenceBoundaryLayer(std::shared_ptr<nn::Layer> inner, const Group& group, bool start)
+    : inner_(std::move(inner)), group_(register_group(group)), start_(start) {
+  adopt_members_of(*inner_);
+}
+
+at::Tensor SequenceBoundaryLayer::forward(const at::Tensor& x) {
+  if (!sequence_split(true, is_training())) return inner_->forward(x);
+  return start_ ? split_sequence(inner_->forward(x), group_) : inner_->forward(gather_whole_sequence(x, group_));
 }
 
 }  // namespace composer::dist::detail

@@ -162,11 +162,35 @@ std::vector<int64_t> piece_shape(const std::vector<int64_t>& shape, const std::o
   return out;
 }
 
+// The layer standing in for `layer` under a SEQUENCE, SEQUENCE_START or SEQUENCE_END entry: with sequence parallelism
+// on, the norm on the slice or the region's boundary; otherwise the layer itself.
+std::shared_ptr<nn::Layer> sequence_layer(std::shared_ptr<nn::Layer> layer, nn::ParallelStyle style, const Group& group,
+                                          const TPOptions& options) {
+  if (!options.sequence_parallel()) return layer;
+  if (style == nn::ParallelStyle::SEQUENCE) return std::make_shared<detail::SequenceParallelLayer>(layer, group);
+  return std::make_shared<detail::SequenceBoundaryLayer>(layer, group, style == nn::ParallelStyle::SEQUENCE_START);
+}
+
+bool is_sequence_style(nn::ParallelStyle style) {
+  return style == nn::ParallelStyle::SEQUENCE || style == nn::ParallelStyle::SEQUENCE_START ||
+         style == nn::ParallelStyle::SEQUENCE_END;
+}
+
+// Where the plan marks the region's start (GPT-2's), the split embedding and vocabulary head stay outside it: they
+// all-reduce and take the whole sequence.
+TPOptions vocabulary_options(const TensorParallelPlan& plan, const TPOptions& options) {
+  TPOptions out = options;
+  for (const auto& entry : plan)
+    if (entry.style == nn::ParallelStyle::SEQUENCE_START) out.sequence_parallel(false);
+  return out;
+}
+
 std::vector<SplitParameter> parallelize(torch::nn::Module& model, const Group& group, const TPOptions& options) {
   const TensorParallelPlan plan = options.layer_plan() ? *options.layer_plan() : default_tensor_parallel_plan(model);
+  const TPOptions vocabulary = vocabulary_options(plan, options);
   std::vector<SplitParameter> out;
   std::vector<bool> used(plan.size(), false);
-  bool split_embedding_seen = false;
+  bool region_start_seen = false;
   at::NoGradGuard no_grad;
   for (const auto& item : model.named_modules("", /*include_self=*/true)) {
     auto* parent = dynamic_cast<nn::Composite*>(item.value().get());
@@ -179,14 +203,15 @@ std::vector<SplitParameter> parallelize(torch::nn::Module& model, const Group& g
       used[k] = true;
       auto layer = std::dynamic_pointer_cast<nn::Layer>(child.value());
       if (!parent || !layer) throw std::invalid_argument(not_splittable(plan[k], full, child.value()->name()));
-      if (plan[k].style == nn::ParallelStyle::SEQUENCE) {
-        if (options.sequence_parallel())
-          parent->replace(name, std::make_shared<detail::SequenceParallelLayer>(layer, group));
+      if (is_sequence_style(plan[k].style)) {
+        parent->replace(name, sequence_layer(layer, plan[k].style, group, options));
+        region_start_seen |= plan[k].style == nn::ParallelStyle::SEQUENCE_START;
       } else if (auto* linear = dynamic_cast<nn::Linear*>(layer.get())) {
-        parent->replace(name, split_linear(*linear, plan[k], full, group, options, out));
+        const TPOptions& own = plan[k].vocabulary_head ? vocabulary : options;
+        parent->replace(name, split_linear(*linear, plan[k], full, group, own, out));
       } else if (auto* table = dynamic_cast<nn::Embedding*>(layer.get())) {
-        parent->replace(name, split_embedding(*table, plan[k], full, group, options, out));
-        split_embedding_seen = true;
+        parent->replace(name, split_embedding(*table, plan[k], full, group, vocabulary, out));
+        region_start_seen |= vocabulary.sequence_parallel();
       } else {
         throw std::invalid_argument(not_splittable(plan[k], full, layer->name()));
       }
@@ -198,11 +223,12 @@ std::vector<SplitParameter> parallelize(torch::nn::Module& model, const Group& g
                                   "' matches no module of the model");
     }
   }
-  if (options.sequence_parallel() && !split_embedding_seen) {
+  if (options.sequence_parallel() && !region_start_seen) {
     throw std::invalid_argument(
-        "parallelism_config.tp.sequence_parallel: the plan splits no embedding rowwise; the sequence-parallel region "
-        "starts at the token embedding's output, so the plan must split it and every layer up to the head (the Llama "
-        "family's default plan does)");
+        "parallelism_config.tp.sequence_parallel: the plan splits no embedding rowwise and marks no sequence_start "
+        "layer; the sequence-parallel region starts at the token embedding's output (the Llama family's default plan "
+        "splits it) or at a sequence_start layer (GPT-2's plan marks its embedding dropout), so the plan must start it "
+        "and split every layer from there up to the head");
   }
   return out;
 }

@@ -64,7 +64,14 @@ std::vector<nn::ParallelLayerPlan> SelfAttention::tensor_parallel_plan() const {
 }
 
 std::vector<nn::ParallelLayerPlan> GPTBlock::tensor_parallel_plan() const {
-  return {{"mlp.c_fc", nn::ParallelStyle::COLWISE}, {"mlp.c_proj", nn::ParallelStyle::ROWWISE}};
+  return {{"mlp.c_fc", nn::ParallelStyle::COLWISE},
+          {"mlp.c_proj", nn::ParallelStyle::ROWWISE},
+          {"ln_1", nn::ParallelStyle::SEQUENCE},
+          {"ln_2", nn::ParallelStyle::SEQUENCE}};
+}
+
+std::vector<nn::ParallelLayerPlan> GPT::tensor_parallel_plan() const {
+  return {{"drop", nn::ParallelStyle::SEQUENCE_START}, {"ln_f", nn::ParallelStyle::SEQUENCE_END}};
 }
 
 std::vector<nn::ParallelLayerPlan> BertLayer::tensor_parallel_plan() const {
@@ -133,6 +140,7 @@ GPT::GPT(TransformerConfig config) : config_(config) {
   config_.validate();
   add("wte", std::make_shared<nn::Embedding>(config_.vocab_size(), config_.d_model()));
   add("wpe", std::make_shared<nn::Embedding>(config_.max_seq_len(), config_.d_model()));
+  add("drop", std::make_shared<nn::Dropout>(config_.dropout()));
   auto h = std::make_shared<nn::Sequential>();
   for (int64_t i = 0; i < config_.n_layer(); ++i) h->push_back(std::make_shared<GPTBlock>(config_));
   add("h", h);
@@ -142,8 +150,7 @@ GPT::GPT(TransformerConfig config) : config_(config) {
 
 at::Tensor GPT::forward(const at::Tensor& ids) {
   at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, child("wpe")));
-  x = at::dropout(x, config_.dropout(), is_training());
-  x = child("ln_f").forward(child("h").forward(x));
+  x = child("ln_f").forward(child("h").forward(child("drop").forward(x)));
   return detail::tied_logits(child("wte"), x);
 }
 
@@ -168,7 +175,7 @@ at::Tensor GPT::forward_cached(const at::Tensor& ids, KVCache& cache) {
   const auto& h = dynamic_cast<const nn::Composite&>(child("h"));
   cache.layers.resize(h.child_names().size());
   at::Tensor x = child("wte").forward(ids) + child("wpe").forward(positions(ids, child("wpe"), cache.length()));
-  x = at::dropout(x, config_.dropout(), is_training());
+  x = child("drop").forward(x);
   for (size_t i = 0; i < h.child_names().size(); ++i)
     x = detail::seen_through<GPTBlock>(h.child(h.child_names()[i]))->forward_cached(x, cache.layers[i]);
   return detail::tied_logits(child("wte"), child("ln_f").forward(x));

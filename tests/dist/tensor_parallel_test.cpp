@@ -31,6 +31,20 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_worker;
 
+// The "generated ..." line a TP_WORKER_GENERATE run prints ("(none)" without one).
+std::string generated(const std::string& output) {
+  const auto at = output.find("generated ");
+  return at == std::string::npos ? std::string("(none)") : output.substr(at, output.find('\n', at) - at);
+}
+
+// Sequence parallelism with norm clipping and microbatches of 2, and 5 tokens generated after training.
+void sequence_parallel_with_generation(testing::ScopedEnv& env) {
+  env.set("TP_WORKER_CLIP", "norm:0.5");
+  env.set("TP_WORKER_MICROBATCH", "2");
+  env.set("TP_WORKER_SEQUENCE_PARALLEL", "1");
+  env.set("TP_WORKER_GENERATE", "5");
+}
+
 struct TensorParallelTest : ::testing::Test {
   const fs::path dir = testing::fresh_dir("tp");
   void TearDown() override { fs::remove_all(dir); }
@@ -148,14 +162,7 @@ TEST_F(TensorParallelTest, LossParallelEqualsOneProcessAndSoDoesItsMetric) {
 // cache through FSDP's units) gives one process's tokens.
 TEST_F(TensorParallelTest, SequenceParallelEqualsOneProcessAndGeneratesItsTokens) {
   testing::ScopedEnv env;
-  env.set("TP_WORKER_CLIP", "norm:0.5");
-  env.set("TP_WORKER_MICROBATCH", "2");
-  env.set("TP_WORKER_SEQUENCE_PARALLEL", "1");
-  env.set("TP_WORKER_GENERATE", "5");
-  const auto generated = [](const std::string& output) {
-    const auto at = output.find("generated ");
-    return at == std::string::npos ? std::string("(none)") : output.substr(at, output.find('\n', at) - at);
-  };
+  sequence_parallel_with_generation(env);
   const std::string one = run("sp-one", "llama", "one", 1);
   EXPECT_NE(generated(one), "(none)") << one;
   const std::string tp2 = expect_run_equals("sp-one", "sp-tp2", "llama", "tp2", 2);
@@ -170,6 +177,28 @@ TEST_F(TensorParallelTest, SequenceParallelEqualsOneProcessAndGeneratesItsTokens
   env.set("TP_WORKER_GENERATE", "");
   env.set("TP_WORKER_SEQ", "11");  // 11 tokens do not split in 2: every rank stops with the error
   const auto r = run_worker(launch(2, {TP_WORKER, (dir / "odd.pt").string(), "llama", "tp2"}), 120);
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("sequence_parallel: the sequence length 11 does not split in tensor_parallel_degree 2"),
+            std::string::npos)
+      << r.output;
+}
+
+// GPT-2's token embedding stays whole (its head is tied to it), so its sequence-parallel region starts at the
+// embedding dropout (cut to each rank's slice) and ends at ln_f (gathered: ln_f and the head run whole); the blocks'
+// norms run on the slice. TP 2 and 2 x 2 equal one process and generate its tokens; so does TP 2 with the user plan
+// that also splits wte by rows (its lookup all-reduced, outside the region); 11 tokens do not split in 2.
+TEST_F(TensorParallelTest, Gpt2SequenceParallelEqualsOneProcessAndGeneratesItsTokens) {
+  testing::ScopedEnv env;
+  sequence_parallel_with_generation(env);
+  const std::string one = run("gsp-one", "gpt2", "one", 1);
+  EXPECT_NE(generated(one), "(none)") << one;
+  EXPECT_EQ(generated(expect_run_equals("gsp-one", "gsp-tp2", "gpt2", "tp2", 2)), generated(one));
+  EXPECT_EQ(generated(expect_run_equals("gsp-one", "gsp-2x2", "gpt2", "2x2", 4)), generated(one));
+  env.set("TP_WORKER_GENERATE", "");
+  env.set("TP_WORKER_PLAN", "vocab");
+  expect_run_equals("gsp-one", "gsp-vocab-tp2", "gpt2", "tp2", 2);
+  env.set("TP_WORKER_SEQ", "11");
+  const auto r = run_worker(launch(2, {TP_WORKER, (dir / "odd.pt").string(), "gpt2", "tp2"}), 120);
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("sequence_parallel: the sequence length 11 does not split in tensor_parallel_degree 2"),
             std::string::npos)
@@ -401,7 +430,12 @@ TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
   auto gpt = std::make_shared<models::GPT>(
       models::TransformerConfig().vocab_size(32).max_seq_len(16).n_layer(1).n_head(2).d_model(16));
   const dist::TensorParallelPlan gpt_plan = dist::default_tensor_parallel_plan(*gpt);
-  ASSERT_EQ(gpt_plan.size(), 4u);
+  ASSERT_EQ(gpt_plan.size(), 8u);  // the block's four linears and two norms, the sequence region's start and end
+  std::map<std::string, nn::ParallelStyle> gpt_styles;
+  for (const auto& e : gpt_plan) gpt_styles[e.name] = e.style;
+  EXPECT_EQ(gpt_styles.at("drop"), nn::ParallelStyle::SEQUENCE_START);
+  EXPECT_EQ(gpt_styles.at("ln_f"), nn::ParallelStyle::SEQUENCE_END);
+  EXPECT_EQ(gpt_styles.at("h.0.ln_2"), nn::ParallelStyle::SEQUENCE);
   const auto c_attn = std::find_if(gpt_plan.begin(), gpt_plan.end(),
                                    [](const nn::ParallelLayerPlan& e) { return e.name == "h.0.attn.c_attn"; });
   ASSERT_NE(c_attn, gpt_plan.end());
@@ -435,7 +469,9 @@ TEST(TensorParallelPlanTest, ModelZooPlansAndTheirErrors) {
                           dist::TensorParallelPlan{{"model.layers.*.mlp.gate_proj", nn::ParallelStyle::COLWISE}}));
     ADD_FAILURE() << "sequence parallelism without a split embedding";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("sequence_parallel: the plan splits no embedding"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("sequence_parallel: the plan splits no embedding rowwise and marks no "
+                                         "sequence_start layer"),
+              std::string::npos)
         << e.what();
   }
   auto fresh = std::make_shared<models::Llama>(llama->config());

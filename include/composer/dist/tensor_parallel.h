@@ -52,8 +52,9 @@ struct TPOptions {
   /// the residual stream) hold this rank's slice of the sequence: the row-parallel layers and the embedding
   /// reduce-scatter their output over the sequence instead of all-reducing it, the column-parallel layers and the head
   /// all-gather their input. The plan's SEQUENCE entries (the Llama decoder's norms) then compute on the slice. Needs a
-  /// plan that splits the token embedding and every layer between it and the head (the Llama family's default), and
-  /// sequences whose length the degree divides.
+  /// plan that splits the token embedding and every layer between it and the head (the Llama family's default), or
+  /// that marks the region's start and end (SEQUENCE_START, SEQUENCE_END: GPT-2's), and sequences whose length the
+  /// degree divides.
   TORCH_ARG(bool, sequence_parallel) = false;
 
  public:
@@ -65,7 +66,7 @@ struct TPOptions {
     visit("loss_parallel", self.loss_parallel_,
           "the language-model loss from each rank's slice of the vocabulary's logits, not gathered (torchtitan's)");
     visit("sequence_parallel", self.sequence_parallel_,
-          "the norms and residual stream on each rank's slice of the sequence (Megatron's; the Llama plan)");
+          "the norms and residual stream on each rank's slice of the sequence (Megatron's; the Llama and GPT-2 plans)");
   }
 };
 

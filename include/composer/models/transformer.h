@@ -59,16 +59,20 @@ class GPTBlock : public nn::Composite, public nn::TensorParallelizable {
   explicit GPTBlock(const TransformerConfig& c);
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor forward_cached(const at::Tensor& x, LayerKVCache& layer);
-  /// mlp.c_fc column-parallel, mlp.c_proj row-parallel (the attention describes its own).
+  /// mlp.c_fc column-parallel, mlp.c_proj row-parallel (the attention describes its own); ln_1 and ln_2 on the
+  /// sequence's slice under sequence parallelism.
   std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
 };
 
-/// GPT-2: wte + wpe, blocks h.0..h.N-1, ln_f, and a head tied to wte. input ids [B, L] -> logits [B, L, V].
-/// Sequences may be as long as wpe has rows (config().max_seq_len, or what Alibi enlarged it to).
-class GPT : public nn::Composite, public IncrementalDecoder {
+/// GPT-2: wte + wpe, drop (the embedding dropout), blocks h.0..h.N-1, ln_f, and a head tied to wte. input ids [B, L] ->
+/// logits [B, L, V]. Sequences may be as long as wpe has rows (config().max_seq_len, or what Alibi enlarged it to).
+class GPT : public nn::Composite, public IncrementalDecoder, public nn::TensorParallelizable {
  public:
   explicit GPT(TransformerConfig config);
   at::Tensor forward(const at::Tensor& ids) override;
+  /// Under sequence parallelism the region runs from the embedding dropout (`drop`, SEQUENCE_START: wte and wpe stay
+  /// whole) through the blocks' norms (SEQUENCE) to `ln_f` (SEQUENCE_END: it and the tied head run whole).
+  std::vector<nn::ParallelLayerPlan> tensor_parallel_plan() const override;
   /// Logits for `ids` at positions cache.length() .., extending `cache` (generation with a key-value cache).
   at::Tensor forward_cached(const at::Tensor& ids, KVCache& cache) override;
   /// True while every block is (or a wrapper stands in for: FSDP's units, activation checkpointing) a GPTBlock with

@@ -23,11 +23,21 @@ enum class ParallelStyle {
   /// sequence and its parameters' gradients are summed over the group (torch's SequenceParallel); otherwise the entry
   /// leaves the layer as it is.
   SEQUENCE,
+  /// Nothing splits: under TPOptions::sequence_parallel the layer's output (the whole sequence, the same on every
+  /// rank) is cut to this rank's slice of the sequence, where the sequence-parallel region starts in a model whose
+  /// token embedding is not split (GPT-2's embedding dropout; Megatron's scatter_to_sequence_parallel_region). The
+  /// backward gathers the gradient. Otherwise the entry leaves the layer as it is.
+  SEQUENCE_START,
+  /// Nothing splits: under TPOptions::sequence_parallel the layer's input (this rank's slice of the sequence) is
+  /// gathered first and the layer runs on the whole sequence, where the region ends before layers every rank computes
+  /// whole (GPT-2's final norm and tied head; torch's PrepareModuleInput from Shard(1) to Replicate()). The backward
+  /// keeps this rank's slice of the gradient. Otherwise the entry leaves the layer as it is.
+  SEQUENCE_END,
 };
-/// "colwise", "rowwise", "sequence".
+/// "colwise", "rowwise", "sequence", "sequence_start", "sequence_end".
 std::string to_string(ParallelStyle style);
-/// "colwise", "rowwise" or "sequence" (any case; torch's class names ColwiseParallel, RowwiseParallel and
-/// SequenceParallel too); std::invalid_argument naming `key` and the choices otherwise.
+/// One of to_string's names (any case; torch's class names ColwiseParallel, RowwiseParallel and SequenceParallel
+/// too); std::invalid_argument naming `key` and the choices otherwise.
 ParallelStyle parallel_style_from_string(const std::string& text, const std::string& key);
 
 /// One entry of a tensor-parallel plan: the composer::nn::Linear (or, ROWWISE, composer::nn::Embedding; SEQUENCE, any

@@ -28,6 +28,13 @@ at::Tensor gather_sequence(const at::Tensor& x, int64_t group);
 /// all-gathers the gradient. std::invalid_argument when the degree does not divide the sequence's length.
 at::Tensor scatter_sequence(const at::Tensor& x, int64_t group);
 
+/// This rank's slice of the sequence of x, which is the same on every rank; the backward all-gathers the gradient.
+/// std::invalid_argument when the degree does not divide the sequence's length.
+at::Tensor split_sequence(const at::Tensor& x, int64_t group);
+/// The ranks' slices put together, for layers every rank computes whole; the backward keeps this rank's slice of the
+/// gradient (which is the same on every rank).
+at::Tensor gather_whole_sequence(const at::Tensor& x, int64_t group);
+
 /// A layer (a norm) that computes on this rank's slice of the sequence and gathers its output over the sequence;
 /// its parameters' gradients are summed over the group in the backward of a sequence-parallel forward.
 class SequenceParallelLayer final : public nn::Layer {
@@ -39,6 +46,20 @@ class SequenceParallelLayer final : public nn::Layer {
  private:
   std::shared_ptr<nn::Layer> inner_;
   int64_t group_;
+};
+
+/// Where the sequence-parallel region starts (ParallelStyle::SEQUENCE_START) or ends (SEQUENCE_END) at a layer that
+/// itself splits nothing: the start cuts the layer's output to this rank's slice, the end gathers its input.
+class SequenceBoundaryLayer final : public nn::Layer {
+ public:
+  SequenceBoundaryLayer(std::shared_ptr<nn::Layer> inner, const Group& group, bool start);
+  at::Tensor forward(const at::Tensor& x) override;
+  nn::Layer* stands_in_for() const override { return inner_.get(); }
+
+ private:
+  std::shared_ptr<nn::Layer> inner_;
+  int64_t group_;
+  bool start_;
 };
 
 }  // namespace composer::dist::detail
