@@ -88,11 +88,14 @@ ParallelLinear::ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style,
       sequence_parallel_(sequence_parallel),
       group_(register_group(group)),
       weight_(inner.weight),
-      bias_(inner.bias) {
+      bias_(inner.bias),
+      local_features_(inner.weight.size(style == nn::ParallelStyle::COLWISE ? 0 : 1)) {
   adopt_members_of(inner);
 }
 
 at::Tensor ParallelLinear::forward(const at::Tensor& x) {
+  if (weight_.size(style_ == nn::ParallelStyle::COLWISE ? 0 : 1) != local_features_)
+    return at::linear(x, weight_, bias_);  // whole weights
   const bool split = sequence_split(sequence_parallel_, is_training());
   // Under sequence parallelism the norm before it gathered the input, and the gather's backward sums the gradient.
   if (style_ == nn::ParallelStyle::COLWISE) return at::linear(split ? x : copy_to_group(x, group_), weight_, bias_);

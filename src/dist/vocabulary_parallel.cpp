@@ -102,6 +102,7 @@ ParallelEmbedding::ParallelEmbedding(const nn::Embedding& inner, const Group& gr
 }
 
 at::Tensor ParallelEmbedding::forward(const at::Tensor& ids) {
+  if (whole(weight_)) return at::embedding(weight_, ids);
   const at::Tensor local = ids - begin_;
   const at::Tensor elsewhere = local.lt(0).logical_or(local.ge(rows_));
   const at::Tensor rows = at::embedding(weight_, local.masked_fill(elsewhere, 0));
@@ -111,6 +112,7 @@ at::Tensor ParallelEmbedding::forward(const at::Tensor& ids) {
 }
 
 at::Tensor ParallelEmbedding::tied_logits(const at::Tensor& hidden) {
+  if (whole(weight_)) return at::linear(hidden, weight_);
   return head_output(at::linear(head_input(hidden, is_training()), weight_));
 }
 
@@ -122,6 +124,7 @@ ParallelHead::ParallelHead(const nn::Linear& inner, const Group& group, bool los
 }
 
 at::Tensor ParallelHead::forward(const at::Tensor& hidden) {
+  if (whole(weight_)) return at::linear(hidden, weight_, bias_);
   return head_output(at::linear(head_input(hidden, is_training()), weight_, bias_));
 }
 

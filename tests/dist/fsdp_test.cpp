@@ -472,7 +472,9 @@ TEST_F(FsdpTest, EmaAndSwaCheckpointsResumeOnAnotherWorldSize) {
 // Saves at batch 3 on 2 ranks (full and sharded checkpoints) and resumes on 3, for FSDP_WORKER_ALGORITHM `algorithm`.
 void FsdpTest::expect_resumes_with(const std::string& algorithm, testing::ScopedEnv& env) {
   const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
-  if (algorithm == "ema") ASSERT_TRUE(fs::exists(one + ".ema"));
+  if (algorithm == "ema") {
+    ASSERT_TRUE(fs::exists(one + ".ema"));
+  }
   for (const std::string sharded : {"", "1"}) {
     env.set("FSDP_WORKER_SHARDED", sharded);
     const std::string tag = algorithm + "-" + (sharded.empty() ? "full" : "sharded");

@@ -14,6 +14,7 @@
 #include "composer/composer.h"
 
 #include <gtest/gtest.h>
+#include <torch/script.h>
 
 #include <algorithm>
 #include <cmath>
@@ -203,6 +204,42 @@ TEST_F(TensorParallelTest, Gpt2SequenceParallelEqualsOneProcessAndGeneratesItsTo
   EXPECT_NE(r.output.find("sequence_parallel: the sequence length 11 does not split in tensor_parallel_degree 2"),
             std::string::npos)
       << r.output;
+}
+
+// The exports of a split model (ExportForInferenceCallback at FIT_END): the weights gathered whole, rank 0 writes what
+// one process writes. Safetensors (TP 2, 2 x 2): the same names and values. TorchScript (TP 2, 2 x 2, FSDP 2): the
+// split layers run as whole ones while their weights are whole and FSDP's units stay gathered through the trace, so it
+// holds no collective and gives one process's logits.
+TEST_F(TensorParallelTest, ExportsOfSplitModelsEqualOneProcess) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_EXPORT", "safetensors");
+  run("ex-one", "llama", "one", 1);
+  for (const auto& [name, layout, ranks] : {std::tuple{"ex-tp2", "tp2", 2}, std::tuple{"ex-2x2", "2x2", 4}}) {
+    run(name, "llama", layout, ranks);
+    const auto whole = read_safetensors((dir / "ex-one.pt.export").string());
+    const auto split = read_safetensors((dir / (std::string(name) + ".pt.export")).string());
+    ASSERT_EQ(whole.size(), split.size()) << name;
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_EQ(whole[i].first, split[i].first) << name;
+      ASSERT_EQ(whole[i].second.sizes(), split[i].second.sizes()) << name << " " << whole[i].first;
+      EXPECT_LT((whole[i].second - split[i].second).abs().max().item<double>(), 1e-10) << name << " " << whole[i].first;
+    }
+  }
+  env.set("TP_WORKER_EXPORT", "torchscript");
+  run("ts-one", "llama", "one", 1);
+  const at::Tensor ids = at::arange(8 * 12, at::kLong).remainder(96).view({8, 12});
+  const auto logits = [&](const std::string& name, int64_t rows) {  // the traced batch's shape: 8 / data-parallel
+    torch::jit::Module m = torch::jit::load((dir / (name + ".pt.export")).string());
+    return m.forward({ids.narrow(0, 0, rows)}).toTensor();
+  };
+  const at::Tensor whole = logits("ts-one", 8);
+  for (const auto& [name, layout, ranks, rows] :
+       {std::tuple{"ts-tp2", "tp2", 2, 8}, std::tuple{"ts-2x2", "2x2", 4, 4}, std::tuple{"ts-fsdp2", "fsdp2", 2, 4}}) {
+    run(name, "llama", layout, ranks);
+    const at::Tensor split = logits(name, rows);
+    ASSERT_EQ(whole.narrow(0, 0, rows).sizes(), split.sizes()) << name;
+    EXPECT_LT((whole.narrow(0, 0, rows) - split).abs().max().item<double>(), 1e-10) << name;
+  }
 }
 
 // A model built under nn::DeferredInit splits before it holds values: each unit is drawn whole as one process draws

@@ -19,8 +19,9 @@
 // sequence length (12), TP_WORKER_GENERATE=N generates N tokens greedily after training (rank 0 prints "generated
 // T..." : the prompts [[1..4], [5..8]] and their continuations, row by row; every rank "generation_cached C", 1
 // when the key-value cache was used), TP_WORKER_ACTIVATION_CHECKPOINTING=1 checkpoints the Llama's decoder layers under
-// FSDP, TP_WORKER_DEFERRED=1 builds the model
-// under nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the train metrics.
+// FSDP, TP_WORKER_EXPORT=FORMAT exports the trained model (ExportForInferenceCallback) to OUT.export,
+// TP_WORKER_DEFERRED=1 builds the model under nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the
+// train metrics.
 #include "support/clipping_spec.h"
 #include "support/worker_outputs.h"
 
@@ -194,10 +195,16 @@ int main(int argc, char** argv) try {
     algos.push_back(testing::copy_keeping_algorithm(env_or("TP_WORKER_ALGORITHM"), "TP_WORKER_ALGORITHM", ema));
   options.algorithms(algos);
   auto grad_norms = std::make_shared<testing::GradNorms>();
+  std::vector<std::shared_ptr<Callback>> callbacks;
   if (env_or("TP_WORKER_GRAD_NORMS") == "1") {
-    options.callbacks({std::make_shared<OptimizerMonitor>(OptimizerMonitorOptions().batch_log_interval(1))});
+    callbacks.push_back(std::make_shared<OptimizerMonitor>(OptimizerMonitorOptions().batch_log_interval(1)));
     options.loggers({grad_norms});
   }
+  if (!env_or("TP_WORKER_EXPORT").empty()) {
+    callbacks.push_back(std::make_shared<ExportForInferenceCallback>(
+        ExportForInferenceOptions().save_format(env_or("TP_WORKER_EXPORT")).save_path(out + ".export")));
+  }
+  options.callbacks(callbacks);
   if (!env_or("TP_WORKER_SAVE").empty())
     options.save_folder(env_or("TP_WORKER_SAVE")).save_interval(std::to_string(steps) + "ba").run_name("tp");
   if (!env_or("TP_WORKER_LOAD").empty()) {

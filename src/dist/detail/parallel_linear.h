@@ -37,6 +37,8 @@ class ParallelLinear final : public nn::Layer {
   /// `sequence_parallel` a column-parallel layer takes its input as the norm before it gathered it, a row-parallel one
   /// reduce-scatters its output over the sequence (sequence_parallel.h).
   ParallelLinear(const nn::Linear& inner, nn::ParallelStyle style, const Group& group, bool sequence_parallel);
+  /// While the weights are whole (Strategy::gather_full_weights, for an export), the unsplit layer's forward, with no
+  /// collective: one rank may run it alone (a TorchScript trace).
   at::Tensor forward(const at::Tensor& x) override;
   nn::ParallelStyle style() const { return style_; }
 
@@ -45,6 +47,7 @@ class ParallelLinear final : public nn::Layer {
   bool sequence_parallel_;
   int64_t group_;
   at::Tensor weight_, bias_;
+  int64_t local_features_;  // the split dimension's size on this rank
 };
 
 }  // namespace composer::dist::detail

@@ -35,6 +35,9 @@ class VocabularySlice : public nn::SplitLogits {
   /// This rank's logits [..., V/N] as the head returns them: left split in a forward that records gradients under
   /// loss parallelism, gathered otherwise.
   at::Tensor head_output(const at::Tensor& slice);
+  /// Whether `weight` holds the whole vocabulary (Strategy::gather_full_weights, for an export): the layer then runs
+  /// as the unsplit one, with no collective, so that one rank may run it alone (a TorchScript trace).
+  bool whole(const at::Tensor& weight) const { return weight.size(0) != rows_; }
   int64_t group_, rows_, size_, begin_;
   bool loss_parallel_, sequence_parallel_;
 };
