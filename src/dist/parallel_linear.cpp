@@ -53,6 +53,16 @@ struct GatherFromGroup : public torch::autograd::Function<GatherFromGroup> {
   }
 };
 
+// Automatic microbatching's check before a collective on x. Under it, `elements` of x's type are allocated and freed
+// first: what the collective allocates inside (Gloo copies through buffers of the data's size, on its own threads),
+// with slack, so that a rank short of memory runs out here, before the check, and not inside the collective where its
+// peers would wait. With only the collective's own sizes (no slack) a rank under a 60 MiB limit still ran out inside a
+// tensor-parallel all-gather (TensorParallelTest.AutoMicrobatchingUnderTpShrinksEveryRankAndEqualsOneProcess).
+void check_before(const at::Tensor& x, int64_t elements) {
+  if (collective_check_active() && x.is_cpu()) (void)at::empty({elements}, x.options());
+  check_before_collective();
+}
+
 }  // namespace
 
 Group group_at(int64_t id) {
@@ -62,14 +72,16 @@ Group group_at(int64_t id) {
 
 at::Tensor summed_over(const at::Tensor& x, int64_t id) {
   at::Tensor out = x.contiguous().clone();
-  check_before_collective();  // automatic microbatching's agreement, as before FSDP's collectives
+  check_before(out, 4 * out.numel());  // Gloo's working copies of the data, twice for slack
   all_reduce(out, ReduceOp::SUM, group_at(id));
   return out;
 }
 
 at::Tensor gathered_along(const at::Tensor& x, int64_t dim, int64_t id) {
-  check_before_collective();
-  return at::cat(all_gather(x.contiguous(), group_at(id)), dim);
+  const Group g = group_at(id);
+  // The gathered pieces, Gloo's flat copies of the input and the output, and their concatenation, twice for slack.
+  check_before(x, 8 * g.size() * x.numel());
+  return at::cat(all_gather(x.contiguous(), g), dim);
 }
 
 int64_t register_group(const Group& group) {

@@ -242,6 +242,29 @@ TEST_F(TensorParallelTest, ExportsOfSplitModelsEqualOneProcess) {
   }
 }
 
+// Automatic microbatching under TP 2 with a real memory limit on rank 1 only (40 MiB more than it maps at the first
+// batch): the batch of 256 sequences does not fit there, both ranks shrink together (the tensor-parallel collectives
+// are preceded by the search's check, and by an allocation of what they allocate inside), neither waits in a
+// collective the other will not reach, and the run reaches one process's weights with the batch whole (1e-10).
+// Before, rank 1 ran out inside an all-reduce and rank 0 waited there until the timeout.
+TEST_F(TensorParallelTest, AutoMicrobatchingUnderTpShrinksEveryRankAndEqualsOneProcess) {
+  testing::ScopedEnv env;
+  // One malloc arena: RLIMIT_AS counts the 64 MiB a new arena reserves, which a machine short of memory would not
+  // refuse; the test is about the allocations themselves.
+  env.set("MALLOC_ARENA_MAX", "1");
+  env.set("TP_WORKER_BATCH", "256");
+  env.set("TP_WORKER_STEPS", "2");
+  env.set("TP_WORKER_MICROBATCH", "auto");
+  env.set("TP_WORKER_LIMIT", "40:1");
+  run("amb-one", "llama", "one", 1);
+  const std::string out = expect_run_equals("amb-one", "amb-tp2", "llama", "tp2", 2);
+  EXPECT_NE(out.find("[rank 1] limited to 40 MiB more"), std::string::npos) << out;
+  const auto rank0 = testing::printed_values(out, "train_microbatch ", "[rank 0] ");
+  ASSERT_EQ(rank0.size(), 2u) << out;
+  EXPECT_EQ(rank0, testing::printed_values(out, "train_microbatch ", "[rank 1] ")) << "the ranks must agree";
+  EXPECT_LT(rank0.front(), 256) << out;
+}
+
 // A model built under nn::DeferredInit splits before it holds values: each unit is drawn whole as one process draws
 // it, this rank's tensor-parallel part kept and then sharded, so the TP 2 and 2 x 2 runs (untied, and tied with the
 // embedding's rows split) train to the weights of the same deferred model materialized whole on one process.

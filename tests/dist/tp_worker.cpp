@@ -19,10 +19,11 @@
 // sequence length (12), TP_WORKER_GENERATE=N generates N tokens greedily after training (rank 0 prints "generated
 // T..." : the prompts [[1..4], [5..8]] and their continuations, row by row; every rank "generation_cached C", 1
 // when the key-value cache was used), TP_WORKER_ACTIVATION_CHECKPOINTING=1 checkpoints the Llama's decoder layers under
-// FSDP, TP_WORKER_EXPORT=FORMAT exports the trained model (ExportForInferenceCallback) to OUT.export,
-// TP_WORKER_DEFERRED=1 builds the model under nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the
-// train metrics.
+// FSDP, TP_WORKER_BATCH the global batch (8), TP_WORKER_LIMIT=MIB:RANK a memory limit (below), TP_WORKER_EXPORT=FORMAT
+// exports the trained model (ExportForInferenceCallback) to OUT.export, TP_WORKER_DEFERRED=1 builds the model under
+// nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the train metrics.
 #include "support/clipping_spec.h"
+#include "support/memory_limit.h"
 #include "support/worker_outputs.h"
 
 #include "composer/composer.h"
@@ -122,6 +123,31 @@ std::shared_ptr<nn::Layer> build_in_float64(const std::string& model_name) {
   return net;
 }
 
+// TP_WORKER_LIMIT=MIB:RANK: at the first batch, rank RANK caps its address space at what it maps then plus MIB
+// (support/memory_limit.h), so that a whole batch's activations no longer fit; every rank prints "train_microbatch N"
+// after each batch (the size automatic microbatching settled on).
+class LimitAndReport : public Callback {
+ public:
+  explicit LimitAndReport(const std::string& spec) {
+    const auto colon = spec.find(':');
+    budget_ = std::stoll(spec.substr(0, colon)) << 20;
+    limited_ = colon != std::string::npos && std::stoll(spec.substr(colon + 1)) == dist::get_global_rank();
+  }
+  void before_train_batch(State&, Logger&) override {
+    if (!limited_ || applied_) return;  // a redone batch fires BEFORE_TRAIN_BATCH again
+    applied_ = true;
+    testing::limit_address_space(budget_);
+    std::cout << "limited to " << (budget_ >> 20) << " MiB more" << std::endl;
+  }
+  void batch_end(State& state, Logger&) override {
+    std::cout << "train_microbatch " << state.device_train_microbatch_size << std::endl;
+  }
+
+ private:
+  int64_t budget_ = 0;
+  bool limited_ = false, applied_ = false;
+};
+
 // TP_WORKER_GENERATE=N: N tokens greedily generated after the prompts [[1..4], [5..8]] from the trained model,
 // gathered as for evaluation ("" for N = 0). Every rank generates (a collective under FSDP).
 std::string generate(Trainer& trainer, nn::Layer& net, int64_t n) {
@@ -162,7 +188,7 @@ int main(int argc, char** argv) try {
   const int64_t world = dist::get_world_size(), rank = dist::get_global_rank();
   if (world > 1) dist::initialize_dist(c10::Device(c10::kCPU), std::chrono::seconds(120));
   const int64_t steps = std::stoll(env_or("TP_WORKER_STEPS", "4"));
-  const int64_t seq = std::stoll(env_or("TP_WORKER_SEQ", "12")), batch = 8;
+  const int64_t seq = std::stoll(env_or("TP_WORKER_SEQ", "12")), batch = std::stoll(env_or("TP_WORKER_BATCH", "8"));
   auto gen = at::detail::createCPUGenerator(1);
   const at::Tensor tokens = at::randint(96, {(seq + 1) * batch * 8}, gen, at::kLong);  // 8 batches an epoch
 
@@ -204,6 +230,8 @@ int main(int argc, char** argv) try {
     callbacks.push_back(std::make_shared<ExportForInferenceCallback>(
         ExportForInferenceOptions().save_format(env_or("TP_WORKER_EXPORT")).save_path(out + ".export")));
   }
+  if (!env_or("TP_WORKER_LIMIT").empty())
+    callbacks.push_back(std::make_shared<LimitAndReport>(env_or("TP_WORKER_LIMIT")));
   options.callbacks(callbacks);
   if (!env_or("TP_WORKER_SAVE").empty())
     options.save_folder(env_or("TP_WORKER_SAVE")).save_interval(std::to_string(steps) + "ba").run_name("tp");
