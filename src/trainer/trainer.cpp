@@ -145,7 +145,10 @@ void build_loops(TrainerImpl& t) {
 }
 
 // Composer's seeding: an unset seed is drawn on rank 0 and broadcast; every rank seeds with rank_zero_seed + rank.
-// An unset run name is rank 0's too, so that all ranks write and find the same checkpoint files.
+// Ranks that share a data-parallel place (a tensor-parallel group) share that rank's seed: they compute the same
+// replicated activations, whose dropout masks must agree (torchtitan seeds an SPMD group alike, Megatron its
+// tensor-parallel ranks). An unset run name is rank 0's too, so that all ranks write and find the same checkpoint
+// files.
 void agree_on_seed_and_run_name(TrainerImpl& t) {
   State& s = t.state;
   const TrainerOptions& o = t.options;
@@ -155,7 +158,9 @@ void agree_on_seed_and_run_name(TrainerImpl& t) {
   dist::broadcast(seed, 0);  // no-op for one process
   s.rank_zero_seed = static_cast<uint64_t>(seed.item<int64_t>());
   name = dist::all_gather_object(name).at(0);
-  s.seed = s.rank_zero_seed + static_cast<uint64_t>(dist::get_global_rank());
+  const bool shared = s.strategy->data_parallel_size() < dist::get_world_size();
+  s.seed =
+      s.rank_zero_seed + static_cast<uint64_t>(shared ? s.strategy->data_parallel_rank() : dist::get_global_rank());
   s.run_name = name;
 }
 

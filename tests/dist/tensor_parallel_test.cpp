@@ -265,6 +265,18 @@ TEST_F(TensorParallelTest, AutoMicrobatchingUnderTpShrinksEveryRankAndEqualsOneP
   EXPECT_LT(rank0.front(), 256) << out;
 }
 
+// Dropout under TP (GPT-2's 0.1 after the embeddings and after each block's attention and MLP, where every rank of the
+// group holds the whole activation): the group's ranks share a seed, so they draw the masks one process draws, and
+// TP 2 and TP 4 reach its weights (1e-10). Seeded by global rank (Composer's rank_zero_seed + rank) the ranks' masks
+// differed, and so did their replicated activations.
+TEST_F(TensorParallelTest, DropoutUnderTpDrawsOneProcesssMasks) {
+  testing::ScopedEnv env;
+  env.set("TP_WORKER_DROPOUT", "0.1");
+  run("drop-one", "gpt2", "one", 1);
+  expect_run_equals("drop-one", "drop-tp2", "gpt2", "tp2", 2);
+  expect_run_equals("drop-one", "drop-tp4", "gpt2", "tp4", 4);
+}
+
 // A model built under nn::DeferredInit splits before it holds values: each unit is drawn whole as one process draws
 // it, this rank's tensor-parallel part kept and then sharded, so the TP 2 and 2 x 2 runs (untied, and tied with the
 // embedding's rows split) train to the weights of the same deferred model materialized whole on one process.

@@ -19,9 +19,10 @@
 // sequence length (12), TP_WORKER_GENERATE=N generates N tokens greedily after training (rank 0 prints "generated
 // T..." : the prompts [[1..4], [5..8]] and their continuations, row by row; every rank "generation_cached C", 1
 // when the key-value cache was used), TP_WORKER_ACTIVATION_CHECKPOINTING=1 checkpoints the Llama's decoder layers under
-// FSDP, TP_WORKER_BATCH the global batch (8), TP_WORKER_LIMIT=MIB:RANK a memory limit (below), TP_WORKER_EXPORT=FORMAT
-// exports the trained model (ExportForInferenceCallback) to OUT.export, TP_WORKER_DEFERRED=1 builds the model under
-// nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the train metrics.
+// FSDP, TP_WORKER_DROPOUT GPT-2's dropout (0), TP_WORKER_BATCH the global batch (8), TP_WORKER_LIMIT=MIB:RANK a memory
+// limit (below), TP_WORKER_EXPORT=FORMAT exports the trained model (ExportForInferenceCallback) to OUT.export,
+// TP_WORKER_DEFERRED=1 builds the model under nn::DeferredInit (in float64). Rank 0 prints "metric KEY VALUE" for the
+// train metrics.
 #include "support/clipping_spec.h"
 #include "support/memory_limit.h"
 #include "support/worker_outputs.h"
@@ -56,7 +57,8 @@ std::shared_ptr<nn::Layer> build(const std::string& model) {
   }
   if (model == "gpt2") {
     return std::make_shared<models::GPT>(
-        models::TransformerConfig().vocab_size(96).max_seq_len(32).n_layer(2).n_head(4).d_model(32).d_ff(64));
+        models::TransformerConfig().vocab_size(96).max_seq_len(32).n_layer(2).n_head(4).d_model(32).d_ff(64).dropout(
+            std::stod(env_or("TP_WORKER_DROPOUT", "0"))));
   }
   if (model == "bert") {  // bidirectional, trained here on the next-token targets like the decoders
     return std::make_shared<models::BertMLM>(

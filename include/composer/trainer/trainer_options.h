@@ -134,7 +134,8 @@ struct TrainerOptions {
   /// Unset: amp_fp16 on CUDA, fp32 on CPU.
   TORCH_ARG(std::optional<Precision>, precision);
   TORCH_ARG(MicrobatchSize, device_train_microbatch_size);
-  /// Unset: random in [0, 2^32-1]. Each rank seeds with seed + rank.
+  /// Unset: random in [0, 2^32-1]. Each rank seeds with seed + rank (a tensor-parallel group's ranks with seed +
+  /// their data-parallel rank, so that they draw the same dropout masks).
   TORCH_ARG(std::optional<uint64_t>, seed);
   /// torch deterministic algorithms on.
   TORCH_ARG(bool, deterministic_mode) = false;
@@ -220,7 +221,9 @@ struct TrainerOptions {
   static void for_each_field(Self& self, Visit&& visit) {
     visit("run_name", self.run_name_,
           "name used in {run_name} paths; unset: $COMPOSER_RUN_NAME, $RUN_NAME, else generated");
-    visit("seed", self.seed_, "rank-zero seed (each rank seeds with seed + rank); unset: drawn on rank 0");
+    visit("seed", self.seed_,
+          "rank-zero seed (each rank seeds with seed + rank; a tensor-parallel group with its data-parallel rank's); "
+          "unset: drawn on rank 0");
     visit("max_duration", ensure_time(TimeUnit::EPOCH, self.max_duration_),
           "how long to train; a bare integer is epochs");
     visit("iteration_length", ensure_time(TimeUnit::EPOCH, self.iteration_length_),
