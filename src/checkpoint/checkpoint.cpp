@@ -67,7 +67,10 @@ c10::IValue read_by_parts(const std::string& path, const PartsWanted& wanted, st
   const detail::ZipArchive zip(path);
   zip.verify(dist::get_global_rank(), dist::get_world_size());
   try {
-    return detail::read_file_parts(zip, wanted, parts);
+    std::vector<ShardedEntry> read;  // kept only when the whole read succeeds: a failure falls back to no parts
+    c10::IValue payload = detail::read_file_parts(zip, wanted, read);
+    parts.insert(parts.end(), read.begin(), read.end());
+    return payload;
   } catch (const std::exception&) {
   }
   return detail::unpickle_file(path);

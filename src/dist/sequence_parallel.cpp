@@ -16,9 +16,8 @@ using torch::autograd::variable_list;
 
 constexpr int64_t kSequence = 1;  // [batch, sequence, features]
 
-// This rank's slice of x's sequence.
-at::Tensor slice_of(const at::Tensor& x, int64_t group) {
-  const Group g = group_at(group);
+// The length of each rank's slice of x's sequence; std::invalid_argument when the degree does not divide it.
+int64_t slice_width(const at::Tensor& x, const Group& g) {
   if (x.dim() < 2 || x.size(kSequence) % g.size() != 0) {
     throw std::invalid_argument("parallelism_config.tp.sequence_parallel: the sequence length " +
                                 (x.dim() < 2 ? std::string("(a tensor of ") + std::to_string(x.dim()) + " dimensions)"
@@ -26,13 +25,19 @@ at::Tensor slice_of(const at::Tensor& x, int64_t group) {
                                 " does not split in tensor_parallel_degree " + std::to_string(g.size()) +
                                 " equal slices; train on sequences whose length the degree divides");
   }
-  const int64_t width = x.size(kSequence) / g.size();
+  return x.size(kSequence) / g.size();
+}
+
+// This rank's slice of x's sequence.
+at::Tensor slice_of(const at::Tensor& x, int64_t group) {
+  const Group g = group_at(group);
+  const int64_t width = slice_width(x, g);
   return x.narrow(kSequence, g.rank() * width, width).contiguous();
 }
 
 // The sum over the group, this rank's slice of the sequence (Gloo reduce-scatters as an all-reduce and a slice too).
 at::Tensor scattered(const at::Tensor& x, int64_t group) {
-  slice_of(x, group);  // the length check before the collective, the same on every rank
+  slice_width(x, group_at(group));  // the length check before the collective, the same on every rank
   return slice_of(summed_over(x, group), group);
 }
 

@@ -71,6 +71,15 @@ struct TensorParallelTest : ::testing::Test {
     return output;
   }
 
+  // With TP_WORKER_SEQ=11 and sequence parallelism: 11 tokens do not split in 2, and every rank stops with the error.
+  void expect_odd_sequence_error(const std::string& model) {
+    const auto r = run_worker(launch(2, {TP_WORKER, (dir / "odd.pt").string(), model, "tp2"}), 120);
+    EXPECT_NE(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("sequence_parallel: the sequence length 11 does not split in tensor_parallel_degree 2"),
+              std::string::npos)
+        << r.output;
+  }
+
   void expect_same_weights(const std::string& a_name, const std::string& b_name, const std::string& suffix = "") {
     const auto a = testing::read_pickled_tensors(dir / (a_name + ".pt" + suffix));
     const auto b = testing::read_pickled_tensors(dir / (b_name + ".pt" + suffix));
@@ -177,11 +186,7 @@ TEST_F(TensorParallelTest, SequenceParallelEqualsOneProcessAndGeneratesItsTokens
   EXPECT_EQ(generated(expect_run_equals("sp-tied-one", "sp-tied-2x2", "llama", "2x2", 4)), generated(tied));
   env.set("TP_WORKER_GENERATE", "");
   env.set("TP_WORKER_SEQ", "11");  // 11 tokens do not split in 2: every rank stops with the error
-  const auto r = run_worker(launch(2, {TP_WORKER, (dir / "odd.pt").string(), "llama", "tp2"}), 120);
-  EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("sequence_parallel: the sequence length 11 does not split in tensor_parallel_degree 2"),
-            std::string::npos)
-      << r.output;
+  expect_odd_sequence_error("llama");
 }
 
 // GPT-2's token embedding stays whole (its head is tied to it), so its sequence-parallel region starts at the
@@ -199,11 +204,7 @@ TEST_F(TensorParallelTest, Gpt2SequenceParallelEqualsOneProcessAndGeneratesItsTo
   env.set("TP_WORKER_PLAN", "vocab");
   expect_run_equals("gsp-one", "gsp-vocab-tp2", "gpt2", "tp2", 2);
   env.set("TP_WORKER_SEQ", "11");
-  const auto r = run_worker(launch(2, {TP_WORKER, (dir / "odd.pt").string(), "gpt2", "tp2"}), 120);
-  EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("sequence_parallel: the sequence length 11 does not split in tensor_parallel_degree 2"),
-            std::string::npos)
-      << r.output;
+  expect_odd_sequence_error("gpt2");
 }
 
 // The exports of a split model (ExportForInferenceCallback at FIT_END): the weights gathered whole, rank 0 writes what
