@@ -285,7 +285,8 @@ c10::IValue EMA::state_dict() const {
     if (sharded_by_) {
       detail::HeldWeights held;
       held.sharded = sharded_by_->sharded_state();
-      held.parts = held.sharded->held_parameters();
+      for (auto& [name, part] : held.sharded->held_parameters())  // the averaged ones: not the frozen
+        if (ema_model_->named_parameters_dict.count(name)) held.parts.emplace_back(name, std::move(part));
       whole = detail::wholes_of(held, ema_model_->named_parameters_dict);
     }
     ema.insert("named_parameters_dict", detail::tensor_dict(sharded_by_ ? whole : ema_model_->named_parameters_dict));

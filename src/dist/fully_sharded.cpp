@@ -251,6 +251,7 @@ std::map<std::string, std::vector<double>> FullyShardedDataParallel::parameter_s
   std::vector<bool> whole;  // per name: a parameter tensor parallelism left whole on every rank of the group
   std::vector<double> sums;
   for (auto& f : m.flats) {
+    if (f.frozen) continue;  // as the replicated strategies', the trainable parameters only
     const int64_t begin = m.sharded() ? m.rank * f.shard_numel : 0;
     for (size_t i = 0; i < f.params.size(); ++i) {
       names.push_back(f.names[i]);
@@ -292,7 +293,7 @@ ShardedMemory FullyShardedDataParallel::memory() const {
 std::vector<std::pair<std::string, at::Tensor>> FullyShardedDataParallel::gathered_parameters() {
   const auto gathered = gather_full_precision();
   std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& [name, p] : impl_->trainable) out.emplace_back(name, p.detach().clone());
+  for (const auto& [name, p] : impl_->parameters) out.emplace_back(name, p.detach().clone());
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 namespace composer::dist {
 
@@ -38,13 +39,14 @@ std::vector<int64_t> replica_group_ranks(const DataParallelMesh& mesh, int64_t r
   return ranks;
 }
 
-// The sharding units: each submodule the policy picks claims its trainable parameters not claimed by a unit inside
-// it (children come after their parents in named_modules(), so walk it backwards); the root unit holds the rest.
+// The sharding units: each submodule the policy picks claims its parameters (frozen ones too, as torch FSDP shards
+// them) not claimed by a unit inside it (children come after their parents in named_modules(), so walk it
+// backwards); the root unit holds the rest.
 struct UnitPlan {
   std::vector<std::string> names;               // "" for the root
   std::vector<std::vector<at::Tensor>> params;  // per unit
   std::vector<torch::nn::Module*> modules;      // nullptr for the root
-  std::set<const c10::TensorImpl*> claimed;     // every trainable parameter
+  std::set<const c10::TensorImpl*> claimed;     // every parameter
 };
 
 UnitPlan plan_units(torch::nn::Module& model, const WrapPolicy& policy) {
@@ -52,7 +54,7 @@ UnitPlan plan_units(torch::nn::Module& model, const WrapPolicy& policy) {
   auto take = [&](const std::string& name, torch::nn::Module& module, bool root) {
     std::vector<at::Tensor> unit;
     for (const auto& p : module.parameters(/*recurse=*/true)) {
-      if (!p.requires_grad() || plan.claimed.count(p.unsafeGetTensorImpl())) continue;
+      if (plan.claimed.count(p.unsafeGetTensorImpl())) continue;
       plan.claimed.insert(p.unsafeGetTensorImpl());
       unit.push_back(p);
     }
@@ -84,13 +86,16 @@ GroupOf optimizer_groups(const std::vector<torch::optim::OptimizerParamGroup>& g
   return group_of;
 }
 
-// A unit's parameters laid out as one flat buffer per (optimizer group, dtype), not yet sharded.
-std::map<std::pair<int64_t, int>, FlatParam> lay_out_unit(const std::vector<at::Tensor>& unit, const GroupOf& group_of,
-                                                          const ParamNames& name_of) {
-  std::map<std::pair<int64_t, int>, FlatParam> by_group;
+// A unit's parameters laid out as one flat buffer per (optimizer group, dtype, frozen), not yet sharded.
+using FlatKey = std::tuple<int64_t, int, bool>;
+std::map<FlatKey, FlatParam> lay_out_unit(const std::vector<at::Tensor>& unit, const GroupOf& group_of,
+                                          const ParamNames& name_of) {
+  std::map<FlatKey, FlatParam> by_group;
   for (const auto& p : unit) {
     const auto g = group_of.find(p.unsafeGetTensorImpl());
-    FlatParam& f = by_group[{g == group_of.end() ? -1 : g->second, static_cast<int>(p.scalar_type())}];
+    FlatParam& f =
+        by_group[{g == group_of.end() ? -1 : g->second, static_cast<int>(p.scalar_type()), !p.requires_grad()}];
+    f.frozen = !p.requires_grad();
     f.params.push_back(p);
     f.names.push_back(name_of.at(p.unsafeGetTensorImpl()));
     f.shapes.push_back(p.sizes().vec());
@@ -197,7 +202,7 @@ void FullyShardedDataParallel::Impl::shard_flat(FlatParam& f) {
         .copy_(nn::is_deferred(p) ? nn::read_part(p, lo - f.offsets[i], hi - lo)
                                   : p.detach().reshape(-1).narrow(0, lo - f.offsets[i], hi - lo));
   }
-  f.shard.set_requires_grad(true);
+  f.shard.set_requires_grad(!f.frozen);
   const at::ScalarType own = f.shard.scalar_type();
   f.compute_dtype = mixed_precision.param_dtype && at::isFloatingType(own) ? *mixed_precision.param_dtype : own;
   // torch's rule: reduce_dtype, else param_dtype when that is given, else the parameters' own.
@@ -212,7 +217,7 @@ void FullyShardedDataParallel::Impl::shard_flat(FlatParam& f) {
   }
 }
 
-// Each optimizer group's parameters become its flats' shards (after the frozen parameters it keeps as they are);
+// Each optimizer group's parameters become its flats' shards (after any parameter no unit claimed, kept as it is);
 // slots and group_names record what each parameter of the optimizer's state dict is.
 void FullyShardedDataParallel::Impl::rewire_optimizer(std::vector<torch::optim::OptimizerParamGroup>& groups,
                                                       const std::vector<std::vector<int64_t>>& group_flats,
@@ -229,7 +234,7 @@ void FullyShardedDataParallel::Impl::rewire_optimizer(std::vector<torch::optim::
     for (const auto& p : groups[g].params()) group_names[g].push_back(name(p));
     for (const auto& p : groups[g].params()) {
       if (claimed.count(p.unsafeGetTensorImpl())) continue;
-      params.push_back(p);  // frozen ones stay as they are
+      params.push_back(p);  // not the model's: stays as it is
       slots[g].push_back({-1, name(p)});
     }
     for (const int64_t k : group_flats[g]) {
@@ -273,8 +278,7 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
       model, options_.auto_wrap() ? (options_.wrap_policy() ? options_.wrap_policy() : WrapPolicy(default_wrap_policy))
                                   : none);
   m.num_units = static_cast<int64_t>(plan.params.size());
-  for (const auto& p : model.named_parameters(/*recurse=*/true))
-    if (p.value().requires_grad()) m.trainable.emplace_back(p.key(), p.value());
+  for (const auto& p : model.named_parameters(/*recurse=*/true)) m.parameters.emplace_back(p.key(), p.value());
 
   auto& groups = optimizer->param_groups();
   const GroupOf group_of = optimizer_groups(groups);
@@ -282,7 +286,7 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
   at::NoGradGuard no_grad;
   // Each unit laid out and sharded as soon as its parameters hold values: a deferred model is drawn unit by unit,
   // each unit's whole parameters freed (release) before the next one's are drawn.
-  std::vector<std::map<std::pair<int64_t, int>, FlatParam>> laid(plan.params.size());
+  std::vector<std::map<FlatKey, FlatParam>> laid(plan.params.size());
   const auto shard_unit = [&](size_t u) {
     laid[u] = lay_out_unit(plan.params[u], group_of, name_of);
     for (auto& entry : laid[u]) m.shard_flat(entry.second);
@@ -296,10 +300,12 @@ void FullyShardedDataParallel::setup(torch::nn::Module& model, torch::optim::Opt
     m.units.emplace_back();
     m.units.back().name = plan.names[u];
     for (auto& [key, f] : laid[u]) {
-      if (key.first >= 0) group_flats[static_cast<size_t>(key.first)].push_back(static_cast<int64_t>(m.flats.size()));
+      const int64_t group = std::get<0>(key);
+      if (group >= 0) group_flats[static_cast<size_t>(group)].push_back(static_cast<int64_t>(m.flats.size()));
       f.unit = static_cast<int64_t>(u);
       m.units[u].flats.push_back(static_cast<int64_t>(m.flats.size()));
-      m.units[u].params += static_cast<int64_t>(f.params.size());
+      if (!f.frozen) m.units[u].params += static_cast<int64_t>(f.params.size());
+      m.units[u].has_frozen = m.units[u].has_frozen || f.frozen;
       m.flats.push_back(std::move(f));
     }
   }

@@ -173,7 +173,9 @@ std::vector<std::pair<std::string, at::Tensor>> FullyShardedDataParallel::gather
   for (const auto& [name, part] : parts) by_name[name] = &part;
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& f : m.flats) {
-    // This rank's shard of the flat, laid out as the shard is, from the parts (the padding zero).
+    // This rank's shard of the flat, laid out as the shard is, from the parts (the padding zero); a frozen flat only
+    // when its parts are given (the same on every rank: the parts of every parameter, or of the trainable ones).
+    if (f.frozen && !by_name.count(f.names[0])) continue;
     at::Tensor shard;
     for (size_t i = 0; i < f.params.size(); ++i) {
       const auto it = by_name.find(f.names[i]);

@@ -3,9 +3,12 @@
 //   forward:  all-gather the unit (or finish its prefetch), run it, free it again (FULL_SHARD; SHARD_GRAD_OP keeps
 //             it until its backward), and hook its output's gradient;
 //   that hook (the unit's backward is next): all-gather it again, prefetch the unit before it (BACKWARD_PRE);
-//   a gradient hook on each of its parameters, after the gradient is accumulated: once all of them have fired, the
-//   unit's backward is over: its gradient's reduce-scatter starts in the background (on the step's last
-//   microbatch), its weights are freed, and the unit before it is prefetched (BACKWARD_POST).
+//   a gradient hook on each of its trainable parameters, after the gradient is accumulated: once all of them have
+//   fired, no op of the unit needs them any more: its gradient's reduce-scatter starts in the background (on the
+//   step's last microbatch), its trainable weights are freed, and the unit before it is prefetched (BACKWARD_POST);
+//   its frozen weights (requires_grad false) are needed until the backward has carried the gradient through to the
+//   unit's input (a LoRA layer's base after its adapters' gradients are in): they are freed by a hook on the
+//   input's gradient (torch FSDP's reshard-only hook), or when the backward ends if the input needs none.
 // Every rank runs the same units in the same order, so every rank issues the same collectives in the same order.
 #include "composer/nn/layer.h"
 #include "dist/detail/fully_sharded_impl.h"
@@ -37,7 +40,7 @@ class FullyShardedDataParallel::Impl::UnitLayer final : public nn::Layer {
       m->release_unit(unit_);
       throw;
     }
-    m->unit_post_forward(unit_, out);
+    m->unit_post_forward(unit_, x, out);
     return out;
   }
 
@@ -84,13 +87,18 @@ void FullyShardedDataParallel::Impl::unit_pre_forward(int64_t u) {
     if (const int64_t next = after_in(last_order, u); next >= 0) prefetch_unit(next);
 }
 
-void FullyShardedDataParallel::Impl::unit_post_forward(int64_t u, const at::Tensor& output) {
+void FullyShardedDataParallel::Impl::unit_post_forward(int64_t u, const at::Tensor& input, const at::Tensor& output) {
   if (frees_after_forward()) release_unit(u);
   if (!at::GradMode::is_enabled() || !output.defined() || !output.requires_grad()) return;
   std::shared_ptr<Impl*> engine = self;
   output.register_hook([engine, u](const at::TensorBase&) {
     if (Impl* m = *engine) m->unit_pre_backward(u);
   });
+  if (units[static_cast<size_t>(u)].has_frozen && input.requires_grad()) {
+    input.register_hook([engine, u](const at::TensorBase&) {
+      if (Impl* m = *engine; m && m->in_backward) m->release_unit_part(u, /*frozen=*/true);
+    });
+  }
 }
 
 void FullyShardedDataParallel::Impl::unit_pre_backward(int64_t u) {
@@ -105,7 +113,7 @@ void FullyShardedDataParallel::Impl::unit_gradient_accumulated(int64_t u) {
   Unit& unit = units[static_cast<size_t>(u)];
   if (--unit.waiting != 0) return;
   if (sync) start_reduction(u);
-  release_unit(u);
+  release_unit_part(u, /*frozen=*/false);
   if (backward_prefetch == BackwardPrefetch::BACKWARD_POST)
     if (const int64_t next = before_in(order, u); next >= 0) prefetch_unit(next);
 }
@@ -144,10 +152,12 @@ int64_t FullyShardedDataParallel::Impl::wrap_units(torch::nn::Module& model,
     if (!parent || !layer || !parent->has(child)) continue;  // gathered with the whole model instead
     parent->replace(child, std::make_shared<UnitLayer>(layer, self, static_cast<int64_t>(u)));
     unit.per_unit = true;
-    for (const int64_t k : unit.flats)
+    for (const int64_t k : unit.flats) {
+      if (flats[static_cast<size_t>(k)].frozen) continue;
       for (const auto& p : flats[static_cast<size_t>(k)].params)
         torch::autograd::impl::set_post_acc_grad_hooks(p,
                                                        std::make_unique<GradientHook>(self, static_cast<int64_t>(u)));
+    }
     ++wrapped;
   }
   return wrapped;

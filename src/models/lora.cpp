@@ -1,6 +1,7 @@
 #include "composer/models/lora.h"
 
 #include "composer/formats/safetensors.h"
+#include "composer/nn/deferred_init.h"
 #include "models/detail/named_weights.h"
 #include "utils/detail/text_file.h"
 
@@ -75,10 +76,12 @@ LoraLinear::LoraLinear(std::shared_ptr<nn::Linear> base, const LoraOptions& opti
                        std::make_shared<nn::Linear>(nn::LinearOptions(base_->in_features, options.r()).bias(false)));
   b_ = register_module("lora_B",
                        std::make_shared<nn::Linear>(nn::LinearOptions(options.r(), base_->out_features).bias(false)));
-  at::NoGradGuard no_grad;
+  // Through nn::initialize, so that a model built under nn::DeferredInit (init_device: meta) records them.
   const double bound = 1.0 / std::sqrt(static_cast<double>(base_->in_features));  // kaiming_uniform_(a=sqrt(5))
-  a_->weight.uniform_(-bound, bound);
-  b_->weight.zero_();
+  nn::initialize(
+      a_->weight, [bound](at::Tensor& w) { w.uniform_(-bound, bound); }, /*random=*/true);
+  nn::initialize(
+      b_->weight, [](at::Tensor& w) { w.zero_(); }, /*random=*/false);
 }
 
 at::Tensor LoraLinear::forward(const at::Tensor& x) {
@@ -96,6 +99,23 @@ std::shared_ptr<nn::Linear> LoraLinear::merged() const {
   if (base_->bias.defined()) out->bias.copy_(base_->bias);
   return out;
 }
+
+namespace {
+
+// The adapters on the base weight's device and in its dtype. A deferred base (nn::DeferredInit) keeps its record: the
+// adapters are deferred too, in float32 on the CPU like every deferred parameter until the Trainer materializes them.
+void adopt_placement(LoraLinear& lora, const at::Tensor& base_weight, const std::string& name) {
+  const at::Tensor& a = lora.lora_A()->weight;
+  if (a.device() == base_weight.device() && a.scalar_type() == base_weight.scalar_type()) return;
+  if (nn::is_deferred(base_weight)) {
+    throw std::invalid_argument("apply_lora: '" + name + "' is deferred (nn::DeferredInit) in " +
+                                std::string(c10::toString(base_weight.scalar_type())) +
+                                "; build a deferred model in float32 and choose the precision in the Trainer");
+  }
+  lora.to(base_weight.device(), base_weight.scalar_type());
+}
+
+}  // namespace
 
 std::vector<std::string> apply_lora(nn::Layer& model, const LoraOptions& options) {
   options.validate();
@@ -118,7 +138,7 @@ std::vector<std::string> apply_lora(nn::Layer& model, const LoraOptions& options
   for (const auto& [parent, child, name] : picked) {
     auto base = std::dynamic_pointer_cast<nn::Linear>(parent->child_ptr(child));
     auto lora = std::make_shared<LoraLinear>(base, options);
-    lora->to(base->weight.device(), base->weight.scalar_type());
+    adopt_placement(*lora, base->weight, name);
     parent->replace(child, lora);
     names.push_back(name);
   }

@@ -249,6 +249,14 @@ TEST(LayerFreezingTest, FreezesMoreLayersEachEpochAndFrozenOnesStayPut) {
             "LayerFreezing.freeze_start must be in [0.0, 1.0), got 1.0");
   EXPECT_EQ(error_of([&] { functional::freeze_layers(*model, nullptr, 1.5); }),
             "freeze_layers.current_duration must be in [0.0, 1.0], got 1.5");
+  // Under FSDP the optimizer steps flat shards laid out at the start, which later freezing cannot take out: refused
+  // when the Trainer is built, before any training.
+  const std::string fsdp = error_of([] {
+    Trainer refused(blob_run(deep_classifier())
+                        .parallelism_config(dist::ParallelismConfig().fsdp(dist::FSDPOptions()))
+                        .algorithms({algorithms::make_algorithm("layer_freezing")}));
+  });
+  EXPECT_NE(fsdp.find("LayerFreezing: not supported under FSDP (parallelism_config.fsdp)"), std::string::npos) << fsdp;
 }
 
 TEST(NoOpModelTest, TrainsTheStandInAndACheckpointRecreatesIt) {

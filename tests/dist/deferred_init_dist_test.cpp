@@ -229,6 +229,23 @@ TEST_F(DeferredInitDistTest, SmolLM2GgufLoadsUnitByUnitUnderFullShard) {
     // scratch), where a whole load maps 930 MiB.
     EXPECT_LT(setup[0], 450) << deferred.output;
   }
+  // With LoRA adapters (r 8 on q_proj and v_proj) the frozen base is sharded as well: the same setup, and each rank
+  // holds half of the base and of the adapters.
+  env.set("DEFERRED_WORKER_LORA", "8");
+  const auto lora = run(2, "-", "deferred", "FULL_SHARD");
+  ASSERT_EQ(lora.status, 0) << lora.output;
+  for (const int rank : {0, 1}) {
+    const std::string tag = "[rank " + std::to_string(rank) + "] ";
+    const auto setup = testing::printed_values(lora.output, "setup_vm_mib ", tag);
+    const auto shard = testing::printed_values(lora.output, "shard_mib ", tag);
+    const auto model = testing::printed_values(lora.output, "model_mib ", tag);
+    ASSERT_EQ(setup.size(), 1u) << lora.output;
+    ASSERT_EQ(shard.size(), 1u) << lora.output;
+    ASSERT_EQ(model.size(), 1u) << lora.output;
+    std::cout << tag << "LoRA setup_vm_mib " << setup[0] << ", shard_mib " << shard[0] << " of " << model[0] << "\n";
+    EXPECT_LT(setup[0], 450) << lora.output;
+    EXPECT_NEAR(shard[0], model[0] / 2, 0.01) << lora.output;
+  }
 }
 
 // device_train_microbatch_size: auto under FSDP (issue 44 item 4): 2 FULL_SHARD ranks, only rank 1 under a memory

@@ -2,7 +2,8 @@
 // a few batches of random tokens (DecoupledSGDW without momentum, so that a rank keeps its shards and their gradients
 // only), with FSDP FULL_SHARD (each LlamaDecoderLayer a unit) or, for "one", the default strategy.
 // Usage: deferred_worker OUT MODE STRATEGY
-//   OUT: a path, or - for no weights written; MODE: deferred or normal; STRATEGY: FULL_SHARD or one
+//   OUT: a path, or - for no weights written; MODE: deferred or normal; STRATEGY: FULL_SHARD, one, or TPn (tensor
+//   parallelism of degree n, the Llama's plan, FULL_SHARD over the data-parallel ranks)
 // Rank 0 writes the full weights right after the Trainer is built to OUT.init and after training to OUT, and prints
 // "loss L" (the last batch's). Every rank prints "start_batch B" (where training starts: B > 0 when resumed),
 // "runtime_mib R" (its resident memory before the model is built), "setup_peak_mib P" (the resident high-water mark
@@ -19,7 +20,8 @@
 // DEFERRED_WORKER_SEQ (16) and DEFERRED_WORKER_BATCH (4) size the batches; DEFERRED_WORKER_MICROBATCH (0: whole)
 // sets device_train_microbatch_size (a number or auto; every rank prints "microbatch M", the size in use at the end);
 // DEFERRED_WORKER_BUDGET_RANK=R limits rank R alone;
-// DEFERRED_WORKER_PRETRAINED=DIR|FILE.gguf loads a pretrained Llama instead (load_llama_hf, load_llama_gguf).
+// DEFERRED_WORKER_PRETRAINED=DIR|FILE.gguf loads a pretrained Llama instead (load_llama_hf, load_llama_gguf);
+// DEFERRED_WORKER_LORA=R adds LoRA adapters of rank R (PEFT's default targets), the rest of the model frozen.
 // Every rank prints "setup_read_mib R": the bytes it read (rchar) from building the model to the Trainer built.
 #include "support/memory_limit.h"
 #include "support/worker_outputs.h"
@@ -103,11 +105,17 @@ int main(int argc, char** argv) try {
   torch::manual_seed(11);
   const double read_before = io_mib("rchar");
   std::shared_ptr<models::Llama> llama;
+  const auto build_and_adapt = [] {
+    auto built = build();
+    if (!env_or("DEFERRED_WORKER_LORA").empty())
+      models::apply_lora(*built, models::LoraOptions().r(std::stoll(env_or("DEFERRED_WORKER_LORA"))));
+    return built;
+  };
   if (mode == "deferred") {
     nn::DeferredInit deferred;
-    llama = build();
+    llama = build_and_adapt();
   } else {
-    llama = build();
+    llama = build_and_adapt();
   }
   int64_t model_bytes = 0, unit_bytes = 0;
   for (const auto& p : llama->parameters()) model_bytes += p.numel() * 4;
@@ -125,9 +133,14 @@ int main(int argc, char** argv) try {
 
   auto model = std::make_shared<ComposerLanguageModel>(llama);
   auto opt = std::make_shared<optim::DecoupledSGDW>(model->parameters(), optim::DecoupledSGDWOptions(0.5));
-  auto loader = std::make_shared<DatasetLoader>(
-      make_lm_dataset(tokens, seq),
-      DatasetLoaderOptions(batch / world).shuffle(false).num_workers(0).num_replicas(world).rank(rank).drop_last(true));
+  const int64_t tp = strategy.rfind("TP", 0) == 0 ? std::stoll(strategy.substr(2)) : 1;
+  const int64_t replicas = world / tp;  // a tensor-parallel group's ranks read the same batch
+  auto loader = std::make_shared<DatasetLoader>(make_lm_dataset(tokens, seq), DatasetLoaderOptions(batch / replicas)
+                                                                                  .shuffle(false)
+                                                                                  .num_workers(0)
+                                                                                  .num_replicas(replicas)
+                                                                                  .rank(rank / tp)
+                                                                                  .drop_last(true));
   TrainerOptions options =
       TrainerOptions(model)
           .train_dataloader(loader)
@@ -144,11 +157,13 @@ int main(int argc, char** argv) try {
     const auto units = [](const std::string&, const torch::nn::Module& m) {
       return dynamic_cast<const models::LlamaDecoderLayer*>(&m) != nullptr;
     };
-    options.parallelism_config(
-        dist::ParallelismConfig().fsdp(dist::FSDPOptions()
-                                           .sharding_strategy(dist::sharding_strategy_from_string(strategy, "STRATEGY"))
-                                           .wrap_policy(units)
-                                           .state_dict_type(env_or("DEFERRED_WORKER_STATE_DICT", "sharded"))));
+    auto parallelism = dist::ParallelismConfig().fsdp(
+        dist::FSDPOptions()
+            .sharding_strategy(dist::sharding_strategy_from_string(tp > 1 ? "FULL_SHARD" : strategy, "STRATEGY"))
+            .wrap_policy(units)
+            .state_dict_type(env_or("DEFERRED_WORKER_STATE_DICT", "sharded")));
+    if (tp > 1) parallelism.tp(dist::TPOptions().tensor_parallel_degree(tp));
+    options.parallelism_config(parallelism);
   }
   if (!env_or("DEFERRED_WORKER_SAVE").empty())
     options.save_folder(env_or("DEFERRED_WORKER_SAVE"))

@@ -49,10 +49,12 @@ struct FsdpTest : ::testing::Test {
     return run_worker(launch(2, {FSDP_WORKER, (dir / "autoresumed.pt").string(), "FULL_SHARD", "adamw", "0"}));
   }
 
-  // FSDP_WORKER_ALGORITHM, for the runs' file names.
+  // FSDP_WORKER_ALGORITHM and FSDP_WORKER_FREEZE, for the runs' file names.
   static std::string algorithm_tag() {
-    const char* a = std::getenv("FSDP_WORKER_ALGORITHM");
-    return a && *a ? std::string("-") + a : "";
+    std::string tag;
+    for (const char* name : {"FSDP_WORKER_ALGORITHM", "FSDP_WORKER_FREEZE"})
+      if (const char* a = std::getenv(name); a && *a) tag += std::string("-") + a;
+    return tag;
   }
 
   // One process, the whole batch: the reference for `optimizer`, `microbatch`, `clip`.
@@ -93,10 +95,11 @@ struct FsdpTest : ::testing::Test {
           << name << ": " << strategy << " on " << ranks << " ranks, " << optimizer << ", microbatch " << microbatch
           << " " << clip;
     }
-    if (fs::exists(one + ".ema")) {  // EMA's averaged weights, gathered whole from the ranks' parts
+    const bool freezing = std::getenv("FSDP_WORKER_FREEZE") && *std::getenv("FSDP_WORKER_FREEZE");
+    if (fs::exists(one + ".ema")) {  // EMA's averaged weights (the trainable ones), gathered whole from the parts
       const auto ea = testing::read_pickled_tensors(one + ".ema"), eb = testing::read_pickled_tensors(out + ".ema");
-      ASSERT_EQ(ea.size(), 4u);
-      ASSERT_EQ(eb.size(), 4u);
+      ASSERT_EQ(ea.size(), freezing ? 2u : 4u);
+      ASSERT_EQ(eb.size(), ea.size());
       for (const auto& [name, t] : ea)
         EXPECT_LT((t - eb.at(name)).abs().max().item<double>(), 1e-10) << "EMA's " << name << " under " << strategy;
     }
@@ -114,6 +117,7 @@ struct FsdpTest : ::testing::Test {
       ASSERT_EQ(full.size(), 1u) << r.output;
       EXPECT_GE(shard[0], full[0] / shard_ranks);
       EXPECT_LE(shard[0], full[0] / shard_ranks + 4 * shard_ranks * 8);
+      EXPECT_EQ(full[0], 3264);  // all 408 float64 elements: the frozen ones are sharded too
       // Each Linear is a unit (with activation checkpointing too: the units are found inside the wrappers).
       EXPECT_EQ(testing::printed_values(r.output, "units ", "[rank 1] "), std::vector<double>{2}) << r.output;
     }
@@ -617,6 +621,46 @@ TEST_F(FsdpTest, ShardedCheckpointsAreDcpAndResumeOnAnotherWorldSize) {
   EXPECT_NE(refused.output.find("has no .metadata: the save that made it did not finish"), std::string::npos)
       << refused.output;
   EXPECT_FALSE(fs::exists(dir / "y.pt"));
+}
+
+// Frozen parameters (requires_grad false: LoRA's base, a frozen layer) are sharded like the trainable ones, as torch
+// FSDP shards them: each rank keeps 1/N of all 408 elements, gathers a frozen unit for its forward (and for its
+// backward when its input needs a gradient) and reduces no gradient for it. Frozen biases (every unit half frozen), a
+// frozen first unit and a frozen last unit (kept in the optimizer's groups) reach one process's weights within 1e-10,
+// gathered whole and per unit, with microbatches and clipping, and with EMA, SAM and SWA; a sharded checkpoint holds
+// the frozen parts as one process's file holds them, and 3 ranks resume from it to one process's weights.
+TEST_F(FsdpTest, FrozenParametersAreShardedAndEqualOneProcess) {
+  testing::ScopedEnv env;
+  for (const char* freeze : {"bias", "first", "last"}) {
+    env.set("FSDP_WORKER_FREEZE", freeze);
+    env.set("FSDP_WORKER_NN_LAYERS", "");
+    expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
+    env.set("FSDP_WORKER_NN_LAYERS", "1");  // each unit gathered around its own passes
+    expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
+    expect_equal_to_one_process(3, "SHARD_GRAD_OP", "sgdw", "3", "norm:0.05");
+  }
+  env.set("FSDP_WORKER_NN_LAYERS", "");
+  env.set("FSDP_WORKER_FREEZE", "bias");
+  for (const char* algorithm : {"ema", "sam", "swa"}) {
+    env.set("FSDP_WORKER_ALGORITHM", algorithm);
+    expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
+  }
+  env.set("FSDP_WORKER_ALGORITHM", "");
+  env.set("FSDP_WORKER_FREEZE", "first");
+  const auto [one, one_ckpt] = one_process_with_checkpoints(dir, env);
+  env.set("FSDP_WORKER_SHARDED", "1");
+  env.set("FSDP_WORKER_SAVE", (dir / "frozen").string());
+  const auto saving = run_worker(launch(2, {FSDP_WORKER, (dir / "x.pt").string(), "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(saving.status, 0) << saving.output;
+  const fs::path ckpt = dir / "frozen" / "ep0-ba3";
+  // 4 parameters, and DecoupledAdamW's step, exp_avg and exp_avg_sq of the 2 trainable ones
+  EXPECT_EQ(testing::expect_same_checkpoint_state(one_ckpt, ckpt.string(), 1e-10), 4 + 2 * 3);
+  env.set("FSDP_WORKER_SAVE", "");
+  env.set("FSDP_WORKER_LOAD", ckpt.string());
+  const std::string resumed = (dir / "frozen-resumed.pt").string();
+  const auto resuming = run_worker(launch(3, {FSDP_WORKER, resumed, "FULL_SHARD", "adamw", "0"}));
+  ASSERT_EQ(resuming.status, 0) << resuming.output;
+  expect_weights_near(one, resumed, " resumed with the first Linear frozen");
 }
 
 // A sharded checkpoint saved under HYBRID_SHARD (4 ranks, 2 shard groups of 2) holds each element once (the first

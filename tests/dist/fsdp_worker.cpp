@@ -31,6 +31,8 @@
 // "strategy NAME" (the one in effect) and "mesh R S" (replicas, shard group size). FSDP_WORKER_ALGORITHM=ema adds EMA
 // (smoothing 0.6 every batch; rank 0 also writes EMA's averaged weights, whole, to OUT.ema), =sam adds SAM (rho 0.05),
 // =swa adds SWA (averaging every batch from 0.3dur, the average loaded into the model at 0.99dur: after batch 6).
+// FSDP_WORKER_FREEZE freezes parameters (requires_grad false; still in the optimizer's groups): "bias" both biases,
+// "first" the first Linear, "last" the second one.
 #include "support/clipping_spec.h"
 #include "support/worker_outputs.h"
 
@@ -118,6 +120,10 @@ int main(int argc, char** argv) try {
   const bool checkpointing = env("FSDP_WORKER_ACTIVATION_CHECKPOINTING") == "1" || offload;
   const bool nn_layers = checkpointing || env("FSDP_WORKER_NN_LAYERS") == "1";
   auto model = nn_layers ? ComposerClassifier::wrap(as_nn_layers(net)) : ComposerClassifier::wrap(net);
+  const std::string freeze = env("FSDP_WORKER_FREEZE");
+  const std::map<std::string, std::vector<size_t>> frozen{
+      {"", {}}, {"bias", {1, 3}}, {"first", {0, 1}}, {"last", {2, 3}}};
+  for (const size_t i : frozen.at(freeze)) model->parameters()[i].set_requires_grad(false);
   auto opt = make_optimizer(optimizer, *model);
   auto loader = std::make_shared<DatasetLoader>(
       std::make_shared<TensorDataset>(data()),

@@ -1,6 +1,6 @@
 // LoRA over two real ranks, started by composer-cpp launch from YAML: under DDP and under FSDP (FULL_SHARD) the
-// adapters train to the same values and the frozen base stays as it started (FSDP shards only the trainable
-// parameters, so each rank keeps the whole frozen base, and the adapters are sharded).
+// adapters train to the same values and the frozen base stays as it started (FSDP shards the frozen base like the
+// adapters: tests/dist/fsdp_test.cpp's FrozenParametersAreShardedAndEqualOneProcess).
 #include "support/process.h"
 #include "support/worker_run.h"
 

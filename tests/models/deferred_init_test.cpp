@@ -54,7 +54,7 @@ void expect_same_as_normal_build(Make make) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].key(), b[i].key());
-    EXPECT_TRUE(b[i].value().requires_grad()) << b[i].key();
+    EXPECT_EQ(b[i].value().requires_grad(), a[i].value().requires_grad()) << b[i].key();
     EXPECT_TRUE(at::equal(a[i].value(), b[i].value())) << a[i].key();
   }
 }
@@ -66,6 +66,11 @@ TEST(DeferredInitTest, ModelsDrawBitwiseWhatANormalBuildDraws) {
   expect_same_as_normal_build([] {
     return std::make_shared<models::GPT>(
         models::TransformerConfig().vocab_size(80).max_seq_len(16).n_layer(2).n_head(2).d_model(16));
+  });
+  expect_same_as_normal_build([] {  // LoRA adapters on a deferred model (init_device: meta with model.lora)
+    auto llama = std::make_shared<models::Llama>(llama_config(2));
+    models::apply_lora(*llama, models::LoraOptions().r(4).target_modules({"q_proj", "v_proj", "down_proj"}));
+    return llama;
   });
   expect_same_as_normal_build([] {  // every composer::nn layer with parameters
     auto seq = std::make_shared<nn::Sequential>();

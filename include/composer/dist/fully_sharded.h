@@ -111,8 +111,8 @@ class FullyShardedDataParallel final : public Strategy, public ShardedState {
   /// writing the weights whole (checkpoints, exports). A collective; call it between steps, on every rank.
   std::unique_ptr<PhaseScope> gather_full_precision();
   ShardedMemory memory() const;
-  /// Every trainable parameter's full value, in the model's named_parameters() order (a collective: call it on
-  /// every rank).
+  /// Every parameter's full value (frozen ones too: FSDP shards them alike), in the model's named_parameters() order
+  /// (a collective: call it on every rank).
   std::vector<std::pair<std::string, at::Tensor>> gathered_parameters();
   /// Whether setup() has run (before it the model and optimizer are whole, and checkpoints load as without FSDP).
   bool is_set_up() const;

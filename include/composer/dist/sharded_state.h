@@ -67,7 +67,8 @@ class ShardedState {
     return piece.reshape(-1).narrow(0, part.begin, part.end - part.begin);
   }
   /// Whole tensors, by name, from parts shaped like held_parameters()'s (the same names and ranges, any floating
-  /// dtype): one all-gather over the shard group, every rank calling it with its parts.
+  /// dtype), of every parameter or of the trainable ones only (requires_grad): one all-gather over the shard group,
+  /// every rank calling it with its parts.
   virtual std::vector<std::pair<std::string, at::Tensor>> gather_held_parts(const NamedParts& parts) = 0;
   /// Writes parameters given as this rank's parts (each covering its local_ranges() range) into the shards, without
   /// a collective; std::invalid_argument for a part of the wrong shape or naming no sharded parameter.

@@ -34,9 +34,9 @@ struct HeldWeights {
 /// `model`'s parameters (those that require gradients, or with `frozen_too` all of them) and buffers, whole.
 HeldWeights weights_of(const torch::nn::Module& model, bool frozen_too);
 
-/// What `state`'s model holds now: parts once a sharded strategy has split the model, else the trainable
-/// parameters (requires_grad) and buffers of the model. `frozen_too`: the parameters that need no gradient as well
-/// (whole: a sharded strategy leaves them so).
+/// What `state`'s model holds now: the trainable parameters (requires_grad) and buffers of the model, the parameters
+/// as parts once a sharded strategy has split the model. `frozen_too`: the parameters that need no gradient as well
+/// (parts too under FSDP, which shards them).
 HeldWeights held_weights(const State& state, bool frozen_too = false);
 
 /// `whole` with each sharded parameter replaced by this rank's part of it (a clone, on the part's device), by

@@ -25,7 +25,8 @@ namespace composer::dist {
 
 namespace detail {
 
-// One flat buffer: a unit's trainable parameters of one optimizer group and dtype, laid end to end and padded to a
+// One flat buffer: a unit's parameters of one optimizer group and dtype, trainable or frozen (requires_grad false:
+// gathered for the passes like the others, never given a gradient nor reduced), laid end to end and padded to a
 // multiple of the world size. `shard` (this rank's 1/N) is what the optimizer steps; `full`'s storage holds the
 // gathered values only while the unit is gathered, and is released (not just dropped) afterwards, so that views of
 // it the autograd graph saved in the forward see the values again once the backward regathers them.
@@ -37,6 +38,7 @@ struct FlatParam {
   std::vector<std::optional<TensorParallelSplit>> pieces;  // a tensor-parallel split parameter's place in the whole
   int64_t numel = 0;
   int64_t shard_numel = 0;
+  bool frozen = false;  // its parameters need no gradient
   at::Tensor shard;
   at::Tensor full;        // gathered for computing, in compute_dtype
   at::Tensor full_state;  // gathered in the shard's own dtype (gather_full_precision), when compute_dtype differs
@@ -61,10 +63,11 @@ struct CastBuffer {
 struct Unit {
   std::string name;  // "" for the root
   std::vector<int64_t> flats;
-  bool per_unit = false;  // gathered around its own forward and backward (a ShardedUnitLayer)
-  int64_t params = 0;     // its trainable parameters: the gradient hooks one backward fires
-  int64_t waiting = 0;    // hooks not fired yet in this backward
-  bool reduced = false;   // its gradient reduction started in this step's last backward
+  bool per_unit = false;    // gathered around its own forward and backward (a ShardedUnitLayer)
+  int64_t params = 0;       // its trainable parameters: the gradient hooks one backward fires (0: a frozen unit)
+  bool has_frozen = false;  // frozen flats, freed in the backward once its input's gradient is computed
+  int64_t waiting = 0;      // hooks not fired yet in this backward
+  bool reduced = false;     // its gradient reduction started in this step's last backward
 };
 
 // A gradient reduction in flight: `out` becomes the flat's gradient slice once `handle` is waited for.
@@ -155,8 +158,8 @@ struct FullyShardedDataParallel::Impl {
   std::vector<CastBuffer> cast_buffers;
   bool buffers_cast = false;
   std::vector<FlatParam> flats;
-  std::vector<Unit> units;                                    // the root (everything no other unit claims) last
-  std::vector<std::pair<std::string, at::Tensor>> trainable;  // named_parameters() order
+  std::vector<Unit> units;                                     // the root (everything no other unit claims) last
+  std::vector<std::pair<std::string, at::Tensor>> parameters;  // named_parameters() order
   int64_t num_units = 0;
   // The training passes: per-unit gathering happens only inside them (evaluation and checkpoints gather the whole
   // model through enter()).
@@ -299,6 +302,11 @@ struct FullyShardedDataParallel::Impl {
   void release_unit(int64_t u) {
     for (const int64_t k : units[static_cast<size_t>(u)].flats) release(flats[static_cast<size_t>(k)]);
   }
+  // Unit u's trainable flats, or its frozen ones.
+  void release_unit_part(int64_t u, bool frozen) {
+    for (const int64_t k : units[static_cast<size_t>(u)].flats)
+      if (flats[static_cast<size_t>(k)].frozen == frozen) release(flats[static_cast<size_t>(k)]);
+  }
   // The units the enter() scopes gather: every unit not gathered around its own passes (the root among them).
   void gather_whole_units() {
     for (size_t u = 0; u < units.size(); ++u)
@@ -330,6 +338,7 @@ struct FullyShardedDataParallel::Impl {
     const size_t earlier = reductions.size();
     for (const int64_t k : units[static_cast<size_t>(u)].flats) {
       FlatParam& f = flats[static_cast<size_t>(k)];
+      if (f.frozen) continue;
       Reduction r;
       r.flat = k;
       r.in = at::empty({f.shard_numel * (sharded() ? world : 1)},
@@ -396,7 +405,7 @@ struct FullyShardedDataParallel::Impl {
 
   // Per-unit scheduling (fully_sharded_units.cpp).
   void unit_pre_forward(int64_t u);
-  void unit_post_forward(int64_t u, const at::Tensor& output);
+  void unit_post_forward(int64_t u, const at::Tensor& input, const at::Tensor& output);
   void unit_pre_backward(int64_t u);
   void unit_gradient_accumulated(int64_t u);
   void begin_backward(bool reduce);
