@@ -66,12 +66,36 @@ std::string not_splittable(const nn::ParallelLayerPlan& entry, const std::string
          ")";
 }
 
+// A reader of elements [offset, offset + numel) of this rank's part's flattening, from a reader of the whole
+// tensor's: in runs that end where the part's slice of the split dimension does (one run for a split of the first
+// dimension; a run per row for the second).
+nn::PartReader part_reader(const TensorParallelSplit& split, const std::vector<int64_t>& shape, nn::PartReader whole) {
+  const auto dim = static_cast<size_t>(split.dim);
+  int64_t inner = 1;
+  for (size_t i = dim + 1; i < shape.size(); ++i) inner *= shape[i];
+  const int64_t block = shape[dim] / split.chunks, slice = block / split.degree, local = slice * split.chunks;
+  return [=](int64_t offset, int64_t numel) {
+    if (numel == 0) return whole(0, 0);
+    std::vector<at::Tensor> runs;
+    for (int64_t at = offset, end = offset + numel; at < end;) {
+      const int64_t i = at % inner, j = (at / inner) % local, outer = at / (inner * local), in_slice = j % slice;
+      const int64_t run = std::min(end - at, (slice - in_slice) * inner - i);
+      const int64_t whole_j = (j / slice) * block + split.rank * slice + in_slice;
+      runs.push_back(whole((outer * shape[dim] + whole_j) * inner + i, run));
+      at += run;
+    }
+    return runs.size() == 1 ? runs[0] : at::cat(runs);
+  };
+}
+
 // Narrows `p` to this rank's part: now, or, when its initialization is deferred, when it is materialized (drawn
-// whole as in a build without the split, this part kept).
+// whole as in a build without the split, this part kept; read from a pretrained file by parts when FSDP asks).
 void keep_local(at::Tensor& p, const TensorParallelSplit& split) {
   if (nn::is_deferred(p)) {
     const auto local = split.local_of(at::empty(p.sizes(), p.options().device(c10::kMeta))).sizes().vec();
-    nn::detail::narrow_deferred(p, local, [split](const at::Tensor& whole) { return split.local_of(whole); });
+    nn::detail::narrow_deferred(
+        p, local, [split](const at::Tensor& whole) { return split.local_of(whole); },
+        [split, shape = p.sizes().vec()](nn::PartReader whole) { return part_reader(split, shape, std::move(whole)); });
     return;
   }
   p.set_data(split.local_of(p.detach()));

@@ -116,7 +116,10 @@ at::Tensor SafetensorsFile::read_part(const std::string& name, int64_t offset, i
   }
   at::Tensor part = at::empty({numel}, at::TensorOptions().dtype(e.dtype));
   if (numel == 0) return part;
-  std::ifstream in(path_, std::ios::binary);
+  // Unbuffered: a part can be one row's slice (a tensor-parallel split), where a buffered stream would read 8 KiB.
+  std::ifstream in;
+  in.rdbuf()->pubsetbuf(nullptr, 0);
+  in.open(path_, std::ios::binary);
   const auto element = static_cast<uint64_t>(c10::elementSize(e.dtype));
   in.seekg(static_cast<std::streamoff>(e.begin + static_cast<uint64_t>(offset) * element));
   if (!in || !in.read(static_cast<char*>(part.data_ptr()), static_cast<std::streamsize>(numel * element)))

@@ -32,6 +32,7 @@ struct DeferredRecord {
   struct Narrowed {  // detail::narrow_deferred: the whole shape drawn, and the part kept
     std::vector<int64_t> whole;
     std::function<at::Tensor(const at::Tensor&)> keep;
+    detail::PartOfReader part_of;  // unset: a pretrained value is read whole, then cut
   };
   std::map<const c10::TensorImpl*, Narrowed> narrowed;
   // The shape `p`'s initializations draw: its whole shape when narrowed.
@@ -154,9 +155,11 @@ void replay(DeferredRecord& r, const Names& names, const std::function<void(cons
     for (size_t i = 0; i < r.entries.size(); ++i) {
       DeferredRecord::Entry& e = r.entries[i];
       if (last.at(e.target.unsafeGetTensorImpl()) == i) {
+        const auto narrowed = r.narrowed.find(e.target.unsafeGetTensorImpl());
+        const bool whole = narrowed == r.narrowed.end();
         if (e.part && readable.count(e.target.unsafeGetTensorImpl()) &&
-            !r.narrowed.count(e.target.unsafeGetTensorImpl())) {  // left for the caller to read by parts
-          r.by_parts[e.target.unsafeGetTensorImpl()] = e.part;
+            (whole || narrowed->second.part_of)) {  // left for the caller to read by parts
+          r.by_parts[e.target.unsafeGetTensorImpl()] = whole ? e.part : narrowed->second.part_of(e.part);
           if (r.device != e.target.device()) {  // still without values, but on the device its values go to
             at::Tensor target = e.target;
             target.set_data(deferred_view(e.target.sizes(), e.target.options().device(r.device)));
@@ -251,7 +254,7 @@ at::Tensor read_part(const at::Tensor& parameter, int64_t offset, int64_t numel)
 }
 
 void detail::narrow_deferred(const at::Tensor& parameter, at::IntArrayRef local,
-                             std::function<at::Tensor(const at::Tensor&)> keep) {
+                             std::function<at::Tensor(const at::Tensor&)> keep, PartOfReader part_of) {
   const auto r = record_of(parameter);
   if (!r) throw std::logic_error("nn::detail::narrow_deferred: the parameter is not deferred");
   const c10::TensorImpl* impl = parameter.unsafeGetTensorImpl();
@@ -260,9 +263,13 @@ void detail::narrow_deferred(const at::Tensor& parameter, at::IntArrayRef local,
     n.keep = [first = std::move(n.keep), then = std::move(keep)](const at::Tensor& whole) {
       return then(first(whole));
     };
+    n.part_of = n.part_of && part_of ? PartOfReader([first = std::move(n.part_of), then = std::move(part_of)](
+                                                        PartReader whole) { return then(first(std::move(whole))); })
+                                     : PartOfReader();
   } else {
     n.whole = parameter.sizes().vec();
     n.keep = std::move(keep);
+    n.part_of = std::move(part_of);
   }
   at::Tensor p = parameter;
   p.set_data(deferred_view(local, parameter.options()));

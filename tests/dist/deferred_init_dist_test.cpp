@@ -174,6 +174,43 @@ TEST_F(DeferredInitDistTest, PretrainedSafetensorsAreReadByPartsUnderFullShard) 
   }
 }
 
+// The same file under tensor parallelism (TP 2 on 2 ranks, and 2 x 2: TP 2 within FULL_SHARD over 2 on 4 ranks):
+// each rank reads of each split tensor only its part (of the second dimension's split, row by row), and of that
+// only its FSDP shard, where a whole tensor was read at its unit and cut: a rank reads under 55% (TP 2) and 30%
+// (2 x 2) of the file, and the weights right after setup, gathered whole, are the file's bitwise.
+TEST_F(DeferredInitDistTest, PretrainedSafetensorsAreReadByPartsUnderTp) {
+  const auto config = models::LlamaConfig()
+                          .vocab_size(4096)
+                          .hidden_size(256)
+                          .intermediate_size(640)
+                          .num_hidden_layers(4)
+                          .num_attention_heads(4)
+                          .num_key_value_heads(2)
+                          .max_position_embeddings(64)
+                          .tie_word_embeddings(true);
+  torch::manual_seed(21);
+  const auto llama = std::make_shared<models::Llama>(config);
+  models::save_llama_hf(*llama, (dir / "hf").string(), models::SavePretrainedOptions());
+  const double file_mib = static_cast<double>(fs::file_size(dir / "hf" / "model.safetensors")) / 1048576.0;
+  testing::ScopedEnv env;
+  env.set("DEFERRED_WORKER_PRETRAINED", (dir / "hf").string());
+  env.set("DEFERRED_WORKER_VOCAB", "4096");
+  env.set("DEFERRED_WORKER_STEPS", "1");
+  for (const auto& [ranks, bound] : std::vector<std::pair<int, double>>{{2, 0.55}, {4, 0.3}}) {
+    const std::string out = (dir / ("tp" + std::to_string(ranks) + ".pt")).string();
+    const auto r = run(ranks, out, "deferred", "TP2");
+    ASSERT_EQ(r.status, 0) << r.output;
+    expect_weights_of(*llama, out + ".init", "TP 2 on " + std::to_string(ranks) + " ranks");
+    for (int rank = 0; rank < ranks; ++rank) {
+      const std::string tag = "[rank " + std::to_string(rank) + "] ";
+      const auto read = testing::printed_values(r.output, "setup_read_mib ", tag);
+      ASSERT_EQ(read.size(), 1u) << r.output;
+      std::cout << tag << ranks << " ranks: setup_read_mib " << read[0] << " of " << file_mib << "\n";
+      EXPECT_LT(read[0], bound * file_mib) << tag << ranks << " ranks read " << read[0] << " MiB of " << file_mib;
+    }
+  }
+}
+
 // A full checkpoint (state_dict_type full: one torch.save file) of a 16.6 MiB Llama resumed on 4 FULL_SHARD ranks:
 // each rank reads of each sharded tensor only its part's bytes, and verifies the CRC-32s of a quarter of the records,
 // so it reads about half the file (a whole load verified and read all of it: twice the file), and the run goes on
