@@ -31,6 +31,7 @@ struct DeferredInitDistTest : ::testing::Test {
   void SetUp() override { fs::create_directories(dir); }
   void TearDown() override { fs::remove_all(dir); }
 
+  std::pair<std::shared_ptr<models::Llama>, double> pretrained_llama_for_the_worker(testing::ScopedEnv& env) const;
   testing::WorkerResult run(int ranks, const std::string& out, const std::string& mode, const std::string& strategy) {
     const std::vector<std::string> argv{DEFERRED_WORKER, out, mode, strategy};
     return run_worker(ranks == 1 ? argv : testing::launch_argv(COMPOSER_CPP, ranks, argv), 600);
@@ -137,10 +138,10 @@ void expect_weights_of(const models::Llama& llama, const fs::path& init, const s
   }
 }
 
-// A random Llama saved as a Hugging Face directory (4 layers of hidden 256, MLP 640, a 4096-token vocabulary: 4.3M
-// parameters, 16.6 MiB) loaded under nn::DeferredInit on 2 FULL_SHARD ranks: the shards hold the file's weights
-// bitwise, and each rank reads about half the file (its part of each tensor) where a whole load reads all of it.
-TEST_F(DeferredInitDistTest, PretrainedSafetensorsAreReadByPartsUnderFullShard) {
+// A random Llama (4 layers of hidden 256, MLP 640, a 4096-token vocabulary: 4.3M parameters) saved as a Hugging
+// Face directory dir/hf, which the worker then loads; the model and the file's size in MiB.
+std::pair<std::shared_ptr<models::Llama>, double> DeferredInitDistTest::pretrained_llama_for_the_worker(
+    testing::ScopedEnv& env) const {
   const auto config = models::LlamaConfig()
                           .vocab_size(4096)
                           .hidden_size(256)
@@ -151,12 +152,18 @@ TEST_F(DeferredInitDistTest, PretrainedSafetensorsAreReadByPartsUnderFullShard) 
                           .max_position_embeddings(64)
                           .tie_word_embeddings(true);
   torch::manual_seed(21);
-  const auto llama = std::make_shared<models::Llama>(config);
+  auto llama = std::make_shared<models::Llama>(config);
   models::save_llama_hf(*llama, (dir / "hf").string(), models::SavePretrainedOptions());
-  const double file_mib = static_cast<double>(fs::file_size(dir / "hf" / "model.safetensors")) / 1048576.0;
-  testing::ScopedEnv env;
   env.set("DEFERRED_WORKER_PRETRAINED", (dir / "hf").string());
   env.set("DEFERRED_WORKER_VOCAB", "4096");
+  return {llama, static_cast<double>(fs::file_size(dir / "hf" / "model.safetensors")) / 1048576.0};
+}
+
+// That Llama (16.6 MiB) loaded under nn::DeferredInit on 2 FULL_SHARD ranks: the shards hold the file's weights
+// bitwise, and each rank reads about half the file (its part of each tensor) where a whole load reads all of it.
+TEST_F(DeferredInitDistTest, PretrainedSafetensorsAreReadByPartsUnderFullShard) {
+  testing::ScopedEnv env;
+  const auto [llama, file_mib] = pretrained_llama_for_the_worker(env);
   const auto deferred = run(2, (dir / "d.pt").string(), "deferred", "FULL_SHARD");
   ASSERT_EQ(deferred.status, 0) << deferred.output;
   expect_weights_of(*llama, dir / "d.pt.init", "deferred");
@@ -179,22 +186,8 @@ TEST_F(DeferredInitDistTest, PretrainedSafetensorsAreReadByPartsUnderFullShard) 
 // only its FSDP shard, where a whole tensor was read at its unit and cut: a rank reads under 55% (TP 2) and 30%
 // (2 x 2) of the file, and the weights right after setup, gathered whole, are the file's bitwise.
 TEST_F(DeferredInitDistTest, PretrainedSafetensorsAreReadByPartsUnderTp) {
-  const auto config = models::LlamaConfig()
-                          .vocab_size(4096)
-                          .hidden_size(256)
-                          .intermediate_size(640)
-                          .num_hidden_layers(4)
-                          .num_attention_heads(4)
-                          .num_key_value_heads(2)
-                          .max_position_embeddings(64)
-                          .tie_word_embeddings(true);
-  torch::manual_seed(21);
-  const auto llama = std::make_shared<models::Llama>(config);
-  models::save_llama_hf(*llama, (dir / "hf").string(), models::SavePretrainedOptions());
-  const double file_mib = static_cast<double>(fs::file_size(dir / "hf" / "model.safetensors")) / 1048576.0;
   testing::ScopedEnv env;
-  env.set("DEFERRED_WORKER_PRETRAINED", (dir / "hf").string());
-  env.set("DEFERRED_WORKER_VOCAB", "4096");
+  const auto [llama, file_mib] = pretrained_llama_for_the_worker(env);
   env.set("DEFERRED_WORKER_STEPS", "1");
   for (const auto& [ranks, bound] : std::vector<std::pair<int, double>>{{2, 0.55}, {4, 0.3}}) {
     const std::string out = (dir / ("tp" + std::to_string(ranks) + ".pt")).string();
