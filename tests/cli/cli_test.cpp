@@ -231,15 +231,15 @@ TEST_F(CliTest, InitDeviceMetaDefersTheModelsWeights) {
                                                              .num_attention_heads(2)
                                                              .max_position_embeddings(16)),
                         hf.string());
-  const auto trained = [&](const std::string& device) {
+  const auto trained = [&](const std::string& device, const std::string& lora = "") {
     const std::string yaml =
-        "model: {name: hf_causal_lm, pretrained: " + hf.string() + ", init_device: " + device +
+        "model: {name: hf_causal_lm, pretrained: " + hf.string() + ", init_device: " + device + lora +
         "}\ntrain_data: {dataset: synthetic_tokens, vocab_size: 40, seq_len: 16, num_samples: 16, batch_size: 4}\n"
         "optimizer: {name: decoupled_adamw, lr: 0.01}\nmax_duration: 2ba\nprogress_bar: false\nloggers: []\n"
         "parallelism_config: {fsdp: {sharding_strategy: FULL_SHARD}}\nsave_folder: " +
-        (dir / device).string() + "\n";
+        (dir / (lora.empty() ? device : device + "_lora")).string() + "\n";
     EXPECT_EQ(train(config(device + ".yaml", yaml)), 0) << err.str();
-    return read_checkpoint((dir / device / "latest-rank0.pt").string())
+    return read_checkpoint((dir / (lora.empty() ? device : device + "_lora") / "latest-rank0.pt").string())
         .toGenericDict()
         .at("state")
         .toGenericDict()
@@ -250,6 +250,12 @@ TEST_F(CliTest, InitDeviceMetaDefersTheModelsWeights) {
   ASSERT_EQ(whole.size(), deferred.size());
   for (const auto& e : whole)
     EXPECT_TRUE(at::equal(e.value().toTensor(), deferred.at(e.key()).toTensor())) << e.key().toStringRef();
+  // With LoRA adapters on the deferred model: the same adapters drawn and trained, the same frozen base.
+  const std::string lora = ", lora: {r: 2, lora_alpha: 4}";
+  const auto whole_lora = trained("cpu", lora), deferred_lora = trained("meta", lora);
+  ASSERT_EQ(whole_lora.size(), whole.size() + 8);  // lora_A and lora_B of q_proj and v_proj in 2 layers
+  for (const auto& e : whole_lora)
+    EXPECT_TRUE(at::equal(e.value().toTensor(), deferred_lora.at(e.key()).toTensor())) << e.key().toStringRef();
 }
 
 // parallelism_config.fsdp trains (one process: every shard is the whole buffer); Composer's other FSDP keys are
