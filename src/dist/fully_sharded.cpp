@@ -220,11 +220,9 @@ void FullyShardedDataParallel::clip_gradient_norm(double max_norm, double norm_t
       add(replicated, g);
       continue;
     }
-    const int64_t begin = m.sharded() ? m.rank * f.shard_numel : 0;
     for (size_t i = 0; i < f.params.size(); ++i) {
-      const int64_t lo = std::max(f.offsets[i], begin);
-      const int64_t hi = std::min(f.offsets[i] + c10::multiply_integers(f.shapes[i]), begin + f.shard_numel);
-      if (hi > lo) add(f.pieces[i] ? split : replicated, g.narrow(0, lo - begin, hi - lo));
+      const detail::Held held = detail::held_range(f, i, m.sharded(), m.rank);
+      if (held.size() > 0) add(f.pieces[i] ? split : replicated, g.narrow(0, held.in_shard, held.size()));
     }
   }
   if (m.sharded()) {  // the shard group holds each gradient element once (its replicas hold the same)
@@ -252,13 +250,12 @@ std::map<std::string, std::vector<double>> FullyShardedDataParallel::parameter_s
   std::vector<double> sums;
   for (auto& f : m.flats) {
     if (f.frozen) continue;  // as the replicated strategies', the trainable parameters only
-    const int64_t begin = m.sharded() ? m.rank * f.shard_numel : 0;
     for (size_t i = 0; i < f.params.size(); ++i) {
       names.push_back(f.names[i]);
       whole.push_back(!f.pieces[i]);
-      const int64_t lo = std::max(f.offsets[i], begin);
-      const int64_t hi = std::min(f.offsets[i] + c10::multiply_integers(f.shapes[i]), begin + f.shard_numel);
-      const std::vector<double> values = hi > lo ? part(f.shard, lo - begin, hi - begin) : std::vector<double>(width);
+      const detail::Held held = detail::held_range(f, i, m.sharded(), m.rank);
+      const std::vector<double> values =
+          held.size() > 0 ? part(f.shard, held.in_shard, held.in_shard + held.size()) : std::vector<double>(width);
       check_part_width(values, width);
       sums.insert(sums.end(), values.begin(), values.end());
     }

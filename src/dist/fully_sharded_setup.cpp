@@ -191,16 +191,14 @@ void FullyShardedDataParallel::Impl::shard_flat(FlatParam& f) {
   const int64_t parts = sharded() ? world : 1;
   f.shard_numel = (f.numel + parts - 1) / parts;
   // Only this rank's part is built: the elements of each parameter that fall into it, the padding zeros.
-  const int64_t begin = sharded() ? rank * f.shard_numel : 0;
   f.shard = at::zeros({f.shard_numel}, f.params[0].options().requires_grad(false));
   for (size_t i = 0; i < f.params.size(); ++i) {
-    const int64_t lo = std::max(begin, f.offsets[i]);
-    const int64_t hi = std::min(begin + f.shard_numel, f.offsets[i] + f.params[i].numel());
-    if (lo >= hi) continue;
+    const detail::Held held = detail::held_range(f, i, sharded(), rank);
+    if (held.size() == 0) continue;
     const at::Tensor& p = f.params[i];  // a pretrained file's tensor left deferred: only this part is read
-    f.shard.narrow(0, lo - begin, hi - lo)
-        .copy_(nn::is_deferred(p) ? nn::read_part(p, lo - f.offsets[i], hi - lo)
-                                  : p.detach().reshape(-1).narrow(0, lo - f.offsets[i], hi - lo));
+    f.shard.narrow(0, held.in_shard, held.size())
+        .copy_(nn::is_deferred(p) ? nn::read_part(p, held.begin, held.size())
+                                  : p.detach().reshape(-1).narrow(0, held.begin, held.size()));
   }
   f.shard.set_requires_grad(!f.frozen);
   const at::ScalarType own = f.shard.scalar_type();

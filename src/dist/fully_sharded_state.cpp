@@ -89,23 +89,9 @@ std::optional<std::string> FullyShardedDataParallel::cuda_graph_obstacle() const
 
 namespace {
 
-// The elements [begin, end) of parameter `i` of `f` that this rank's shard holds, in the parameter's row-major
-// order (all zero when it holds none), and where in the shard they start.
-struct Held {
-  int64_t begin = 0, end = 0, in_shard = 0;
-  int64_t size() const { return end - begin; }
-};
-Held held_range(const FlatParam& f, size_t i, bool sharded, int64_t rank) {
-  const int64_t n = c10::multiply_integers(f.shapes[i]);
-  const int64_t mine_begin = sharded ? rank * f.shard_numel : 0;
-  const int64_t lo = std::max(mine_begin, f.offsets[i]), hi = std::min(mine_begin + f.shard_numel, f.offsets[i] + n);
-  if (lo >= hi) return {};
-  return {lo - f.offsets[i], hi - f.offsets[i], lo - mine_begin};
-}
+using detail::Held;
+using detail::held_range;
 
-// This rank's part of `shard_sized` (a flat's shard, or a tensor shaped like it) for parameter `i` of `f`. Ranks
-// that hold what another reports (every rank but 0 under NO_SHARD, the replicas but the first under HYBRID_SHARD)
-// report nothing.
 // Parameter `i` of `f` as a checkpoint holds it: the whole shape (a tensor-parallel part's whole tensor).
 std::vector<int64_t> whole_shape(const FlatParam& f, size_t i) {
   std::vector<int64_t> shape = f.shapes[i];
@@ -113,6 +99,9 @@ std::vector<int64_t> whole_shape(const FlatParam& f, size_t i) {
   return shape;
 }
 
+// This rank's part of `shard_sized` (a flat's shard, or a tensor shaped like it) for parameter `i` of `f`. Ranks
+// that hold what another reports (every rank but 0 under NO_SHARD, the replicas but the first under HYBRID_SHARD)
+// report nothing.
 LocalPart part_of(const FlatParam& f, size_t i, const at::Tensor& shard_sized, bool sharded, int64_t rank,
                   bool reports) {
   LocalPart part;

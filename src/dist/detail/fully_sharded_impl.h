@@ -53,6 +53,20 @@ struct FlatParam {
   int64_t unit = 0;
 };
 
+// The elements [begin, end) of parameter `i` of `f` that this rank's shard holds, in the parameter's row-major
+// order (all zero when it holds none), and where in the shard they start.
+struct Held {
+  int64_t begin = 0, end = 0, in_shard = 0;
+  int64_t size() const { return end - begin; }
+};
+inline Held held_range(const FlatParam& f, size_t i, bool sharded, int64_t rank) {
+  const int64_t n = c10::multiply_integers(f.shapes[i]);
+  const int64_t mine_begin = sharded ? rank * f.shard_numel : 0;
+  const int64_t lo = std::max(mine_begin, f.offsets[i]), hi = std::min(mine_begin + f.shard_numel, f.offsets[i] + n);
+  if (lo >= hi) return {};
+  return {lo - f.offsets[i], hi - f.offsets[i], lo - mine_begin};
+}
+
 // A floating buffer cast to mixed_precision's buffer_dtype for the forward passes: `own` aliases its own values.
 struct CastBuffer {
   at::Tensor buffer;
