@@ -282,13 +282,7 @@ c10::IValue EMA::state_dict() const {
     Dict ema = new_dict();
     // Under a sharded strategy the parts are gathered whole (every rank makes its checkpoint state together).
     std::map<std::string, at::Tensor> whole;
-    if (sharded_by_) {
-      detail::HeldWeights held;
-      held.sharded = sharded_by_->sharded_state();
-      for (auto& [name, part] : held.sharded->held_parameters())  // the averaged ones: not the frozen
-        if (ema_model_->named_parameters_dict.count(name)) held.parts.emplace_back(name, std::move(part));
-      whole = detail::wholes_of(held, ema_model_->named_parameters_dict);
-    }
+    if (sharded_by_) whole = detail::wholes_of_copies(*sharded_by_->sharded_state(), ema_model_->named_parameters_dict);
     ema.insert("named_parameters_dict", detail::tensor_dict(sharded_by_ ? whole : ema_model_->named_parameters_dict));
     ema.insert("named_buffers_dict", detail::tensor_dict(ema_model_->named_buffers_dict));
     d.insert("ema_model", ema);

@@ -251,12 +251,8 @@ c10::IValue SWA::state_dict() const {
   if (swa_model_) {
     Dict m = new_dict();                      // AveragedModel's state_dict: module.<name> and n_averaged
     std::map<std::string, at::Tensor> whole;  // under a sharded strategy, gathered from every rank's parts
-    if (sharded_by_ && swa_model_->n_averaged > 0) {
-      detail::HeldWeights held;
-      held.sharded = sharded_by_->sharded_state();
-      held.parts = held.sharded->held_parameters();
-      whole = detail::wholes_of(held, swa_model_->parameters);
-    }
+    if (sharded_by_ && swa_model_->n_averaged > 0)
+      whole = detail::wholes_of_copies(*sharded_by_->sharded_state(), swa_model_->parameters);
     for (const auto& [name, t] : whole.empty() ? swa_model_->parameters : whole) m.insert("module." + name, t);
     for (const auto& [name, t] : swa_model_->buffers) m.insert("module." + name, t);
     m.insert("n_averaged", at::scalar_tensor(swa_model_->n_averaged, at::kLong));

@@ -79,4 +79,13 @@ std::map<std::string, at::Tensor> wholes_of(const HeldWeights& held, const std::
   return out;
 }
 
+std::map<std::string, at::Tensor> wholes_of_copies(dist::ShardedState& sharded,
+                                                   const std::map<std::string, at::Tensor>& parts) {
+  HeldWeights held;
+  held.sharded = &sharded;
+  for (auto& [name, part] : sharded.held_parameters())
+    if (parts.count(name)) held.parts.emplace_back(name, std::move(part));
+  return wholes_of(held, parts);
+}
+
 }  // namespace composer::algorithms::detail

@@ -49,4 +49,9 @@ std::map<std::string, at::Tensor> parts_of(const HeldWeights& held, const std::m
 /// collective over the shard group: every rank calls it), on the part's device.
 std::map<std::string, at::Tensor> wholes_of(const HeldWeights& held, const std::map<std::string, at::Tensor>& parts);
 
+/// wholes_of for copies kept of the parts `sharded` holds now (EMA's and SWA's averages, for their checkpoint
+/// state): the parameters `parts` names, trainable ones or all of them.
+std::map<std::string, at::Tensor> wholes_of_copies(dist::ShardedState& sharded,
+                                                   const std::map<std::string, at::Tensor>& parts);
+
 }  // namespace composer::algorithms::detail
