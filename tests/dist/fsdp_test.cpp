@@ -627,8 +627,9 @@ TEST_F(FsdpTest, ShardedCheckpointsAreDcpAndResumeOnAnotherWorldSize) {
 // FSDP shards them: each rank keeps 1/N of all 408 elements, gathers a frozen unit for its forward (and for its
 // backward when its input needs a gradient) and reduces no gradient for it. Frozen biases (every unit half frozen), a
 // frozen first unit and a frozen last unit (kept in the optimizer's groups) reach one process's weights within 1e-10,
-// gathered whole and per unit, with microbatches and clipping, and with EMA, SAM and SWA; a sharded checkpoint holds
-// the frozen parts as one process's file holds them, and 3 ranks resume from it to one process's weights.
+// gathered whole and per unit, with microbatches, clipping and activation checkpointing, and with EMA, SAM and SWA; a
+// sharded checkpoint holds the frozen parts as one process's file holds them, and 3 ranks resume from it to one
+// process's weights.
 TEST_F(FsdpTest, FrozenParametersAreShardedAndEqualOneProcess) {
   testing::ScopedEnv env;
   for (const char* freeze : {"bias", "first", "last"}) {
@@ -638,6 +639,9 @@ TEST_F(FsdpTest, FrozenParametersAreShardedAndEqualOneProcess) {
     env.set("FSDP_WORKER_NN_LAYERS", "1");  // each unit gathered around its own passes
     expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
     expect_equal_to_one_process(3, "SHARD_GRAD_OP", "sgdw", "3", "norm:0.05");
+    env.set("FSDP_WORKER_ACTIVATION_CHECKPOINTING", "1");  // each unit recomputed in the backward
+    expect_equal_to_one_process(2, "FULL_SHARD", "adamw", "0");
+    env.set("FSDP_WORKER_ACTIVATION_CHECKPOINTING", "");
   }
   env.set("FSDP_WORKER_NN_LAYERS", "");
   env.set("FSDP_WORKER_FREEZE", "bias");
