@@ -65,20 +65,20 @@ void LayerFreezingOptions::validate() const {
 
 LayerFreezing::LayerFreezing(LayerFreezingOptions options) : options_(options) { options_.validate(); }
 
-bool LayerFreezing::match(Event event, const State&) { return event == Event::INIT || event == Event::EPOCH_END; }
-
-std::optional<int> LayerFreezing::apply(Event event, State& state, Logger& logger) {
-  if (event == Event::INIT) {
-    // Under FSDP the optimizer steps flat shards laid out when training starts: a layer frozen at an epoch's end
-    // would still be stepped (zero gradients, momentum and weight decay), unlike one process's run.
-    if (state.strategy && state.strategy->holds_gradients()) {
-      throw std::invalid_argument(
-          "LayerFreezing: not supported under FSDP (parallelism_config.fsdp): the optimizer steps flat shards laid "
-          "out when training starts, so layers frozen later would still be updated; freeze them before building the "
-          "Trainer (requires_grad false: FSDP shards them frozen), or use DDP");
-    }
-    return std::nullopt;
+bool LayerFreezing::match(Event event, const State& state) {
+  // Matches EPOCH_END only, as Composer's; INIT is where it refuses what it cannot do. Under FSDP the optimizer steps
+  // flat shards laid out when training starts: a layer frozen at an epoch's end would still be stepped (zero
+  // gradients, momentum and weight decay), unlike one process's run.
+  if (event == Event::INIT && state.strategy && state.strategy->holds_gradients()) {
+    throw std::invalid_argument(
+        "LayerFreezing: not supported under FSDP (parallelism_config.fsdp): the optimizer steps flat shards laid out "
+        "when training starts, so layers frozen later would still be updated; freeze them before building the "
+        "Trainer (requires_grad false: FSDP shards them frozen), or use DDP");
   }
+  return event == Event::EPOCH_END;
+}
+
+std::optional<int> LayerFreezing::apply(Event, State& state, Logger& logger) {
   if (!state.model) return std::nullopt;
   const double elapsed = std::min(1.0, state.get_elapsed_duration().value_or(0.0));
   const auto [depth, fraction] = functional::freeze_layers(*state.model, state.optimizer.get(), elapsed,

@@ -54,7 +54,8 @@ void Batch::set(const BatchKey& key, at::Tensor value) {
 
 Batch Batch::to(const c10::Device& device, bool non_blocking) const {
   Batch out;
-  for (const auto& [k, t] : fields_) out.fields_.emplace_back(k, t.defined() ? t.to(device, non_blocking) : t);
+  for (const auto& [k, t] : fields_)  // already there: no call (a dispatched op per field and step)
+    out.fields_.emplace_back(k, t.defined() && t.device() != device ? t.to(device, non_blocking) : t);
   return out;
 }
 

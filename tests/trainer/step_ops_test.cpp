@@ -75,8 +75,9 @@ double per_step(F&& run) {
 }
 
 // The Trainer adds the train metric (Accuracy's update, as Composer computes train metrics every step) and the copy
-// of the loss it logs: 36.5 ops here (hand 151.5). It was 68.5 while a loss of weight 1 was still multiplied by 1 (a
-// product and its backward node) and a 0-d loss averaged.
+// of the loss it logs: 24.5 ops here (hand 151.5). It was 68.5 while a loss of weight 1 was still multiplied by 1 (a
+// product and its backward node) and a 0-d loss averaged, and 36.5 while the metric's state took its count through
+// views and a cast, and a batch already on the device and a float loss were still converted (no-op dispatches).
 TEST(StepOpsTest, ATrainerStepDispatchesFewOpsBeyondAHandWrittenStep) {
   OpCounter counter;
   const double hand = per_step(hand_loop);
@@ -84,7 +85,7 @@ TEST(StepOpsTest, ATrainerStepDispatchesFewOpsBeyondAHandWrittenStep) {
   RecordProperty("hand_ops_per_step", std::to_string(hand));
   RecordProperty("trainer_ops_per_step", std::to_string(trainer));
   EXPECT_GT(hand, 100) << "the observer must see the hand loop's operators";
-  EXPECT_LE(trainer - hand, 40) << "hand " << hand << " ops a step, Trainer " << trainer;
+  EXPECT_LE(trainer - hand, 28) << "hand " << hand << " ops a step, Trainer " << trainer;
 }
 
 }  // namespace

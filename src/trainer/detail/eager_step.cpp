@@ -33,7 +33,7 @@ at::Tensor total_of(const LossTotals& losses, const std::string& model) {
 // Adds the loss's float mean times `weight` to totals[name]. The mean of a 0-d loss and a product by a weight of 1 are
 // exact, so they are skipped (the whole batch in one microbatch): a copy instead of eight small ops a step.
 void add_weighted(LossTotals& totals, const std::string& name, const at::Tensor& loss, double weight) {
-  at::Tensor weighted = loss.detach().to(at::kFloat);
+  at::Tensor weighted = loss.scalar_type() == at::kFloat ? loss.detach() : loss.detach().to(at::kFloat);
   if (weighted.dim() != 0) weighted = weighted.mean();
   weighted = weight == 1.0 ? weighted.clone() : weighted * weight;  // never an alias of the loss
   auto [it, fresh] = totals.try_emplace(name, weighted);
