@@ -26,20 +26,16 @@ HeldWeights held_weights(const State& state, bool frozen_too) {
   if (!sharded) return weights_of(*state.model, frozen_too);
   HeldWeights held;
   held.sharded = sharded;
-  std::set<std::string> frozen;  // FSDP shards them too: their parts are left out unless asked for
-  for (const auto& item : state.model->named_parameters())
-    if (!item.value().requires_grad()) frozen.insert(item.key());
-  std::set<std::string> parted;
+  // FSDP holds a part of every parameter, frozen ones too: those are left out unless asked for.
+  std::set<std::string> frozen;
+  if (!frozen_too)
+    for (const auto& item : state.model->named_parameters())
+      if (!item.value().requires_grad()) frozen.insert(item.key());
   for (auto& [name, part] : sharded->held_parameters()) {
-    parted.insert(name);
-    if (!frozen_too && frozen.count(name)) continue;
+    if (frozen.count(name)) continue;
     held.parameters.emplace_back(name, part.values);
     held.parts.emplace_back(name, std::move(part));
   }
-  // Any parameter the strategy left whole.
-  for (const auto& item : state.model->named_parameters())
-    if (!parted.count(item.key()) && (frozen_too || item.value().requires_grad()))
-      held.parameters.emplace_back(item.key(), item.value());
   for (const auto& item : state.model->named_buffers()) held.buffers.emplace_back(item.key(), item.value());
   return held;
 }
