@@ -1,13 +1,12 @@
 #include "composer/formats/safetensors.h"
 
 #include "composer/utils/atomic_file.h"
+#include "formats/detail/zip_verify.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
@@ -59,17 +58,29 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) throw std::runtime_error("safetensors file '" + path_ + "' cannot be opened");
-  const auto size = static_cast<uint64_t>(std::filesystem::file_size(path_));
+  detail::ByteSource file;
+  try {
+    file = detail::file_bytes(path_);
+  } catch (const std::runtime_error&) {
+    throw std::runtime_error("safetensors file '" + path_ + "' cannot be opened");
+  }
+  read_ = file.read;
+  const uint64_t size = file.size;
   unsigned char len[8] = {};
-  if (size < 8 || !in.read(reinterpret_cast<char*>(len), 8))
-    throw std::runtime_error("safetensors file '" + path_ + "' is truncated");
+  if (size < 8) throw std::runtime_error("safetensors file '" + path_ + "' is truncated");
+  const auto read_header = [this](uint64_t offset, void* dst, uint64_t n) {
+    try {
+      read_(offset, dst, n);
+    } catch (const std::runtime_error& e) {  // "cannot be read: <the system's reason>"
+      throw std::runtime_error("safetensors file '" + path_ + "' " + e.what());
+    }
+  };
+  read_header(0, len, 8);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len[i]) << (8 * i);
   if (n > size - 8) throw std::runtime_error("safetensors file '" + path_ + "' has a header past the end of the file");
   std::string text(n, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(n));
+  read_header(8, text.data(), n);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text);
@@ -116,14 +127,13 @@ at::Tensor SafetensorsFile::read_part(const std::string& name, int64_t offset, i
   }
   at::Tensor part = at::empty({numel}, at::TensorOptions().dtype(e.dtype));
   if (numel == 0) return part;
-  // Unbuffered: a part can be one row's slice (a tensor-parallel split), where a buffered stream would read 8 KiB.
-  std::ifstream in;
-  in.rdbuf()->pubsetbuf(nullptr, 0);
-  in.open(path_, std::ios::binary);
   const auto element = static_cast<uint64_t>(c10::elementSize(e.dtype));
-  in.seekg(static_cast<std::streamoff>(e.begin + static_cast<uint64_t>(offset) * element));
-  if (!in || !in.read(static_cast<char*>(part.data_ptr()), static_cast<std::streamsize>(numel * element)))
-    throw std::runtime_error("safetensors file '" + path_ + "' could not be read at '" + name + "'");
+  try {
+    read_(e.begin + static_cast<uint64_t>(offset) * element, part.data_ptr(), static_cast<uint64_t>(numel) * element);
+  } catch (const std::runtime_error& error) {
+    throw std::runtime_error("safetensors file '" + path_ + "' could not be read at '" + name + "' (" + error.what() +
+                             ")");
+  }
   return part;
 }
 

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 namespace composer {
 namespace {
@@ -142,6 +143,35 @@ TEST(GgmlQuants, BlockSizesAndCountsAreChecked) {
   EXPECT_THROW(formats::ggml_nbytes(static_cast<uint32_t>(formats::GgmlType::Q4_K), 100), std::invalid_argument);
   EXPECT_THROW(formats::ggml_nbytes(static_cast<uint32_t>(formats::GgmlType::Q2_K), 256), std::invalid_argument);
   EXPECT_EQ(formats::ggml_type_name(12), "Q4_K");
+}
+
+// SafetensorsFile keeps the file open: parts are read at their offsets through the one descriptor (a tensor-parallel
+// rank reads a row-parallel weight row by row), also after the path is gone; every error names the file.
+TEST(SafetensorsFileTest, ReadsPartsThroughTheFileItOpened) {
+  const fs::path dir = fs::temp_directory_path() / ("composer_safetensors_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "w.safetensors").string();
+  const at::Tensor w = at::arange(6 * 5, at::kFloat).view({6, 5});
+  write_safetensors(path, {{"b", at::arange(3, at::kLong)}, {"w", w}});
+  const SafetensorsFile file(path);
+  const SafetensorsFile copy = file;
+  fs::remove(path);  // the open file stays readable
+  for (int64_t row = 0; row < 6; ++row) EXPECT_TRUE(copy.read_part("w", row * 5 + 1, 3).equal(w[row].narrow(0, 1, 3)));
+  EXPECT_TRUE(file.tensor("b").equal(at::arange(3, at::kLong)));
+  auto error = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error([&] { file.read_part("w", 28, 3); }),
+            "safetensors file '" + path + "': elements [28, 31) of 'w', which has 30");
+  EXPECT_EQ(error([&] { SafetensorsFile{path}; }), "safetensors file '" + path + "' cannot be opened");
+  EXPECT_EQ(error([&] { SafetensorsFile{dir.string()}; }),
+            "safetensors file '" + dir.string() + "' cannot be read: Is a directory");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -23,7 +25,8 @@ NamedTensors read_safetensors(const std::string& path);
 
 /// A safetensors file read a tensor, or a part of one, at a time: the header is read and checked on opening, a
 /// tensor's bytes only when asked for, so that a model loads without the whole file in memory and a rank that holds
-/// a shard of a tensor reads only that part's bytes.
+/// a shard of a tensor reads only that part's bytes. The file stays open while the object (or a copy) lives: parts
+/// are read at their offsets (pread), from any thread.
 class SafetensorsFile {
  public:
   /// Throws std::runtime_error naming the file when it cannot be opened or is malformed.
@@ -47,6 +50,7 @@ class SafetensorsFile {
   };
   const Entry& entry(const std::string& name) const;
   std::string path_;
+  std::function<void(uint64_t offset, void* dst, uint64_t n)> read_;  // the open file's bytes
   std::vector<std::string> names_;
   std::map<std::string, Entry> index_;
 };
