@@ -126,6 +126,7 @@
 #include "composer/trainer/trainer_options.h"
 #include "composer/utils/allocator.h"
 #include "composer/utils/atomic_file.h"
+#include "composer/utils/cpu_block_cache.h"
 #include "composer/utils/error_text.h"
 #include "composer/utils/reproducibility.h"
 #include "composer/utils/threads.h"

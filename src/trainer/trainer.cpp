@@ -20,6 +20,7 @@
 #include "composer/profiler/profiler.h"
 #include "composer/utils/allocator.h"
 #include "composer/utils/compat.h"
+#include "composer/utils/cpu_block_cache.h"
 #include "composer/utils/error_text.h"
 #include "composer/utils/reproducibility.h"
 #include "composer/utils/run_name.h"
@@ -72,6 +73,10 @@ MetricMap filter_metrics(MetricMap all, const std::vector<std::string>& patterns
 }  // namespace
 
 TrainerImpl::TrainerImpl(TrainerOptions opts) : options(std::move(opts)), logger(state), engine(state, logger) {}
+
+void TrainerImpl::hold_block_cache() {
+  if (options.tune_allocator() && !block_cache) block_cache = hold_cpu_block_cache();
+}
 
 // Callbacks in Composer's order: user loggers, the progress bar / console logger, then user callbacks.
 void install_callbacks(TrainerImpl& t) {
@@ -308,6 +313,7 @@ void Trainer::fit() {
     throw std::invalid_argument("fit: max_duration " + s.max_duration->to_string() +
                                 " is already reached; pass a duration to fit() to train longer");
   }
+  t.hold_block_cache();
   t.fit_loop->run();
 }
 
@@ -327,19 +333,22 @@ void Trainer::fit(const Time& duration, bool reset_time) {
 void Trainer::eval() {
   auto& t = *impl_;
   if (t.state.evaluators.empty()) throw std::invalid_argument("eval: no evaluators; set TrainerOptions.evaluators");
+  t.hold_block_cache();
   t.engine.run_event(Event::EVAL_STANDALONE_START);
   for (auto& e : t.state.evaluators) t.eval_loop->run(e);
   t.engine.run_event(Event::EVAL_STANDALONE_END);
 }
 
 std::vector<at::Tensor> Trainer::predict(DataLoader& loader, int64_t subset_num_batches) {
+  impl_->hold_block_cache();
   return impl_->predict_loop->run(loader, PredictLoopOptions().subset_num_batches(subset_num_batches));
 }
 
 void Trainer::close() {
   if (!impl_ || impl_->engine.closed()) return;
   impl_->engine.close();
-  dist::barrier();  // Composer: close() ends with a barrier so no rank exits while others still save
+  impl_->block_cache.reset();  // the cached blocks go back to the OS (unless another Trainer holds the cache)
+  dist::barrier();             // Composer: close() ends with a barrier so no rank exits while others still save
 }
 
 State& Trainer::state() { return impl_->state; }

@@ -1,5 +1,6 @@
 #include "support/test_support.h"
 
+#include <c10/core/CPUAllocator.h>
 #include <torch/serialize.h>
 
 #include <gtest/gtest.h>
@@ -100,6 +101,67 @@ TEST(AllocatorTest, TunesGlibcUnlessTheUserConfiguredIt) {
 #else
   EXPECT_FALSE(tune_allocator());
 #endif
+}
+
+TEST(CpuBlockCacheTest, ReusesLargeBlocksWithinThePeakAndGivesThemBack) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  auto floats = [](int64_t mib) { return at::empty({mib * kMiB / 4}, at::kFloat); };
+  EXPECT_TRUE(install_cpu_block_cache());
+  ASSERT_TRUE(cpu_block_cache_installed());
+  EXPECT_FALSE(install_cpu_block_cache());  // once per process
+  { at::Tensor unheld = floats(100); }      // while no one holds the cache, a freed block goes back at once
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, 0);
+  std::shared_ptr<void> hold = hold_cpu_block_cache();
+  const CpuBlockCacheStats start = cpu_block_cache_stats();
+  void* first = nullptr;
+  {
+    at::Tensor a = floats(100);
+    a.fill_(1);
+    first = a.data_ptr();
+    EXPECT_EQ(cpu_block_cache_stats().live_bytes, start.live_bytes + 100 * kMiB);
+  }
+  CpuBlockCacheStats s = cpu_block_cache_stats();
+  EXPECT_EQ(s.cached_bytes, 100 * kMiB);  // freed, kept
+  EXPECT_EQ(s.live_bytes, start.live_bytes);
+  {
+    at::Tensor b = floats(90);  // at most 1/8 smaller than the cached block: the same memory
+    EXPECT_EQ(b.data_ptr(), first);
+    b.fill_(2);
+    EXPECT_EQ(b.sum().item<double>(), 2.0 * 90 * kMiB / 4);
+    EXPECT_EQ(cpu_block_cache_stats().hits, s.hits + 1);
+  }
+  {
+    at::Tensor small = floats(8);  // below kCpuBlockCacheMinBytes: the allocator below
+    EXPECT_EQ(cpu_block_cache_stats().live_bytes, start.live_bytes);
+    at::Tensor c = floats(70);  // more than 1/8 smaller than the cached block: a new one, and as live + cached
+                                // would pass the peak (100 MiB), the cached block goes back to the OS first
+    s = cpu_block_cache_stats();
+    EXPECT_EQ(s.live_bytes, start.live_bytes + 70 * kMiB);
+    EXPECT_EQ(s.cached_bytes, 0);
+  }
+  {
+    at::Tensor d = floats(200);  // a new peak: the cached 70 MiB block goes back first
+    s = cpu_block_cache_stats();
+    EXPECT_EQ(s.cached_bytes, 0);
+    EXPECT_EQ(s.live_bytes, start.live_bytes + 200 * kMiB);
+    EXPECT_EQ(s.peak_bytes, s.live_bytes);
+  }
+  void* raw = c10::GetCPUAllocator()->raw_allocate(70 * kMiB);  // LibTorch's raw path gives blocks back too
+  c10::GetCPUAllocator()->raw_deallocate(raw);
+  s = cpu_block_cache_stats();
+  EXPECT_EQ(s.cached_bytes, 70 * kMiB);  // the 200 MiB block made room for it (within the peak)
+  EXPECT_LE(s.live_bytes + s.cached_bytes, s.peak_bytes);
+  release_cpu_block_cache();
+  s = cpu_block_cache_stats();
+  EXPECT_EQ(s.cached_bytes, 0);
+  EXPECT_EQ(s.peak_bytes, s.live_bytes);
+  { at::Tensor e = floats(100); }
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, 100 * kMiB);
+  std::shared_ptr<void> second = hold_cpu_block_cache();
+  hold.reset();  // another holder remains: the block stays
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, 100 * kMiB);
+  second.reset();  // the last holder: everything goes back
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, 0);
 }
 
 }  // namespace

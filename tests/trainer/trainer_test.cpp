@@ -520,6 +520,21 @@ TEST(TrainerTest, ClosedTrainerRejectsWork) {
   EXPECT_THROW(trainer.fit(), std::logic_error);
 }
 
+TEST(TrainerTest, CachesLargeCpuBlocksAndGivesThemBackWhenClosed) {
+  Trainer trainer(testing::quiet_options(testing::make_classifier())
+                      .train_dataloader(testing::make_loader(testing::make_blobs(16), 8))
+                      .max_duration("1ba"));
+  auto allocate_and_free = [] { at::Tensor big = at::empty({int64_t{80} << 18}, at::kFloat); };  // 80 MiB
+  allocate_and_free();  // while the model is built and loaded: nothing is kept
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, 0);
+  trainer.fit();  // tune_allocator is on by default: the Trainer holds the cache from here
+  ASSERT_TRUE(cpu_block_cache_installed());
+  allocate_and_free();
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, int64_t{80} << 20);
+  trainer.close();
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, 0);
+}
+
 TEST(ThresholdStopperTest, StopsWhenEvalMetricCrossesThreshold) {
   auto recorder = std::make_shared<testing::RecordingCallback>();
   Trainer trainer(testing::quiet_options(testing::make_classifier(8, 32, 4))

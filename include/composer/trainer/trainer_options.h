@@ -141,7 +141,8 @@ struct TrainerOptions {
   TORCH_ARG(bool, deterministic_mode) = false;
   /// Intra-op threads; 0 = $OMP_NUM_THREADS, else all cores (divided among ranks on a node).
   TORCH_ARG(int, num_threads) = 0;
-  /// Keep freed tensor memory in the process (glibc malloc thresholds; see utils/allocator.h). Off: glibc defaults.
+  /// Keep freed tensor memory in the process (glibc malloc thresholds, utils/allocator.h; large CPU blocks cached,
+  /// utils/cpu_block_cache.h). Off: glibc defaults and LibTorch's own CPU allocator.
   TORCH_ARG(bool, tune_allocator) = true;
   /// Seconds a rank waits for its peers (rendezvous and collectives) before failing with a message.
   TORCH_ARG(double, dist_timeout) = 300.0;
@@ -243,7 +244,8 @@ struct TrainerOptions {
     TrainStepOptions::for_each_field(self.train_step_, visit);
     visit("deterministic_mode", self.deterministic_mode_, "torch deterministic algorithms");
     visit("num_threads", self.num_threads_, "intra-op threads; 0: $OMP_NUM_THREADS, else the cores");
-    visit("tune_allocator", self.tune_allocator_, "keep freed tensor memory in the process");
+    visit("tune_allocator", self.tune_allocator_,
+          "keep freed tensor memory in the process (glibc thresholds, the cache of CPU blocks >= 64 MiB)");
     CheckpointSaverOptions::for_each_field(self.save_, renamed(visit, kSaveKeys));
     LoadOptions::for_each_field(self.load_, renamed(visit, kLoadKeys));
     visit("dist_timeout", self.dist_timeout_, "seconds a rank waits for its peers");

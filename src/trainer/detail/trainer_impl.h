@@ -28,6 +28,9 @@ struct TrainerImpl {
   std::unique_ptr<TrainEpochLoop> epoch_loop;
   std::unique_ptr<FitLoop> fit_loop;
   std::unique_ptr<PredictLoop> predict_loop;
+  // The CPU block cache, held from the first fit(), eval() or predict() until close() (options.tune_allocator).
+  std::shared_ptr<void> block_cache;
+  void hold_block_cache();
 };
 
 }  // namespace composer::detail
