@@ -97,6 +97,7 @@
 #include "composer/nn/deferred_init.h"
 #include "composer/nn/layer.h"
 #include "composer/nn/layers.h"
+#include "composer/nn/max_pool.h"
 #include "composer/nn/rms_norm.h"
 #include "composer/nn/tensor_parallel_plan.h"
 #include "composer/optim/decoupled_adamw.h"

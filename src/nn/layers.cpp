@@ -1,6 +1,7 @@
 #include "composer/nn/layers.h"
 
 #include "composer/nn/deferred_init.h"
+#include "composer/nn/max_pool.h"
 
 #include <torch/torch.h>
 
@@ -124,9 +125,7 @@ at::Tensor GELU::forward(const at::Tensor& x) { return at::gelu(x, approximate_)
 at::Tensor Sigmoid::forward(const at::Tensor& x) { return at::sigmoid(x); }
 
 MaxPool2d::MaxPool2d(int64_t k, int64_t s, int64_t p) : kernel_size(k), stride(s), padding(p) {}
-at::Tensor MaxPool2d::forward(const at::Tensor& x) {
-  return at::max_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding});
-}
+at::Tensor MaxPool2d::forward(const at::Tensor& x) { return nn::max_pool2d(x, kernel_size, stride, padding); }
 
 at::Tensor GlobalAvgPool::forward(const at::Tensor& x) { return x.mean({2, 3}); }
 at::Tensor Flatten::forward(const at::Tensor& x) { return x.flatten(1); }

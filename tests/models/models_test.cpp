@@ -169,6 +169,50 @@ TEST(LayersTest, OptionsNameTheArgumentsAndShapeTheParameters) {
   EXPECT_TRUE(nn::Linear(5, 3).bias.defined());
 }
 
+// nn::max_pool2d against at::max_pool2d: bitwise the same values without autograd, where it takes the strided
+// maxima (ties after a ReLU, odd sizes, 3-D input, double and half precision, NaNs), and LibTorch's op under
+// autograd and for the shapes it leaves to LibTorch.
+TEST(LayersTest, MaxPoolEqualsLibTorchsBitwise) {
+  at::manual_seed(3);
+  auto same = [](const at::Tensor& a, const at::Tensor& b) {
+    return a.sizes() == b.sizes() && a.isnan().equal(b.isnan()) && a.nan_to_num(0).equal(b.nan_to_num(0)) &&
+           a.signbit().equal(b.signbit());
+  };
+  auto check = [&](const at::Tensor& x, int64_t k, int64_t s, int64_t p) {
+    SCOPED_TRACE(::testing::Message() << x.sizes() << " " << x.scalar_type() << " k" << k << " s" << s << " p" << p);
+    const at::Tensor expected = at::max_pool2d(x, {k, k}, {s, s}, {p, p});
+    {
+      at::NoGradGuard no_grad;
+      EXPECT_TRUE(same(nn::max_pool2d(x, k, s, p), expected));
+      EXPECT_TRUE(same(nn::max_pool2d(x.requires_grad_(), k, s, p), expected));
+    }
+    EXPECT_TRUE(same(nn::max_pool2d(x.detach(), k, s, p), expected));  // nothing to record
+    const at::Tensor a = x.detach().clone().requires_grad_(), b = x.detach().clone().requires_grad_();
+    const at::Tensor ya = at::max_pool2d(a, {k, k}, {s, s}, {p, p}), yb = nn::max_pool2d(b, k, s, p);
+    EXPECT_EQ(yb.grad_fn()->name(), ya.grad_fn()->name());  // under autograd: LibTorch's
+    const at::Tensor g = at::randn_like(ya);
+    ya.backward(g);
+    yb.backward(g);
+    EXPECT_TRUE(a.grad().equal(b.grad()));
+  };
+  check(at::relu(at::randn({8, 4, 28, 28})), 2, 2, 0);  // half the inputs 0: many windows with tied maxima
+  check(at::randn({8, 4, 27, 13}), 2, 2, 0);            // the last row and column belong to no window
+  check(at::relu(at::randn({4, 10, 10})), 2, 2, 0);     // unbatched
+  check(at::randn({2, 3, 8, 8}).to(at::kDouble), 2, 2, 0);
+  check(at::randn({2, 3, 8, 8}).to(at::kHalf), 2, 2, 0);
+  check(at::randn({2, 3, 8, 8}) * 0, 2, 2, 0);  // signed zeros
+  at::Tensor nan = at::randn({2, 3, 8, 8});
+  nan.index_put_({0, 0, 0, 1}, std::nan(""));
+  nan.index_put_({1, 2, 5, 4}, std::nan(""));
+  check(nan, 2, 2, 0);
+  check(at::randn({2, 3, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast), 2, 2, 0);  // LibTorch's
+  check(at::randn({2, 3, 9, 9}), 3, 2, 1);
+  check(at::randn({2, 3, 8, 8}), 2, 1, 0);
+  nn::MaxPool2d layer(2, 2);
+  const at::Tensor x = at::randn({2, 3, 6, 6});
+  EXPECT_TRUE(layer.forward(x).equal(at::max_pool2d(x, {2, 2}, {2, 2})));
+}
+
 TEST(SurgeryTest, ReplacedChildRunsInForward) {
   auto cnn = models::mnist_cnn(1, 10, 4);
   const at::Tensor x = at::randn({2, 1, 28, 28});
