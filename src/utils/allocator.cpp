@@ -1,5 +1,7 @@
 #include "composer/utils/allocator.h"
 
+#include "composer/utils/cpu_block_cache.h"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -17,7 +19,10 @@ bool tune_allocator() {
   }
   static bool done = false;
   if (done) return true;
-  done = mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024) == 1 && mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024) == 1;
+  // Blocks from the CPU block cache's threshold on are mapped per allocation (and cached by it); smaller ones stay in
+  // the heap.
+  done = mallopt(M_MMAP_THRESHOLD, static_cast<int>(kCpuBlockCacheMinBytes)) == 1 &&
+         mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024) == 1;
   return done;
 #else
   return false;

@@ -162,7 +162,13 @@ void BlockCache::raw_delete(void* p) {
   below(p);
 }
 
-BlockCache* install() {  // the cache, installed once per process; nullptr if another allocator has the priority
+// The cache if it is LibTorch's CPU allocator (not when another allocator was set with a higher priority).
+BlockCache* active() {
+  BlockCache* cache = g_cache.load();
+  return cache && c10::GetCPUAllocator() == cache ? cache : nullptr;
+}
+
+BlockCache* install() {  // installed once per process
   static std::mutex install_mu;
   std::lock_guard<std::mutex> lock(install_mu);
   if (!g_cache.load()) {
@@ -171,7 +177,7 @@ BlockCache* install() {  // the cache, installed once per process; nullptr if an
     g_cache.store(cache);                         // before the first block can be freed
     c10::SetCPUAllocator(cache, /*priority=*/0);  // the priority LibTorch registers its own CPU allocator with
   }
-  return c10::GetCPUAllocator() == g_cache.load() ? g_cache.load() : nullptr;
+  return active();
 }
 
 }  // namespace
@@ -188,10 +194,7 @@ std::shared_ptr<void> hold_cpu_block_cache() {
   return std::shared_ptr<void>(cache, [](void* c) { static_cast<BlockCache*>(c)->drop(); });
 }
 
-bool cpu_block_cache_installed() {
-  const BlockCache* cache = g_cache.load();
-  return cache && c10::GetCPUAllocator() == cache;
-}
+bool cpu_block_cache_installed() { return active() != nullptr; }
 
 void release_cpu_block_cache() {
   if (BlockCache* cache = g_cache.load()) cache->release();
